@@ -1,0 +1,126 @@
+# ninfer — one non-recursive GNU Makefile for the library, the commands, the
+# CUDA backend, the tests and the demo. `make V=1` shows full commands.
+
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include/ninfer
+MANDIR  ?= $(PREFIX)/share/man
+PCDIR   ?= $(LIBDIR)/pkgconfig
+DESTDIR ?=
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+NF_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -Icommon -MMD -MP
+NF_LIBS := -ljson-c -lzstd -lcrypto -lpthread -lm
+
+ifeq ($(SANITIZE),1)
+NF_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+NF_LDFLAGS += -fsanitize=address,undefined
+BUILD ?= build/san
+BIN   ?= build/san/bin
+else
+BUILD ?= build
+BIN   ?= bin
+endif
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+LIB_SRC  := $(sort $(wildcard common/*.c common/arch/*.c))
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC))
+LIB      := $(BUILD)/libninfer.a
+CMD_SRC  := $(sort $(wildcard cmd/ninfer-*.c))
+CMDS     := $(patsubst cmd/%.c,$(BIN)/%,$(CMD_SRC))
+UNIT_SRC := $(sort $(wildcard tests/unit/t_*.c))
+UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+TOOLS    := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
+
+# CUDA by detection: no nvcc (or CUDA=0) builds the stub backend.
+NVCC ?= $(shell command -v nvcc 2>/dev/null)
+ifeq ($(CUDA),0)
+NVCC :=
+endif
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+
+all: deps-check $(LIB) $(CMDS)
+
+.PHONY: all deps-check test unit bats demo install uninstall clean fuzz bench
+
+# Stop early, with the exact command to run, when a library is missing; when
+# we may install (root, or sudo without a password), do it.
+deps-check:
+	$(Q)scripts/install-deps.sh --check-or-install
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(NF_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN)/%: $(BUILD)/cmd/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
+
+$(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
+
+$(BUILD)/tests/unit/%.o: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(NF_CFLAGS) -Itests/unit $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# `make test` builds everything and runs every C unit test and bats suite;
+# the last line is "N passed, N failed[, N skipped]".
+test: all $(UNITS) $(TOOLS)
+	$(Q)NF_BIN=$(abspath $(BIN)) NF_TOOLS=$(abspath $(BUILD)/tools) \
+	  scripts/run-tests.sh $(UNITS) -- $(sort $(wildcard tests/*.bats))
+
+unit: all $(UNITS)
+	$(Q)scripts/run-tests.sh $(UNITS) --
+
+demo: all $(TOOLS)
+	$(Q)NF_BIN=$(abspath $(BIN)) NF_TOOLS=$(abspath $(BUILD)/tools) scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(PCDIR)
+	install -m 755 $(CMDS) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 644 common/nf_*.h $(DESTDIR)$(INCDIR)/
+	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(MANDIR)/man1/
+	$(if $(wildcard man/*.5),install -m 644 $(wildcard man/*.5) $(DESTDIR)$(MANDIR)/man5/)
+	$(if $(wildcard man/*.7),install -m 644 $(wildcard man/*.7) $(DESTDIR)$(MANDIR)/man7/)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	  -e 's|@VERSION@|$(shell sed -n 's/^#define NF_VERSION "\(.*\)"/\1/p' common/nf_util.h)|' \
+	  ninfer.pc.in > $(DESTDIR)$(PCDIR)/ninfer.pc
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(CMDS)))
+	rm -f $(DESTDIR)$(LIBDIR)/libninfer.a $(DESTDIR)$(PCDIR)/ninfer.pc
+	rm -rf $(DESTDIR)$(INCDIR)
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(wildcard man/*.5)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/*.7)))
+
+clean:
+	rm -rf build bin tests/tmp
+
+-include $(LIB_OBJ:.o=.d) $(patsubst %,$(BUILD)/cmd/%.d,$(notdir $(CMDS))) \
+  $(patsubst $(BUILD)/tests/%,$(BUILD)/tests/unit/%.d,$(UNITS)) \
+  $(patsubst $(BUILD)/tools/%,$(BUILD)/tests/tools/%.d,$(TOOLS))

@@ -1,0 +1,248 @@
+/* nf_diag.c — diagnostic records and the exit-status ranking (DESIGN 3). */
+#include "nf_diag.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const code_names[NF_C_COUNT_] = {
+    [NF_C_HEADER] = "header",
+    [NF_C_MAGIC] = "magic",
+    [NF_C_UTF8] = "utf8",
+    [NF_C_JSON] = "json",
+    [NF_C_DUPLICATE_MEMBER] = "duplicate-member",
+    [NF_C_DEPTH] = "depth",
+    [NF_C_SCHEMA] = "schema",
+    [NF_C_RANGE] = "range",
+    [NF_C_FILES] = "files",
+    [NF_C_LENGTH] = "length",
+    [NF_C_FILL] = "fill",
+    [NF_C_PART_MISSING] = "part-missing",
+    [NF_C_PART_HEADER] = "part-header",
+    [NF_C_ARTIFACT_ID] = "artifact-id",
+    [NF_C_DUPLICATE_ID] = "duplicate-id",
+    [NF_C_ORDER] = "order",
+    [NF_C_OVERLAP] = "overlap",
+    [NF_C_BOUNDS] = "bounds",
+    [NF_C_ALIGNMENT] = "alignment",
+    [NF_C_SIZE] = "size",
+    [NF_C_ENCODING] = "encoding",
+    [NF_C_REFERENCE] = "reference",
+    [NF_C_PART_RANGE] = "part-range",
+    [NF_C_DUPLICATE_USE] = "duplicate-use",
+    [NF_C_INTEGRITY] = "integrity",
+    [NF_C_DIGEST] = "digest",
+    [NF_C_CODES] = "codes",
+    [NF_C_COVERAGE] = "coverage",
+    [NF_C_UNKNOWN_PARAMETER] = "unknown-parameter",
+    [NF_C_AUXILIARY] = "auxiliary",
+    [NF_C_COMPONENT_MISSING] = "component-missing",
+    [NF_C_TARGET] = "target",
+    [NF_C_UNSUPPORTED] = "unsupported",
+    [NF_C_IO] = "io",
+    [NF_C_USAGE] = "usage",
+};
+
+const char *nf_code_name(nf_code c)
+{
+    if ((unsigned)c >= NF_C_COUNT_ || !code_names[c])
+        return "unknown";
+    return code_names[c];
+}
+
+int nf_code_exit(nf_code c)
+{
+    switch (c) {
+    case NF_C_PART_MISSING:
+    case NF_C_IO:
+        return NF_EXIT_IO;
+    case NF_C_UNSUPPORTED:
+        return NF_EXIT_UNSUPPORTED;
+    case NF_C_USAGE:
+        return NF_EXIT_USAGE;
+    default:
+        return NF_EXIT_RULE;
+    }
+}
+
+static int rank(int e)
+{
+    switch (e) {
+    case NF_EXIT_USAGE: return 5;
+    case NF_EXIT_RULE: return 4;
+    case NF_EXIT_IO: return 3;
+    case NF_EXIT_UNSUPPORTED: return 2;
+    case NF_EXIT_OK: return 0;
+    default: return 1;
+    }
+}
+
+int nf_exit_combine(int a, int b)
+{
+    return rank(a) >= rank(b) ? a : b;
+}
+
+static char *dupn(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+static void add_record(nf_diags *d, nf_code code, const char *file,
+                       const char *pointer, const char *fmt, va_list ap)
+{
+    d->worst = nf_exit_combine(d->worst, nf_code_exit(code));
+    size_t limit = d->limit ? d->limit : 1000;
+    if (d->n >= limit) {
+        d->dropped++;
+        return;
+    }
+    if (d->n == d->cap) {
+        size_t nc = d->cap ? d->cap * 2 : 16;
+        nf_diag *nv = realloc(d->v, nc * sizeof *nv);
+        if (!nv) {
+            d->dropped++;
+            return;
+        }
+        d->v = nv;
+        d->cap = nc;
+    }
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    nf_diag *r = &d->v[d->n];
+    r->code = code;
+    r->pointer = dupn(pointer);
+    r->file = dupn(file ? file : d->file);
+    r->message = msg ? msg : strdup("(out of memory)");
+    if (!r->pointer || !r->file || !r->message) {
+        free(r->pointer);
+        free(r->file);
+        free(r->message);
+        d->dropped++;
+        return;
+    }
+    d->n++;
+}
+
+void nf_diag_vadd(nf_diags *d, nf_code code, const char *pointer,
+                  const char *fmt, va_list ap)
+{
+    add_record(d, code, NULL, pointer, fmt, ap);
+}
+
+void nf_diag_add(nf_diags *d, nf_code code, const char *pointer,
+                 const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_record(d, code, NULL, pointer, fmt, ap);
+    va_end(ap);
+}
+
+void nf_diag_addf(nf_diags *d, nf_code code, const char *file,
+                  const char *pointer, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_record(d, code, file, pointer, fmt, ap);
+    va_end(ap);
+}
+
+size_t nf_diags_count(const nf_diags *d, nf_code code)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < d->n; i++)
+        k += d->v[i].code == code;
+    return k;
+}
+
+int nf_diags_exit(const nf_diags *d)
+{
+    return d->worst;
+}
+
+void nf_diags_print(const nf_diags *d, const char *prog, FILE *f)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        const nf_diag *r = &d->v[i];
+        fprintf(f, "%s: ", prog);
+        if (r->file[0])
+            fprintf(f, "%s: ", r->file);
+        if (r->pointer[0])
+            fprintf(f, "%s: ", r->pointer);
+        fprintf(f, "%s: %s\n", nf_code_name(r->code), r->message);
+    }
+    if (d->dropped)
+        fprintf(f, "%s: %s%s%zu more problems not shown\n", prog,
+                d->file ? d->file : "", d->file ? ": " : "", d->dropped);
+}
+
+void nf_diags_move(nf_diags *dst, nf_diags *src)
+{
+    for (size_t i = 0; i < src->n; i++) {
+        nf_diag *r = &src->v[i];
+        nf_diag_addf(dst, r->code, r->file, r->pointer, "%s", r->message);
+    }
+    dst->dropped += src->dropped;
+    dst->worst = nf_exit_combine(dst->worst, src->worst);
+    nf_diags_clear(src);
+}
+
+void nf_diags_clear(nf_diags *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        free(d->v[i].pointer);
+        free(d->v[i].file);
+        free(d->v[i].message);
+    }
+    d->n = 0;
+    d->dropped = 0;
+    d->worst = 0;
+}
+
+void nf_diags_free(nf_diags *d)
+{
+    nf_diags_clear(d);
+    free(d->v);
+    d->v = NULL;
+    d->cap = 0;
+}
+
+char *nf_ptr_join(const char *base, const char *tok, size_t tok_len)
+{
+    size_t bl = base ? strlen(base) : 0, extra = 0;
+    for (size_t i = 0; i < tok_len; i++)
+        extra += tok[i] == '~' || tok[i] == '/';
+    if (tok_len > SIZE_MAX / 2 - bl - 2)
+        return NULL;
+    char *p = malloc(bl + 1 + tok_len + extra + 1), *q;
+    if (!p)
+        return NULL;
+    memcpy(p, base ? base : "", bl);
+    q = p + bl;
+    *q++ = '/';
+    for (size_t i = 0; i < tok_len; i++) {
+        if (tok[i] == '~') {
+            *q++ = '~';
+            *q++ = '0';
+        } else if (tok[i] == '/') {
+            *q++ = '~';
+            *q++ = '1';
+        } else if (tok[i] == '\0') {
+            /* a pointer is text: show NUL as its escape so lines stay whole */
+            *q++ = '?';
+        } else {
+            *q++ = tok[i];
+        }
+    }
+    *q = 0;
+    return p;
+}
+
+char *nf_ptr_index(const char *base, size_t index)
+{
+    char *p = NULL;
+    if (asprintf(&p, "%s/%zu", base ? base : "", index) < 0)
+        return NULL;
+    return p;
+}

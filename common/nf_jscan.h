@@ -1,0 +1,95 @@
+/* nf_jscan.h — one strict pass over JSON text before any tree is built.
+ *
+ * json-c accepts more than RFC 8259 (NaN, comments in some modes), keeps the
+ * last of duplicate member names silently and saturates integers outside
+ * int64/uint64. This scanner runs first, in time linear in the text and
+ * memory a small multiple of it, and enforces DESIGN section 13:
+ *   - RFC 8259 syntax exactly: one value, optional surrounding whitespace
+ *     (space, tab, LF, CR), no byte-order mark, no trailing bytes, literals
+ *     true/false/null only, numbers  -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?,
+ *     no raw control characters (< 0x20) inside strings, escapes \" \\ \/ \b
+ *     \f \n \r \t \uXXXX only;                                  -> NF_C_JSON
+ *   - valid UTF-8 everywhere (no overlongs, no surrogates encoded in UTF-8,
+ *     nothing above U+10FFFF), and \u escapes that form valid scalars (a
+ *     high surrogate escape must be followed by a low one and a low one never
+ *     stands alone);                                            -> NF_C_UTF8
+ *   - nesting depth (arrays + objects) at most max_depth (the root value's
+ *     container is depth 1);                                    -> NF_C_DEPTH
+ *   - member names unique within each object, compared after unescaping
+ *     ("off\u0073et" equals "offset");              -> NF_C_DUPLICATE_MEMBER
+ * and records the JSON Pointers of integer literals (no fraction, no
+ * exponent) whose value is above 2^64-1, so that U64 fields can be reported
+ * as `range` although json-c saturates them.
+ */
+#ifndef NF_JSCAN_H
+#define NF_JSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "nf_diag.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NF_JSON_MAX_DEPTH 64
+
+typedef struct {
+    /* JSON Pointers (RFC 6901, '~' and '/' escaped) of integer literals
+     * above 2^64-1, in text order. Owned; freed by nf_jscan_result_free. */
+    char **bigint_ptrs;
+    size_t n_bigint;
+    /* Byte offset of the first fatal error (syntax, utf8, depth), or
+     * SIZE_MAX when there was none. */
+    size_t error_offset;
+} nf_jscan_result;
+
+/* Scan text[0..len). Problems are appended to d (with the JSON Pointer of
+ * the place where the error was found, as far as the scan got, and the byte
+ * offset in the message). Syntax, UTF-8 and depth errors stop the scan (one
+ * record); duplicate members do not: every duplicate is reported (the
+ * pointer names the object holding it, the message the name) and the scan
+ * goes on. Returns true when the text is acceptable (no record added).
+ * max_depth 0 means NF_JSON_MAX_DEPTH. res may be NULL. Memory: O(len) in
+ * the worst case (names of one huge object), freed before return except
+ * for res. Never reads outside text[0..len); text need not be
+ * NUL-terminated. */
+bool nf_jscan(const char *text, size_t len, unsigned max_depth,
+              nf_diags *d, nf_jscan_result *res);
+
+void nf_jscan_result_free(nf_jscan_result *res);
+
+/* True when ptr is one of res's big-integer pointers. */
+bool nf_jscan_is_bigint(const nf_jscan_result *res, const char *ptr);
+
+/* --- Raw spans in text that nf_jscan accepted ------------------------------
+ * A span is [start, start+len) of text: a whole value exactly as written
+ * (no surrounding whitespace). Writers splice config/metadata/provenance
+ * spans into their output so numbers keep their text (DESIGN section 3). */
+typedef struct {
+    size_t start, len;
+} nf_span;
+
+/* The span of the whole root value (leading/trailing whitespace dropped). */
+nf_span nf_jspan_root(const char *text, size_t len);
+
+/* In the object value at span obj, find the member whose unescaped name
+ * equals name[0..name_len) and store its value's span in *out. Returns
+ * false when obj is not an object or has no such member. */
+bool nf_jspan_member(const char *text, nf_span obj, const char *name,
+                     size_t name_len, nf_span *out);
+
+/* Iterate over the members of the object at obj: call fn for each with the
+ * raw (still escaped, without quotes) name span and the value span, in text
+ * order; stop early when fn returns false. Returns false when obj is not an
+ * object. */
+typedef bool (*nf_jspan_member_fn)(void *ctx, const char *text,
+                                   nf_span raw_name, nf_span value);
+bool nf_jspan_members(const char *text, nf_span obj, nf_jspan_member_fn fn,
+                      void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

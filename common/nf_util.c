@@ -1,0 +1,105 @@
+/* nf_util.c — size parsing, hex, random bytes, path helpers. */
+#include "nf_util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+bool nf_parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!s || !*s)
+        return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return false;
+        if (!nf_mul_u64(v, 10, &v) || !nf_add_u64(v, (uint64_t)(*s - '0'), &v))
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool nf_parse_size(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    const char *p = s;
+    if (!s || *p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if (!nf_mul_u64(v, 10, &v) || !nf_add_u64(v, (uint64_t)(*p - '0'), &v))
+            return false;
+    unsigned shift = 0;
+    switch (*p) {
+    case 0: *out = v; return true;
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    default: return false;
+    }
+    p++;
+    if (*p == 'i' && p[1] == 'B')
+        p += 2;
+    else if (*p == 'B')
+        p++;
+    if (*p)
+        return false;
+    if (v > (UINT64_MAX >> shift))
+        return false;
+    *out = v << shift;
+    return true;
+}
+
+void nf_hex(const unsigned char *raw, size_t n, char *out)
+{
+    static const char d[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = d[raw[i] >> 4];
+        out[2 * i + 1] = d[raw[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+int nf_random_bytes(void *buf, size_t n)
+{
+    unsigned char *p = buf;
+    while (n) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+const char *nf_basename(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+char *nf_dirname_dup(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    if (!s)
+        return strdup(".");
+    if (s == path)
+        return strdup("/");
+    return strndup(path, (size_t)(s - path));
+}
+
+char *nf_path_join(const char *dir, const char *name)
+{
+    char *p = NULL;
+    size_t dl = strlen(dir);
+    if (asprintf(&p, "%s%s%s", dir, (dl && dir[dl - 1] == '/') ? "" : "/", name) < 0)
+        return NULL;
+    return p;
+}

@@ -1,0 +1,56 @@
+#!/bin/sh
+# install-deps.sh — install the Debian packages ninfer needs to build and test.
+#   scripts/install-deps.sh                 install what is missing (root or sudo)
+#   scripts/install-deps.sh --check         exit 1 listing what is missing
+#   scripts/install-deps.sh --check-or-install
+#       what `make` runs: nothing to do when all is there; else install when
+#       we are root or sudo works without a password; else stop with the
+#       exact command to run.
+set -u
+PKGS="build-essential pkg-config libjson-c-dev libzstd-dev libssl-dev bats zstd"
+mode=${1:-install}
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing="$missing $p"
+    fi
+done
+# Outside Debian (no dpkg), trust the compiler: probe the headers instead.
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    missing=""
+    for h in json-c/json.h zstd.h openssl/evp.h; do
+        printf '#include <%s>\n' "$h" | ${CC:-cc} -E -x c - >/dev/null 2>&1 || missing="$missing $h"
+    done
+    command -v bats >/dev/null 2>&1 || missing="$missing bats"
+    if [ -n "$missing" ]; then
+        echo "ninfer: missing:$missing (install json-c, zstd, OpenSSL and bats-core development packages)" >&2
+        exit 1
+    fi
+    exit 0
+fi
+
+[ -z "$missing" ] && exit 0
+case "$mode" in
+--check)
+    echo "ninfer: missing Debian packages:$missing" >&2
+    exit 1 ;;
+esac
+
+if [ "$(id -u)" = 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO="sudo -n"
+else
+    echo "ninfer: missing Debian packages:$missing" >&2
+    echo "ninfer: run: sudo apt-get update && sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+echo "ninfer: installing Debian packages:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >&2 || exit 1
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >&2 || {
+    echo "ninfer: apt-get install failed; run: sudo apt-get install -y$missing" >&2
+    exit 1
+}
