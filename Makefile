@@ -39,6 +39,8 @@ UNIT_SRC := $(sort $(wildcard tests/unit/t_*.c))
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOLS    := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
+SHIM_SRC := $(sort $(wildcard tests/shim/*.c))
+SHIMS    := $(patsubst tests/shim/%.c,$(BUILD)/tools/lib%.so,$(SHIM_SRC))
 
 # CUDA by detection: no nvcc (or CUDA=0) builds the stub backend.
 NVCC ?= $(shell command -v nvcc 2>/dev/null)
@@ -80,6 +82,13 @@ $(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
 
+# LD_PRELOAD fault shims for the writer tests; never sanitized (ASan must come
+# first in the preload list, so a shim cannot ride along with it).
+$(BUILD)/tools/lib%.so: tests/shim/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  SHIM    $@")
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -O2 -fPIC -shared -o $@ $< -ldl
+
 $(BUILD)/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
@@ -87,7 +96,7 @@ $(BUILD)/tests/unit/%.o: tests/unit/%.c
 
 # `make test` builds everything and runs every C unit test and bats suite;
 # the last line is "N passed, N failed[, N skipped]".
-test: all $(UNITS) $(TOOLS)
+test: all $(UNITS) $(TOOLS) $(SHIMS)
 	$(Q)NF_BIN=$(abspath $(BIN)) NF_TOOLS=$(abspath $(BUILD)/tools) \
 	  scripts/run-tests.sh $(UNITS) -- $(sort $(wildcard tests/*.bats))
 
