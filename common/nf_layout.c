@@ -1,0 +1,321 @@
+/* nf_layout.c — format/layout names and the layout contract (DESIGN 8,
+ * spec 6.2): planes, plane offsets and the encoded size.
+ *
+ * Every product and sum goes through the nf_util helpers: a shape comes
+ * from a catalog, so nothing here may wrap.
+ */
+#include "nf_layout.h"
+#include "nf_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const fmt_names[NF_FMT_COUNT_] = {
+    [NF_FMT_BF16] = "bf16",
+    [NF_FMT_FP32] = "fp32",
+    [NF_FMT_INT32] = "int32",
+    [NF_FMT_Q2_G64_FP16] = "q2_g64_fp16",
+    [NF_FMT_Q4_G64_FP16] = "q4_g64_fp16",
+    [NF_FMT_Q5_G64_FP16] = "q5_g64_fp16",
+    [NF_FMT_Q6_G64_FP16] = "q6_g64_fp16",
+    [NF_FMT_Q8_G32_FP16] = "q8_g32_fp16",
+    [NF_FMT_T2_G128_FP16] = "t2_g128_fp16",
+    [NF_FMT_NVFP4] = "nvfp4",
+    [NF_FMT_FP8_E4M3FN_ROW_BF16] = "fp8_e4m3fn_row_bf16",
+};
+
+static const char *const lay_names[NF_LAY_COUNT_] = {
+    [NF_LAY_CONTIGUOUS_LE_V1] = "contiguous_le_v1",
+    [NF_LAY_ROW_SPLIT_K128_V1] = "row_split_k128_v1",
+    [NF_LAY_BLOCK_SCALE_K16_M128X4_V1] = "block_scale_k16_m128x4_v1",
+    [NF_LAY_ROW_SCALE_V1] = "row_scale_v1",
+    [NF_LAY_RAW_BYTES_V1] = "raw_bytes_v1",
+};
+
+/* Exact byte comparison: the catalog string may hold NUL, so a name only
+ * matches when its length is the table entry's length. */
+static bool name_eq(const char *s, size_t len, const char *name)
+{
+    return s && strlen(name) == len && memcmp(s, name, len) == 0;
+}
+
+nf_format nf_format_from_name(const char *s, size_t len)
+{
+    for (int i = 0; i < NF_FMT_COUNT_; i++)
+        if (name_eq(s, len, fmt_names[i]))
+            return (nf_format)i;
+    return NF_FMT_UNKNOWN;
+}
+
+nf_layout nf_layout_from_name(const char *s, size_t len)
+{
+    for (int i = 0; i < NF_LAY_COUNT_; i++)
+        if (name_eq(s, len, lay_names[i]))
+            return (nf_layout)i;
+    return NF_LAY_UNKNOWN;
+}
+
+const char *nf_format_name(nf_format f)
+{
+    return (f >= 0 && f < NF_FMT_COUNT_) ? fmt_names[f] : NULL;
+}
+
+const char *nf_layout_name(nf_layout l)
+{
+    return (l >= 0 && l < NF_LAY_COUNT_) ? lay_names[l] : NULL;
+}
+
+nf_layout nf_format_default_layout(nf_format f)
+{
+    switch (f) {
+    case NF_FMT_BF16:
+    case NF_FMT_FP32:
+    case NF_FMT_INT32:
+        return NF_LAY_CONTIGUOUS_LE_V1;
+    case NF_FMT_Q2_G64_FP16:
+    case NF_FMT_Q4_G64_FP16:
+    case NF_FMT_Q5_G64_FP16:
+    case NF_FMT_Q6_G64_FP16:
+    case NF_FMT_Q8_G32_FP16:
+    case NF_FMT_T2_G128_FP16:
+        return NF_LAY_ROW_SPLIT_K128_V1;
+    case NF_FMT_NVFP4:
+        return NF_LAY_BLOCK_SCALE_K16_M128X4_V1;
+    case NF_FMT_FP8_E4M3FN_ROW_BF16:
+        return NF_LAY_ROW_SCALE_V1;
+    default:
+        return NF_LAY_UNKNOWN;
+    }
+}
+
+nf_rowsplit_info nf_rowsplit_info_of(nf_format f)
+{
+    nf_rowsplit_info r = {0, 0, 0, 0};
+    switch (f) {
+    case NF_FMT_Q2_G64_FP16: r = (nf_rowsplit_info){64, 2, 0, 2}; break;
+    case NF_FMT_Q4_G64_FP16: r = (nf_rowsplit_info){64, 4, 0, 4}; break;
+    case NF_FMT_Q5_G64_FP16: r = (nf_rowsplit_info){64, 4, 1, 5}; break;
+    case NF_FMT_Q6_G64_FP16: r = (nf_rowsplit_info){64, 4, 2, 6}; break;
+    case NF_FMT_Q8_G32_FP16: r = (nf_rowsplit_info){32, 8, 0, 8}; break;
+    case NF_FMT_T2_G128_FP16: r = (nf_rowsplit_info){128, 2, 0, 2}; break;
+    default: break;
+    }
+    return r;
+}
+
+unsigned nf_format_elem_bytes(nf_format f)
+{
+    switch (f) {
+    case NF_FMT_BF16: return 2;
+    case NF_FMT_FP32: return 4;
+    case NF_FMT_INT32: return 4;
+    default: return 0;
+    }
+}
+
+bool nf_shape_elements(const uint64_t *dims, unsigned rank, uint64_t *out)
+{
+    uint64_t e = 1;
+    for (unsigned i = 0; i < rank; i++)
+        if (!nf_mul_u64(e, dims[i], &e))
+            return false;
+    *out = e;
+    return true;
+}
+
+void nf_shape_str(const uint64_t *dims, unsigned rank, char *buf, size_t n)
+{
+    if (!buf || n == 0)
+        return;
+    if (rank == 0) {
+        snprintf(buf, n, "scalar");
+        return;
+    }
+    size_t used = 0;
+    buf[0] = 0;
+    for (unsigned i = 0; i < rank && used < n; i++) {
+        int w = snprintf(buf + used, n - used, "%s%llu", i ? "x" : "",
+                         (unsigned long long)dims[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/* Messages that carry numbers live in a per-thread buffer so that `why`
+ * stays valid until the next call on the same thread. */
+static _Thread_local char why_buf[160];
+
+static nf_enc_status fail(nf_enc_status st, const char **why, const char *fmt,
+                          ...) __attribute__((format(printf, 3, 4)));
+static nf_enc_status fail(nf_enc_status st, const char **why, const char *fmt,
+                          ...)
+{
+    if (why) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why_buf, sizeof why_buf, fmt, ap);
+        va_end(ap);
+        *why = why_buf;
+    }
+    return st;
+}
+
+static nf_enc_status fail_s(nf_enc_status st, const char **why, const char *msg)
+{
+    if (why)
+        *why = msg;
+    return st;
+}
+
+/* Append a plane after the previous one: it starts at the previous end
+ * rounded up to 256 (DESIGN 8). Returns false on overflow. */
+static bool add_plane(nf_encoding *e, const char *name, uint64_t rows,
+                      uint64_t row_bytes, uint64_t bytes)
+{
+    uint64_t off = 0;
+    if (e->nplanes > 0) {
+        const nf_plane *p = &e->plane[e->nplanes - 1];
+        uint64_t end;
+        if (!nf_add_u64(p->offset, p->bytes, &end) ||
+            !nf_align_up_u64(end, NF_PLANE_ALIGN, &off))
+            return false;
+    }
+    uint64_t end;
+    if (!nf_add_u64(off, bytes, &end))
+        return false;
+    nf_plane *p = &e->plane[e->nplanes++];
+    p->name = name;
+    p->offset = off;
+    p->bytes = bytes;
+    p->rows = rows;
+    p->row_bytes = row_bytes;
+    e->encoded_bytes = end;
+    return true;
+}
+
+/* rows * row_bytes as one plane. */
+static bool add_rows(nf_encoding *e, const char *name, uint64_t rows,
+                     uint64_t row_bytes)
+{
+    uint64_t bytes;
+    return nf_mul_u64(rows, row_bytes, &bytes) &&
+           add_plane(e, name, rows, row_bytes, bytes);
+}
+
+static bool layout_needs_rank2(nf_layout l)
+{
+    return l == NF_LAY_ROW_SPLIT_K128_V1 ||
+           l == NF_LAY_BLOCK_SCALE_K16_M128X4_V1 || l == NF_LAY_ROW_SCALE_V1;
+}
+
+#define OVF(why) fail_s(NF_ENC_OVERFLOW, why, "encoded size exceeds U64")
+
+nf_enc_status nf_encoding_compute(nf_format f, nf_layout l,
+                                  const uint64_t *dims, unsigned rank,
+                                  uint64_t divisors, nf_encoding *out,
+                                  const char **why)
+{
+    nf_encoding e;
+    memset(&e, 0, sizeof e);
+    if (out)
+        memset(out, 0, sizeof *out);
+
+    /* Checks that hold whatever the names are (spec 1, 5.1, 6.2). */
+    if (rank > NF_MAX_RANK)
+        return fail(NF_ENC_INVALID, why, "rank %u exceeds 16", rank);
+    for (unsigned i = 0; i < rank; i++)
+        if (dims[i] == 0)
+            return fail(NF_ENC_INVALID, why, "shape dimension %u is 0", i);
+    if (!nf_shape_elements(dims, rank, &e.elements))
+        return fail_s(NF_ENC_OVERFLOW, why, "elements(shape) exceeds U64");
+    if (divisors == 0)
+        return fail_s(NF_ENC_INVALID, why, "divisors must be at least 1");
+    if (divisors > 1 &&
+        !(f == NF_FMT_NVFP4 && l == NF_LAY_BLOCK_SCALE_K16_M128X4_V1))
+        return fail(NF_ENC_INVALID, why,
+                    "divisors %llu > 1 is allowed only for nvfp4 with "
+                    "block_scale_k16_m128x4_v1", (unsigned long long)divisors);
+    if (l == NF_LAY_RAW_BYTES_V1)
+        return fail_s(NF_ENC_INVALID, why,
+                      "raw_bytes_v1 is a resource encoding, not a tensor layout");
+    if (layout_needs_rank2(l) && rank != 2)
+        return fail(NF_ENC_INVALID, why, "layout %s needs rank 2, got rank %u",
+                    lay_names[l], rank);
+
+    /* Unknown names are not structural errors (DESIGN 13). */
+    if (f < 0 || f >= NF_FMT_COUNT_)
+        return fail_s(NF_ENC_UNSUPPORTED, why, "unknown format");
+    if (l < 0 || l >= NF_LAY_COUNT_)
+        return fail_s(NF_ENC_UNSUPPORTED, why, "unknown layout");
+
+    if (nf_format_default_layout(f) != l)
+        return fail(NF_ENC_INVALID, why,
+                    "format %s does not allow layout %s (it needs %s)",
+                    fmt_names[f], lay_names[l],
+                    lay_names[nf_format_default_layout(f)]);
+
+    switch (l) {
+    case NF_LAY_CONTIGUOUS_LE_V1: {
+        uint64_t eb = nf_format_elem_bytes(f), bytes;
+        if (!nf_mul_u64(e.elements, eb, &bytes))
+            return OVF(why);
+        uint64_t rows = rank ? dims[0] : 1;
+        if (!add_plane(&e, "data", rows, bytes / rows, bytes))
+            return OVF(why);
+        break;
+    }
+    case NF_LAY_ROW_SPLIT_K128_V1: {
+        nf_rowsplit_info ri = nf_rowsplit_info_of(f);
+        uint64_t N = dims[0], K = dims[1], Kp;
+        if (!nf_align_up_u64(K, 128, &Kp))
+            return OVF(why);
+        /* Kp is a multiple of 128, so Kp/8 and Kp/G are exact. */
+        if (!add_rows(&e, "base", N, Kp / 8 * ri.base_bits))
+            return OVF(why);
+        if (ri.high_bits && !add_rows(&e, "high", N, Kp / 8 * ri.high_bits))
+            return OVF(why);
+        if (!add_rows(&e, "scales", N, Kp / ri.group * 2))
+            return OVF(why);
+        break;
+    }
+    case NF_LAY_BLOCK_SCALE_K16_M128X4_V1: {
+        uint64_t N = dims[0], K = dims[1], sb, db;
+        if (N % 128 != 0)
+            return fail(NF_ENC_INVALID, why,
+                        "nvfp4 needs N %% 128 == 0, got N=%llu",
+                        (unsigned long long)N);
+        if (K % 64 != 0)
+            return fail(NF_ENC_INVALID, why,
+                        "nvfp4 needs K %% 64 == 0, got K=%llu",
+                        (unsigned long long)K);
+        if (N % divisors != 0)
+            return fail(NF_ENC_INVALID, why,
+                        "N %% divisors != 0 (N=%llu, divisors=%llu)",
+                        (unsigned long long)N, (unsigned long long)divisors);
+        if (!add_rows(&e, "codes", N, K / 2))
+            return OVF(why);
+        if (!nf_mul_u64(N, K / 16, &sb) ||
+            !add_plane(&e, "block_scales", 0, 0, sb))
+            return OVF(why);
+        if (!nf_mul_u64(divisors, 4, &db) ||
+            !add_plane(&e, "divisors", 0, 0, db))
+            return OVF(why);
+        break;
+    }
+    case NF_LAY_ROW_SCALE_V1: {
+        uint64_t N = dims[0], K = dims[1];
+        if (!add_rows(&e, "codes", N, K) || !add_rows(&e, "row_scales", N, 2))
+            return OVF(why);
+        break;
+    }
+    default:
+        return fail_s(NF_ENC_UNSUPPORTED, why, "unknown layout");
+    }
+    if (out)
+        *out = e;
+    if (why)
+        *why = NULL;
+    return NF_ENC_OK;
+}
