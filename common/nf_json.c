@@ -1,0 +1,368 @@
+/* nf_json.c — strict parse (nf_jscan first, then json-c) and the builder.
+ * json-c represents JSON null as a NULL pointer; this module keeps that
+ * convention (nf_jtype_of(NULL) is NF_J_NULL). */
+#include "nf_json.h"
+
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nf_jdoc {
+    char *text;
+    size_t len;
+    json_object *root;
+    nf_jscan_result scan;
+};
+
+nf_jdoc *nf_jdoc_parse(const char *text, size_t len, unsigned max_depth,
+                       nf_diags *d)
+{
+    if (!max_depth)
+        max_depth = NF_JSON_MAX_DEPTH;
+    nf_jdoc *doc = calloc(1, sizeof *doc);
+    if (!doc) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    if (!nf_jscan(text, len, max_depth, d, &doc->scan)) {
+        nf_jdoc_free(doc);
+        return NULL;
+    }
+    if (len > INT_MAX) {
+        /* json-c takes an int length; feed it in pieces below. */
+    }
+    doc->text = malloc(len + 1);
+    if (!doc->text) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory for %zu bytes of JSON", len);
+        nf_jdoc_free(doc);
+        return NULL;
+    }
+    memcpy(doc->text, text, len);
+    doc->text[len] = 0;
+    doc->len = len;
+
+    json_tokener *tok = json_tokener_new_ex((int)max_depth + 2);
+    if (!tok) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        nf_jdoc_free(doc);
+        return NULL;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    json_object *root = NULL;
+    enum json_tokener_error err = json_tokener_continue;
+    size_t off = 0;
+    do {
+        size_t chunk = len - off > (1u << 30) ? (1u << 30) : len - off;
+        root = json_tokener_parse_ex(tok, doc->text + off, (int)chunk);
+        err = json_tokener_get_error(tok);
+        off += chunk;
+    } while (err == json_tokener_continue && off < len);
+    if (err == json_tokener_continue) {
+        /* a bare number at the very end needs a terminator */
+        root = json_tokener_parse_ex(tok, "", 1);
+        err = json_tokener_get_error(tok);
+    }
+    if (err != json_tokener_success) {
+        nf_diag_add(d, NF_C_JSON, "", "json-c: %s", json_tokener_error_desc(err));
+        json_tokener_free(tok);
+        nf_jdoc_free(doc);
+        return NULL;
+    }
+    json_tokener_free(tok);
+    doc->root = root;
+    return doc;
+}
+
+void nf_jdoc_free(nf_jdoc *doc)
+{
+    if (!doc)
+        return;
+    json_object_put(doc->root);
+    nf_jscan_result_free(&doc->scan);
+    free(doc->text);
+    free(doc);
+}
+
+nf_jval *nf_jdoc_root(const nf_jdoc *doc)
+{
+    return doc->root;
+}
+
+const char *nf_jdoc_text(const nf_jdoc *doc, size_t *len)
+{
+    if (len)
+        *len = doc->len;
+    return doc->text;
+}
+
+const nf_jscan_result *nf_jdoc_scan(const nf_jdoc *doc)
+{
+    return &doc->scan;
+}
+
+nf_jtype nf_jtype_of(const nf_jval *v)
+{
+    switch (json_object_get_type(v)) {
+    case json_type_null: return NF_J_NULL;
+    case json_type_boolean: return NF_J_BOOL;
+    case json_type_int: return NF_J_INT;
+    case json_type_double: return NF_J_DOUBLE;
+    case json_type_string: return NF_J_STRING;
+    case json_type_array: return NF_J_ARRAY;
+    case json_type_object: return NF_J_OBJECT;
+    }
+    return NF_J_NULL;
+}
+
+const char *nf_jtype_name(nf_jtype t)
+{
+    static const char *const n[] = {"null", "boolean", "integer", "number",
+                                    "string", "array", "object"};
+    return (unsigned)t < sizeof n / sizeof *n ? n[t] : "value";
+}
+
+size_t nf_jarr_len(const nf_jval *v)
+{
+    return json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+}
+
+nf_jval *nf_jarr_get(const nf_jval *v, size_t i)
+{
+    return json_object_array_get_idx(v, i);
+}
+
+nf_jval *nf_jobj_get(const nf_jval *v, const char *name)
+{
+    json_object *m = NULL;
+    if (!json_object_is_type(v, json_type_object))
+        return NULL;
+    json_object_object_get_ex(v, name, &m);
+    return m;
+}
+
+bool nf_jobj_has(const nf_jval *v, const char *name)
+{
+    return json_object_is_type(v, json_type_object) &&
+           json_object_object_get_ex(v, name, NULL);
+}
+
+size_t nf_jobj_len(const nf_jval *v)
+{
+    return json_object_is_type(v, json_type_object) ? (size_t)json_object_object_length(v) : 0;
+}
+
+void nf_jobj_foreach(const nf_jval *v, nf_jobj_fn fn, void *ctx)
+{
+    if (!json_object_is_type(v, json_type_object))
+        return;
+    json_object_object_foreach((json_object *)v, key, val) {
+        if (!fn(ctx, key, val))
+            return;
+    }
+}
+
+nf_jiter nf_jobj_iter(const nf_jval *obj)
+{
+    nf_jiter it = {NULL, NULL};
+    if (!json_object_is_type(obj, json_type_object))
+        return it;
+    struct json_object_iterator b = json_object_iter_begin((json_object *)obj);
+    struct json_object_iterator e = json_object_iter_end(obj);
+    it.pos = b.opaque_;
+    it.end = e.opaque_;
+    return it;
+}
+
+bool nf_jobj_next(nf_jiter *it, const char **name, nf_jval **val)
+{
+    struct json_object_iterator p = {it->pos}, e = {it->end};
+    if (!it->pos || json_object_iter_equal(&p, &e))
+        return false;
+    *name = json_object_iter_peek_name(&p);
+    *val = json_object_iter_peek_value(&p);
+    json_object_iter_next(&p);
+    it->pos = p.opaque_;
+    return true;
+}
+
+const char *nf_jstr(const nf_jval *v, size_t *len)
+{
+    if (!json_object_is_type(v, json_type_string))
+        return NULL;
+    if (len)
+        *len = (size_t)json_object_get_string_len(v);
+    return json_object_get_string((json_object *)v);
+}
+
+bool nf_jbool(const nf_jval *v)
+{
+    return json_object_get_boolean(v);
+}
+
+double nf_jdouble(const nf_jval *v)
+{
+    return json_object_get_double(v);
+}
+
+nf_ju64_status nf_jval_u64(const nf_jdoc *doc, const nf_jval *v,
+                           const char *pointer, uint64_t *out)
+{
+    if (!json_object_is_type(v, json_type_int))
+        return NF_JU64_NOT_INTEGER;
+    if (doc && pointer && nf_jscan_is_bigint(&doc->scan, pointer))
+        return NF_JU64_TOO_BIG;
+    if (json_object_get_int64(v) < 0)
+        return NF_JU64_NEGATIVE;
+    *out = json_object_get_uint64(v);
+    return NF_JU64_OK;
+}
+
+bool nf_jdoc_span(const nf_jdoc *doc, const char *const *path, nf_span *out)
+{
+    nf_span s = nf_jspan_root(doc->text, doc->len);
+    for (; *path; path++)
+        if (!nf_jspan_member(doc->text, s, *path, strlen(*path), &s))
+            return false;
+    *out = s;
+    return true;
+}
+
+/* Unescape enough of a raw member name to see whether it holds U+0000:
+ * only the escape \u0000 can produce it (raw NUL is not valid JSON). */
+static bool raw_name_has_nul(const char *p, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (p[i] != '\\')
+            continue;
+        if (p[i + 1] == 'u' && i + 5 < n + 0 && i + 6 <= n &&
+            memcmp(p + i + 2, "0000", 4) == 0)
+            return true;
+        i++; /* skip the escaped character */
+    }
+    return false;
+}
+
+struct nul_ctx {
+    const char *base;
+    char *found;
+    const nf_jdoc *doc;
+};
+
+static bool nul_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
+{
+    struct nul_ctx *c = vctx;
+    (void)value;
+    if (!raw_name_has_nul(text + raw_name.start, raw_name.len))
+        return true;
+    c->found = nf_ptr_join(c->base, text + raw_name.start, raw_name.len);
+    return false;
+}
+
+bool nf_jname_has_nul(const nf_jdoc *doc, nf_span obj, const char *base,
+                      char **pointer_out)
+{
+    struct nul_ctx c = {base, NULL, doc};
+    nf_jspan_members(doc->text, obj, nul_member, &c);
+    if (!c.found)
+        return false;
+    if (pointer_out)
+        *pointer_out = c.found;
+    else
+        free(c.found);
+    return true;
+}
+
+/* --- builder --- */
+
+nf_jval *nf_jnew_object(void) { return json_object_new_object(); }
+nf_jval *nf_jnew_array(void) { return json_object_new_array(); }
+nf_jval *nf_jnew_string(const char *s) { return json_object_new_string(s); }
+nf_jval *nf_jnew_string_len(const char *s, size_t len)
+{
+    if (len > INT_MAX)
+        return NULL;
+    return json_object_new_string_len(s, (int)len);
+}
+nf_jval *nf_jnew_u64(uint64_t v) { return json_object_new_uint64(v); }
+nf_jval *nf_jnew_i64(int64_t v) { return json_object_new_int64(v); }
+nf_jval *nf_jnew_double(double v) { return json_object_new_double(v); }
+nf_jval *nf_jnew_bool(bool v) { return json_object_new_boolean(v); }
+nf_jval *nf_jnew_null(void) { return NULL; }
+
+nf_jval *nf_jnew_raw(const char *text, size_t len)
+{
+    json_object *o = json_object_new_string("");
+    char *copy = strndup(text, len);
+    if (!o || !copy) {
+        json_object_put(o);
+        free(copy);
+        return NULL;
+    }
+    json_object_set_serializer(o, json_object_userdata_to_json_string, copy,
+                               json_object_free_userdata);
+    return o;
+}
+
+bool nf_jobj_set(nf_jval *obj, const char *name, nf_jval *val)
+{
+    if (json_object_object_add(obj, name, val) != 0) {
+        json_object_put(val);
+        return false;
+    }
+    return true;
+}
+
+bool nf_jobj_set_len(nf_jval *obj, const char *name, size_t name_len,
+                     nf_jval *val)
+{
+    char *k = strndup(name, name_len);
+    if (!k) {
+        json_object_put(val);
+        return false;
+    }
+    bool ok = nf_jobj_set(obj, k, val);
+    free(k);
+    return ok;
+}
+
+bool nf_jarr_push(nf_jval *arr, nf_jval *val)
+{
+    if (json_object_array_add(arr, val) != 0) {
+        json_object_put(val);
+        return false;
+    }
+    return true;
+}
+
+nf_jval *nf_jval_ref(nf_jval *v) { return json_object_get(v); }
+void nf_jval_free(nf_jval *v) { json_object_put(v); }
+
+char *nf_jval_to_text(nf_jval *v, bool pretty, size_t *len)
+{
+    int flags = JSON_C_TO_STRING_NOSLASHESCAPE |
+                (pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                        : JSON_C_TO_STRING_PLAIN);
+    size_t n = 0;
+    const char *s = json_object_to_json_string_length(v, flags, &n);
+    if (!s)
+        return NULL;
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, s, n + 1);
+    if (len)
+        *len = n;
+    return copy;
+}
+
+char *nf_json_quote(const char *s, size_t len)
+{
+    json_object *o = nf_jnew_string_len(s, len);
+    if (!o)
+        return NULL;
+    char *t = nf_jval_to_text(o, false, NULL);
+    json_object_put(o);
+    return t;
+}
