@@ -1,0 +1,556 @@
+/* nf_artifact.c — entry/part opening, header checks and range reads. */
+#include "nf_artifact.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nf_util.h"
+
+const unsigned char NF_ENTRY_MAGIC[8] = {0x4e, 0x49, 0x4e, 0x46, 0x45, 0x52, 0x00, 0x03};
+const unsigned char NF_PART_MAGIC[8] = {0x4e, 0x49, 0x4e, 0x50, 0x52, 0x54, 0x00, 0x03};
+
+enum { F_UNOPENED = 0, F_OPEN, F_FAILED };
+
+struct nf_artifact {
+    char *path, *dir;
+    nf_header h;
+    char *json;
+    size_t json_len;
+    nf_catalog *cat;
+    nf_open_opts opts;
+    /* files */
+    size_t n_files;
+    char **file_paths;
+    int *fds;
+    unsigned char *fstate;
+    pthread_mutex_t lock;
+    /* stream */
+    nf_input *in;
+    uint64_t spos;
+};
+
+/* Open a path for reading without blocking on FIFOs, and insist on a
+ * regular file. Returns fd or -errno (-EINVAL: not a regular file). */
+static int open_regular(const char *path, uint64_t *size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+static const char *open_error(int e)
+{
+    if (e == -EINVAL)
+        return "not a regular file (a FIFO, socket or device)";
+    if (e == -EISDIR)
+        return "is a directory";
+    return strerror(-e);
+}
+
+int nf_header_parse(const unsigned char raw[32], uint64_t file_size, uint64_t max_json,
+                    nf_header *h, nf_diags *d)
+{
+    if (memcmp(raw, NF_ENTRY_MAGIC, 8) != 0) {
+        if (memcmp(raw, NF_PART_MAGIC, 8) == 0)
+            nf_diag_add(d, NF_C_MAGIC, "", "this is a continuation part; open the entry file");
+        else if (memcmp(raw, NF_ENTRY_MAGIC, 6) == 0)
+            nf_diag_add(d, NF_C_MAGIC, "", "unsupported container version %u.%u", raw[6], raw[7]);
+        else
+            nf_diag_add(d, NF_C_MAGIC, "", "not an NInfer v3 artifact (bad magic)");
+        return -1;
+    }
+    h->json_bytes = nf_load_le64(raw + 8);
+    memcpy(h->artifact_id, raw + 16, 16);
+    if (h->json_bytes == 0) {
+        nf_diag_add(d, NF_C_HEADER, "", "json_bytes is 0");
+        return -1;
+    }
+    if (!nf_add_u64(32, h->json_bytes, &h->metadata_end) ||
+        !nf_align_up_u64(h->metadata_end, NF_PAGE, &h->entry_payload_start)) {
+        nf_diag_add(d, NF_C_HEADER, "", "json_bytes %llu overflows the file offsets",
+                    (unsigned long long)h->json_bytes);
+        return -1;
+    }
+    if (file_size != UINT64_MAX && h->metadata_end > file_size) {
+        nf_diag_add(d, NF_C_HEADER, "", "json_bytes %llu runs past the end of the %llu-byte file",
+                    (unsigned long long)h->json_bytes, (unsigned long long)file_size);
+        return -1;
+    }
+    if (h->json_bytes > max_json) {
+        nf_diag_add(d, NF_C_HEADER, "",
+                    "catalog of %llu bytes is larger than the cap of %llu bytes (--max-json-bytes)",
+                    (unsigned long long)h->json_bytes, (unsigned long long)max_json);
+        return -1;
+    }
+    return 0;
+}
+
+static nf_artifact *artifact_new(const char *path, const nf_open_opts *o)
+{
+    nf_artifact *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->path = strdup(path);
+    a->dir = nf_dirname_dup(path);
+    if (o)
+        a->opts = *o;
+    if (!a->opts.max_json_bytes)
+        a->opts.max_json_bytes = NF_DEFAULT_MAX_JSON;
+    pthread_mutex_init(&a->lock, NULL);
+    if (!a->path || !a->dir) {
+        free(a->path);
+        free(a->dir);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* After the catalog is parsed: the files table drives everything else. */
+static int setup_files(nf_artifact *a, nf_diags *d)
+{
+    nf_catalog *c = a->cat;
+    if (!c->has_files || c->n_files == 0)
+        return -1;
+    a->n_files = c->n_files;
+    a->file_paths = calloc(a->n_files, sizeof *a->file_paths);
+    a->fds = malloc(a->n_files * sizeof *a->fds);
+    a->fstate = calloc(a->n_files, 1);
+    if (!a->file_paths || !a->fds || !a->fstate) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < a->n_files; i++) {
+        a->fds[i] = -1;
+        a->file_paths[i] = i == 0 ? strdup(a->path)
+                                  : (c->files[i].path ? nf_path_join(a->dir, c->files[i].path)
+                                                      : NULL);
+        if (i > 0 && !c->files[i].path)
+            a->fstate[i] = F_FAILED; /* invalid path already reported */
+    }
+    if (!nf_add_u64(a->h.entry_payload_start, c->files[0].payload_bytes, &a->h.entry_file_bytes)) {
+        nf_diag_add(d, NF_C_RANGE, "/files/0/payload_bytes", "entry file size overflows U64");
+        return -1;
+    }
+    return 0;
+}
+
+nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags *d)
+{
+    nf_artifact *a = artifact_new(path, o);
+    if (!a) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    uint64_t size = 0;
+    int fd = open_regular(path, &size);
+    if (fd < 0) {
+        nf_diag_add(d, NF_C_IO, "", "cannot open: %s", open_error(fd));
+        nf_artifact_close(a);
+        return NULL;
+    }
+    unsigned char raw[32];
+    ssize_t r = nf_pread_full(fd, raw, 32, 0);
+    if (r < 0) {
+        nf_diag_add(d, NF_C_IO, "", "read error: %s", strerror((int)-r));
+        close(fd);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    if (r < 32) {
+        nf_diag_add(d, NF_C_HEADER, "", "short file: %zd bytes, the header needs 32", r);
+        close(fd);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    if (nf_header_parse(raw, size, a->opts.max_json_bytes, &a->h, d) < 0) {
+        close(fd);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    a->json_len = (size_t)a->h.json_bytes;
+    a->json = malloc(a->json_len ? a->json_len : 1);
+    if (!a->json) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory for a %zu-byte catalog", a->json_len);
+        close(fd);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    r = nf_pread_full(fd, a->json, a->json_len, 32);
+    if (r < 0 || (size_t)r != a->json_len) {
+        if (r < 0)
+            nf_diag_add(d, NF_C_IO, "", "read error: %s", strerror((int)-r));
+        else
+            nf_diag_add(d, NF_C_LENGTH, "", "file shrank while reading the catalog");
+        close(fd);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    a->cat = nf_catalog_parse(a->json, a->json_len, NF_CAT_ARTIFACT, nf_basename(path), d);
+    if (!a->cat || setup_files(a, d) < 0) {
+        close(fd);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    a->fds[0] = fd;
+    a->fstate[0] = F_OPEN;
+    if (size != a->h.entry_file_bytes) {
+        nf_diag_add(d, NF_C_LENGTH, "",
+                    "entry is %llu bytes; header and files[0] say %llu",
+                    (unsigned long long)size, (unsigned long long)a->h.entry_file_bytes);
+        a->fstate[0] = F_FAILED;
+    }
+    if (a->opts.check_fill)
+        nf_artifact_check_fill(a, 0, d);
+    return a;
+}
+
+nf_artifact *nf_artifact_open_stream(nf_input *in, const char *name, const nf_open_opts *o,
+                                     nf_diags *d)
+{
+    nf_artifact *a = artifact_new(name, o);
+    if (!a) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    a->in = in;
+    unsigned char raw[32];
+    ssize_t r = nf_input_read(in, raw, 32);
+    if (r < 0) {
+        nf_diag_add(d, NF_C_IO, "", "read error: %s%s%s", strerror(errno),
+                    nf_input_error(in) ? ": " : "", nf_input_error(in) ? nf_input_error(in) : "");
+        nf_artifact_close(a);
+        return NULL;
+    }
+    if (r < 32) {
+        nf_diag_add(d, NF_C_HEADER, "", "stream ended after %zd bytes, inside the header", r);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    if (nf_header_parse(raw, UINT64_MAX, a->opts.max_json_bytes, &a->h, d) < 0) {
+        nf_artifact_close(a);
+        return NULL;
+    }
+    a->json_len = (size_t)a->h.json_bytes;
+    a->json = malloc(a->json_len);
+    if (!a->json) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory for a %zu-byte catalog", a->json_len);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    r = nf_input_read(in, a->json, a->json_len);
+    if (r < 0 || (size_t)r != a->json_len) {
+        if (r < 0)
+            nf_diag_add(d, NF_C_IO, "", "read error: %s", strerror(errno));
+        else
+            nf_diag_add(d, NF_C_HEADER, "", "stream ended inside the %zu-byte catalog",
+                        a->json_len);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    a->cat = nf_catalog_parse(a->json, a->json_len, NF_CAT_ARTIFACT, NULL, d);
+    if (!a->cat || setup_files(a, d) < 0) {
+        nf_artifact_close(a);
+        return NULL;
+    }
+    if (a->n_files != 1) {
+        nf_diag_add(d, NF_C_FILES, "/files",
+                    "a stream is a single file, but the catalog lists %zu files", a->n_files);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    /* skip (and check) the fill up to the payload */
+    uint64_t fill = a->h.entry_payload_start - a->h.metadata_end;
+    unsigned char buf[NF_PAGE];
+    r = nf_input_read(in, buf, (size_t)fill);
+    if (r < 0 || (uint64_t)r != fill) {
+        nf_diag_add(d, r < 0 ? NF_C_IO : NF_C_LENGTH, "", "stream ended inside the fill");
+        nf_artifact_close(a);
+        return NULL;
+    }
+    if (a->opts.check_fill)
+        for (uint64_t i = 0; i < fill; i++)
+            if (buf[i]) {
+                nf_diag_add(d, NF_C_FILL, "", "nonzero fill byte at offset %llu",
+                            (unsigned long long)(a->h.metadata_end + i));
+                break;
+            }
+    return a;
+}
+
+void nf_artifact_close(nf_artifact *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->n_files; i++) {
+        if (a->fds && a->fds[i] >= 0)
+            close(a->fds[i]);
+        if (a->file_paths)
+            free(a->file_paths[i]);
+    }
+    free(a->file_paths);
+    free(a->fds);
+    free(a->fstate);
+    nf_catalog_free(a->cat);
+    free(a->json);
+    free(a->path);
+    free(a->dir);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}
+
+nf_catalog *nf_artifact_catalog(const nf_artifact *a) { return a->cat; }
+const nf_header *nf_artifact_header(const nf_artifact *a) { return &a->h; }
+const char *nf_artifact_json(const nf_artifact *a, size_t *len)
+{
+    *len = a->json_len;
+    return a->json;
+}
+const char *nf_artifact_path(const nf_artifact *a) { return a->path; }
+bool nf_artifact_is_stream(const nf_artifact *a) { return a->in != NULL; }
+const char *nf_artifact_file_path(const nf_artifact *a, size_t i)
+{
+    return i < a->n_files ? a->file_paths[i] : NULL;
+}
+uint64_t nf_artifact_file_payload_start(const nf_artifact *a, size_t i)
+{
+    return i == 0 ? a->h.entry_payload_start : NF_PAGE;
+}
+
+int nf_artifact_check_fill(nf_artifact *a, size_t i, nf_diags *d)
+{
+    if (a->in || i >= a->n_files || a->fds[i] < 0)
+        return -1;
+    uint64_t from = i == 0 ? a->h.metadata_end : 32, to = nf_artifact_file_payload_start(a, i);
+    unsigned char buf[NF_PAGE];
+    size_t n = (size_t)(to - from);
+    ssize_t r = nf_pread_full(a->fds[i], buf, n, from);
+    if (r < 0 || (size_t)r != n) {
+        nf_diag_addf(d, NF_C_LENGTH, a->file_paths[i], "", "file ends inside its fill");
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (buf[k]) {
+            nf_diag_addf(d, NF_C_FILL, a->file_paths[i], "", "nonzero fill byte at offset %llu",
+                         (unsigned long long)(from + k));
+            return -1;
+        }
+    return 0;
+}
+
+static int open_part(nf_artifact *a, size_t i, nf_diags *d)
+{
+    const char *p = a->file_paths[i];
+    char *ptr = nf_ptr_index("/files", i);
+    uint64_t size = 0;
+    int fd = open_regular(p, &size);
+    if (fd < 0) {
+        if (fd == -ENOENT)
+            nf_diag_addf(d, NF_C_PART_MISSING, p, ptr, "part %zu is missing", i);
+        else
+            nf_diag_addf(d, NF_C_IO, p, ptr, "cannot open part %zu: %s", i, open_error(fd));
+        free(ptr);
+        return -1;
+    }
+    unsigned char raw[32];
+    ssize_t r = nf_pread_full(fd, raw, 32, 0);
+    int bad = 0;
+    if (r != 32) {
+        nf_diag_addf(d, r < 0 ? NF_C_IO : NF_C_PART_HEADER, p, ptr, "part header: %s",
+                     r < 0 ? strerror((int)-r) : "file shorter than 32 bytes");
+        bad = 1;
+    } else if (memcmp(raw, NF_PART_MAGIC, 8) != 0) {
+        nf_diag_addf(d, NF_C_PART_HEADER, p, ptr, "bad part magic%s",
+                     memcmp(raw, NF_ENTRY_MAGIC, 8) == 0 ? " (this is an entry file)" : "");
+        bad = 1;
+    } else {
+        uint64_t idx = nf_load_le64(raw + 8);
+        if (idx != i) {
+            nf_diag_addf(d, NF_C_PART_HEADER, p, ptr, "part_index is %llu, files index is %zu",
+                         (unsigned long long)idx, i);
+            bad = 1;
+        }
+        if (memcmp(raw + 16, a->h.artifact_id, 16) != 0) {
+            char got[33], want[33];
+            nf_hex(raw + 16, 16, got);
+            nf_hex(a->h.artifact_id, 16, want);
+            nf_diag_addf(d, NF_C_ARTIFACT_ID, p, ptr,
+                         "part belongs to artifact %s, the entry is %s", got, want);
+            bad = 1;
+        }
+        uint64_t want_size;
+        if (!nf_add_u64(NF_PAGE, a->cat->files[i].payload_bytes, &want_size) ||
+            size != want_size) {
+            nf_diag_addf(d, NF_C_LENGTH, p, ptr, "part is %llu bytes; files[%zu] says %llu",
+                         (unsigned long long)size, i, (unsigned long long)want_size);
+            bad = 1;
+        }
+    }
+    free(ptr);
+    if (bad) {
+        close(fd);
+        return -1;
+    }
+    a->fds[i] = fd;
+    if (a->opts.check_fill && nf_artifact_check_fill(a, i, d) < 0)
+        return -1;
+    return fd;
+}
+
+int nf_artifact_file_fd(nf_artifact *a, size_t i, nf_diags *d)
+{
+    if (a->in || i >= a->n_files)
+        return -1;
+    pthread_mutex_lock(&a->lock);
+    int fd = -1;
+    if (a->fstate[i] == F_OPEN) {
+        fd = a->fds[i];
+    } else if (a->fstate[i] == F_UNOPENED) {
+        fd = open_part(a, i, d);
+        a->fstate[i] = fd >= 0 ? F_OPEN : F_FAILED;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return fd;
+}
+
+/* First file whose payload interval ends after off. */
+static size_t file_for(const nf_artifact *a, uint64_t off)
+{
+    size_t lo = 0, hi = a->n_files;
+    const nf_file *f = a->cat->files;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f[mid].logical_offset + f[mid].payload_bytes <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void nf_artifact_files_touched(const nf_artifact *a, uint64_t off, uint64_t len, bool *need)
+{
+    if (len == 0)
+        return;
+    for (size_t i = file_for(a, off); i < a->n_files; i++) {
+        const nf_file *f = &a->cat->files[i];
+        if (f->logical_offset >= off + len)
+            break;
+        need[i] = true;
+    }
+}
+
+int nf_artifact_segments(nf_artifact *a, uint64_t off, uint64_t len, nf_segment_fn fn,
+                         void *ctx, nf_diags *d)
+{
+    uint64_t end;
+    if (!nf_add_u64(off, len, &end) || end > a->cat->payload_bytes) {
+        nf_diag_add(d, NF_C_BOUNDS, "", "range [%llu, +%llu) is outside the %llu-byte payload",
+                    (unsigned long long)off, (unsigned long long)len,
+                    (unsigned long long)a->cat->payload_bytes);
+        return -1;
+    }
+    for (size_t i = file_for(a, off); i < a->n_files && off < end; i++) {
+        const nf_file *f = &a->cat->files[i];
+        uint64_t fe = f->logical_offset + f->payload_bytes;
+        uint64_t b = fe < end ? fe : end;
+        int fd = nf_artifact_file_fd(a, i, d);
+        if (fd < 0)
+            return -1;
+        uint64_t foff = nf_artifact_file_payload_start(a, i) + (off - f->logical_offset);
+        int rc = fn(ctx, i, fd, foff, off - (end - len), b - off);
+        if (rc)
+            return rc;
+        off = b;
+    }
+    return 0;
+}
+
+struct read_ctx {
+    nf_artifact *a;
+    unsigned char *buf;
+    nf_diags *d;
+};
+
+static int read_seg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t roff, uint64_t len)
+{
+    struct read_ctx *c = vctx;
+    ssize_t r = nf_pread_full(fd, c->buf + roff, (size_t)len, foff);
+    if (r < 0) {
+        nf_diag_addf(c->d, NF_C_IO, c->a->file_paths[file], "", "read error at %llu: %s",
+                     (unsigned long long)foff, strerror((int)-r));
+        return -1;
+    }
+    if ((uint64_t)r != len) {
+        nf_diag_addf(c->d, NF_C_LENGTH, c->a->file_paths[file], "",
+                     "file ends at %llu, inside the declared payload (it changed or is truncated)",
+                     (unsigned long long)(foff + (uint64_t)r));
+        return -1;
+    }
+    return 0;
+}
+
+int nf_artifact_read(nf_artifact *a, uint64_t off, void *buf, size_t n, nf_diags *d)
+{
+    struct read_ctx c = {a, buf, d};
+    return nf_artifact_segments(a, off, n, read_seg, &c, d) ? -1 : 0;
+}
+
+ssize_t nf_artifact_stream_read(nf_artifact *a, void *buf, size_t n, nf_diags *d)
+{
+    uint64_t left = a->cat->payload_bytes - a->spos;
+    if (n > left)
+        n = (size_t)left;
+    ssize_t r = nf_input_read(a->in, buf, n);
+    if (r < 0) {
+        nf_diag_add(d, NF_C_IO, "", "read error: %s%s%s", strerror(errno),
+                    nf_input_error(a->in) ? ": " : "",
+                    nf_input_error(a->in) ? nf_input_error(a->in) : "");
+        return -1;
+    }
+    a->spos += (uint64_t)r;
+    if ((size_t)r < n)
+        nf_diag_add(d, NF_C_LENGTH, "", "stream ended after %llu of %llu payload bytes",
+                    (unsigned long long)a->spos, (unsigned long long)a->cat->payload_bytes);
+    return r;
+}
+
+int nf_artifact_stream_finish(nf_artifact *a, nf_diags *d)
+{
+    if (a->spos != a->cat->payload_bytes)
+        return -1;
+    unsigned char b;
+    ssize_t r = nf_input_read(a->in, &b, 1);
+    if (r < 0) {
+        nf_diag_add(d, NF_C_IO, "", "read error: %s", strerror(errno));
+        return -1;
+    }
+    if (r > 0) {
+        nf_diag_add(d, NF_C_LENGTH, "", "stream continues past the %llu-byte payload",
+                    (unsigned long long)a->cat->payload_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+uint64_t nf_artifact_stream_pos(const nf_artifact *a) { return a->spos; }

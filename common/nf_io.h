@@ -1,0 +1,66 @@
+/* nf_io.h — byte streams in and out (DESIGN section 4), the one module that
+ * calls zstd.
+ *
+ * An input wraps a file descriptor; a zstd frame at its start (magic
+ * 28 b5 2f fd) is detected and decompressed transparently. An output wraps
+ * a file descriptor and optionally compresses what is written to it.
+ * Errors carry errno-style codes; messages are left to the caller.
+ */
+#ifndef NF_IO_H
+#define NF_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nf_input nf_input;
+
+/* Wrap fd (not closed by nf_input_close unless own_fd). Peeks at the first
+ * bytes to detect zstd. Returns NULL on allocation failure. */
+nf_input *nf_input_open_fd(int fd, bool own_fd);
+
+/* Read exactly n bytes unless the stream ends first. Returns the number of
+ * bytes read (< n only at the end of the stream), or -1 with errno set
+ * (EIO, or EBADMSG for corrupt zstd data, whose detail
+ * nf_input_error() names). */
+ssize_t nf_input_read(nf_input *in, void *buf, size_t n);
+
+/* Skip n bytes (reading them). Returns bytes skipped or -1. */
+ssize_t nf_input_skip(nf_input *in, uint64_t n);
+
+/* Bytes delivered so far (decompressed bytes for zstd input). */
+uint64_t nf_input_pos(const nf_input *in);
+bool nf_input_is_zstd(const nf_input *in);
+/* Text of the last decompression error, or NULL. */
+const char *nf_input_error(const nf_input *in);
+void nf_input_close(nf_input *in);
+
+typedef struct nf_output nf_output;
+
+/* Wrap fd for writing; zstd_level 0 writes plain bytes, 1..22 compresses
+ * (negative levels are zstd's fast levels). Returns NULL on failure. */
+nf_output *nf_output_open_fd(int fd, int zstd_level, bool own_fd);
+/* Write all n bytes. Returns 0, or -errno (EPIPE, ENOSPC, EIO...). */
+int nf_output_write(nf_output *out, const void *buf, size_t n);
+/* Flush compressed data (ends the zstd frame). Returns 0 or -errno. */
+int nf_output_finish(nf_output *out);
+uint64_t nf_output_pos(const nf_output *out); /* uncompressed bytes written */
+void nf_output_close(nf_output *out);
+
+/* Write all of buf to fd at the current position / at off, retrying short
+ * writes and EINTR. Return 0 or -errno. */
+int nf_write_all(int fd, const void *buf, size_t n);
+int nf_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
+/* Read exactly n bytes at off. Returns bytes read (short only at EOF) or
+ * -errno. */
+ssize_t nf_pread_full(int fd, void *buf, size_t n, uint64_t off);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
