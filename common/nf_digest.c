@@ -1,0 +1,215 @@
+/* nf_digest.c — object and file digests over OpenSSL's EVP SHA-256. */
+#include "nf_digest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nf_util.h"
+
+struct nf_sha256 {
+    EVP_MD_CTX *ctx;
+};
+
+nf_sha256 *nf_sha256_new(void)
+{
+    nf_sha256 *s = malloc(sizeof *s);
+    if (!s)
+        return NULL;
+    s->ctx = EVP_MD_CTX_new();
+    if (!s->ctx || EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(s->ctx);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void nf_sha256_update(nf_sha256 *s, const void *buf, size_t n)
+{
+    EVP_DigestUpdate(s->ctx, buf, n);
+}
+
+void nf_sha256_final(nf_sha256 *s, char hex[65])
+{
+    unsigned char md[32];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(s->ctx, md, &len);
+    nf_hex(md, 32, hex);
+    nf_sha256_free(s);
+}
+
+void nf_sha256_free(nf_sha256 *s)
+{
+    if (!s)
+        return;
+    EVP_MD_CTX_free(s->ctx);
+    free(s);
+}
+
+#define CHUNK (4u << 20)
+
+struct job {
+    nf_artifact *a;
+    const nf_catalog *c;
+    size_t *order, n;
+    atomic_size_t next;
+    atomic_uint_fast64_t done;
+    uint64_t total;
+    char (*out)[65];
+    nf_diags *d;
+    pthread_mutex_t dlock;
+    atomic_int failed;
+    nf_progress_fn progress;
+    void *pctx;
+};
+
+static void *worker(void *arg)
+{
+    struct job *j = arg;
+    unsigned char *buf = malloc(CHUNK);
+    nf_diags local = NF_DIAGS_INIT;
+    local.file = j->d->file;
+    bool reporter = false;
+    if (!buf) {
+        atomic_store(&j->failed, 1);
+        return NULL;
+    }
+    for (;;) {
+        size_t k = atomic_fetch_add(&j->next, 1);
+        if (k >= j->n || atomic_load(&j->failed))
+            break;
+        if (k == 0)
+            reporter = true;
+        const nf_object *o = &j->c->objects[j->order[k]];
+        nf_sha256 *s = nf_sha256_new();
+        if (!s) {
+            atomic_store(&j->failed, 1);
+            break;
+        }
+        uint64_t off = o->offset, left = o->bytes;
+        while (left) {
+            size_t n = left > CHUNK ? CHUNK : (size_t)left;
+            if (nf_artifact_read(j->a, off, buf, n, &local) < 0) {
+                atomic_store(&j->failed, 1);
+                break;
+            }
+            nf_sha256_update(s, buf, n);
+            off += n;
+            left -= n;
+            uint64_t done = atomic_fetch_add(&j->done, n) + n;
+            if (reporter && j->progress)
+                j->progress(j->pctx, done, j->total);
+        }
+        if (left) {
+            nf_sha256_free(s);
+            break;
+        }
+        nf_sha256_final(s, j->out[j->order[k]]);
+    }
+    free(buf);
+    if (local.n || local.dropped) {
+        pthread_mutex_lock(&j->dlock);
+        nf_diags_move(j->d, &local);
+        pthread_mutex_unlock(&j->dlock);
+    }
+    nf_diags_free(&local);
+    return NULL;
+}
+
+static int by_size_desc(const void *x, const void *y, void *ctx)
+{
+    const nf_object *o = ctx;
+    uint64_t a = o[*(const size_t *)x].bytes, b = o[*(const size_t *)y].bytes;
+    return a > b ? -1 : a < b ? 1 : 0;
+}
+
+int nf_digest_objects(nf_artifact *a, const bool *want, char (*out)[65], unsigned threads,
+                      nf_progress_fn progress, void *pctx, nf_diags *d)
+{
+    const nf_catalog *c = nf_artifact_catalog(a);
+    struct job j;
+    memset(&j, 0, sizeof j);
+    j.a = a;
+    j.c = c;
+    j.out = out;
+    j.d = d;
+    j.progress = progress;
+    j.pctx = pctx;
+    j.order = malloc((c->n_objects ? c->n_objects : 1) * sizeof *j.order);
+    if (!j.order) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < c->n_objects; i++)
+        if (!want || want[i]) {
+            j.order[j.n++] = i;
+            j.total += c->objects[i].bytes;
+        }
+    qsort_r(j.order, j.n, sizeof *j.order, by_size_desc, (void *)c->objects);
+    pthread_mutex_init(&j.dlock, NULL);
+    if (!threads) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (unsigned)n : 1;
+    }
+    if (threads > 64)
+        threads = 64;
+    if (threads > j.n)
+        threads = j.n ? (unsigned)j.n : 1;
+    pthread_t tid[64];
+    unsigned started = 0;
+    for (unsigned t = 1; t < threads; t++)
+        if (pthread_create(&tid[started], NULL, worker, &j) == 0)
+            started++;
+    worker(&j);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&j.dlock);
+    free(j.order);
+    if (atomic_load(&j.failed)) {
+        if (!d->n && !d->dropped)
+            nf_diag_add(d, NF_C_IO, "", "out of memory while hashing");
+        return -1;
+    }
+    return 0;
+}
+
+int nf_digest_file(const char *path, char hex[65])
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    unsigned char *buf = malloc(CHUNK);
+    nf_sha256 *s = nf_sha256_new();
+    if (!buf || !s) {
+        free(buf);
+        nf_sha256_free(s);
+        close(fd);
+        return -ENOMEM;
+    }
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    for (;;) {
+        ssize_t r = read(fd, buf, CHUNK);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            nf_sha256_free(s);
+            close(fd);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        nf_sha256_update(s, buf, (size_t)r);
+    }
+    nf_sha256_final(s, hex);
+    free(buf);
+    close(fd);
+    return 0;
+}
