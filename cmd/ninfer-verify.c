@@ -1,0 +1,321 @@
+/* ninfer-verify — check artifacts: framing, catalog, files, fill, digests. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_cli.h"
+#include "nf_digest.h"
+#include "nf_util.h"
+
+static const char usage[] =
+    "usage: ninfer-verify [OPTIONS] ARTIFACT...|-\n"
+    "Check NInfer v3 artifacts: header, catalog rules (spec 11.1), every file's\n"
+    "header, length and fill, and every object digest in metadata.integrity.\n"
+    "'-' reads a stream (optionally zstd-compressed) from standard input.\n"
+    "\n"
+    "  --json               one JSON record per operand on stdout\n"
+    "  --sums               after a clean check, print '<sha256>  <file>' for the\n"
+    "                       entry and each part (for sha256sum -c)\n"
+    "  --check-sums FILE    check every file of the artifact against FILE\n"
+    "                       (names relative to FILE's directory)\n"
+    "  --no-digests         skip object digests (structure only)\n"
+    "  --max-json-bytes N   refuse catalogs larger than N (default 256M)\n"
+    "  --threads N          hashing threads (default: all CPUs)\n"
+    "  -q, --quiet          no 'OK' lines, no progress\n"
+    "      --progress       show progress even when stderr is not a terminal\n"
+    "  -h, --help           this text\n"
+    "      --version        print the version\n"
+    "\n"
+    "Exit status: 0 valid, 1 a rule is broken, 2 usage, 3 I/O error (a file\n"
+    "missing or unreadable), 4 unsupported format/layout/encoding.\n";
+
+static struct {
+    bool json, sums, no_digests, quiet;
+    int progress;
+    const char *check_sums;
+    nf_open_opts open;
+    unsigned threads;
+} opt;
+
+/* Streams: hash every object with a digest as the payload passes. */
+static int stream_digests(nf_artifact *a, char (*got)[65], nf_diags *d)
+{
+    const nf_catalog *c = nf_artifact_catalog(a);
+    size_t cap = 4u << 20, cur = 0;
+    unsigned char *buf = malloc(cap);
+    nf_sha256 **ctx = calloc(c->n_objects ? c->n_objects : 1, sizeof *ctx);
+    if (!buf || !ctx) {
+        free(buf);
+        free(ctx);
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return -1;
+    }
+    uint64_t pos = 0, total = c->payload_bytes;
+    int rc = 0;
+    while (pos < total) {
+        size_t n = total - pos > cap ? cap : (size_t)(total - pos);
+        ssize_t r = nf_artifact_stream_read(a, buf, n, d);
+        if (r < 0 || (size_t)r < n) {
+            rc = -1;
+            break;
+        }
+        uint64_t end = pos + n;
+        while (cur < c->n_objects && c->objects[cur].offset + c->objects[cur].bytes <= pos)
+            cur++;
+        for (size_t i = cur; i < c->n_objects && c->objects[i].offset < end; i++) {
+            const nf_object *o = &c->objects[i];
+            if (!o->sha256[0])
+                continue;
+            uint64_t b = o->offset > pos ? o->offset : pos;
+            uint64_t e = o->offset + o->bytes < end ? o->offset + o->bytes : end;
+            if (b >= e)
+                continue;
+            if (!ctx[i] && !(ctx[i] = nf_sha256_new())) {
+                rc = -1;
+                break;
+            }
+            nf_sha256_update(ctx[i], buf + (b - pos), (size_t)(e - b));
+            if (e == o->offset + o->bytes) {
+                nf_sha256_final(ctx[i], got[i]);
+                ctx[i] = NULL;
+            }
+        }
+        pos = end;
+    }
+    if (!rc && nf_artifact_stream_finish(a, d) < 0)
+        rc = -1;
+    for (size_t i = 0; i < c->n_objects; i++)
+        nf_sha256_free(ctx[i]);
+    free(ctx);
+    free(buf);
+    return rc;
+}
+
+/* Find FILE's line for path in the sums text; returns the hex or NULL. */
+static const char *sums_lookup(char *text, const char *sums_dir, const char *path)
+{
+    char *want = realpath(path, NULL);
+    const char *found = NULL;
+    for (char *line = text; line && *line && !found;) {
+        char *nl = strchr(line, '\n');
+        size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+        if (ll > 66 && (line[64] == ' ') && (line[65] == ' ' || line[65] == '*')) {
+            char *name = strndup(line + 66, ll - 66);
+            char *full = name ? nf_path_join(sums_dir, name) : NULL;
+            char *rp = full ? realpath(full, NULL) : NULL;
+            if (rp && want && strcmp(rp, want) == 0)
+                found = line;
+            free(rp);
+            free(full);
+            free(name);
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    free(want);
+    return found;
+}
+
+static void check_sums(nf_artifact *a, nf_diags *d)
+{
+    FILE *f = fopen(opt.check_sums, "r");
+    if (!f) {
+        nf_diag_add(d, NF_C_IO, "", "cannot read %s", opt.check_sums);
+        return;
+    }
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t n = getdelim(&text, &cap, 0, f);
+    fclose(f);
+    if (n < 0) {
+        free(text);
+        text = strdup("");
+    }
+    char *dir = nf_dirname_dup(opt.check_sums);
+    const nf_catalog *c = nf_artifact_catalog(a);
+    for (size_t i = 0; i < c->n_files; i++) {
+        const char *p = nf_artifact_file_path(a, i);
+        const char *line = sums_lookup(text, dir, p);
+        if (!line) {
+            nf_diag_addf(d, NF_C_DIGEST, p, "", "no line for this file in %s", opt.check_sums);
+            continue;
+        }
+        char hex[65];
+        int rc = nf_digest_file(p, hex);
+        if (rc < 0)
+            nf_diag_addf(d, NF_C_IO, p, "", "cannot read: %s", strerror(-rc));
+        else if (strncmp(hex, line, 64) != 0)
+            nf_diag_addf(d, NF_C_DIGEST, p, "", "sha256 %s differs from %s's %.64s", hex,
+                         opt.check_sums, line);
+    }
+    free(dir);
+    free(text);
+}
+
+static int verify_one(const char *path)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    d.file = path;
+    nf_operand op;
+    size_t checked = 0;
+    nf_jval *rec = opt.json ? nf_jnew_object() : NULL;
+    if (nf_operand_open(&op, path, &opt.open, &d) == 0) {
+        nf_artifact *a = op.a;
+        const nf_catalog *c = nf_artifact_catalog(a);
+        bool stream = nf_artifact_is_stream(a);
+        for (size_t i = 1; !stream && i < c->n_files; i++)
+            nf_artifact_file_fd(a, i, &d);
+        for (size_t i = 0; i < c->n_objects; i++) {
+            const nf_object *o = &c->objects[i];
+            char ptr[64];
+            snprintf(ptr, sizeof ptr, "/objects/%zu", i);
+            if (o->kind == NF_OBJ_TENSOR && o->enc_status == NF_ENC_UNSUPPORTED)
+                nf_diag_add(&d, NF_C_UNSUPPORTED, ptr,
+                            "format \"%s\" with layout \"%s\" is unknown to this build; its "
+                            "encoded size cannot be checked",
+                            o->format_name, o->layout_name);
+            if (o->kind == NF_OBJ_RESOURCE && o->encoding_name &&
+                strcmp(o->encoding_name, "raw_bytes_v1") != 0)
+                nf_diag_add(&d, NF_C_UNSUPPORTED, ptr, "resource encoding \"%s\" is unknown",
+                            o->encoding_name);
+        }
+        bool ranges_ok = true;
+        for (size_t i = 0; i < d.n; i++) {
+            nf_code k = d.v[i].code;
+            if (k == NF_C_BOUNDS || k == NF_C_OVERLAP || k == NF_C_RANGE || k == NF_C_ORDER)
+                ranges_ok = false;
+        }
+        char (*got)[65] = calloc(c->n_objects ? c->n_objects : 1, sizeof *got);
+        bool *want = calloc(c->n_objects ? c->n_objects : 1, sizeof *want);
+        for (size_t i = 0; i < c->n_objects && want; i++) {
+            want[i] = c->objects[i].sha256[0] != 0 && c->objects[i].has_offset &&
+                      c->objects[i].has_bytes;
+            checked += want[i];
+        }
+        if (!got || !want) {
+            nf_diag_add(&d, NF_C_IO, "", "out of memory");
+        } else if (stream) {
+            if (ranges_ok)
+                stream_digests(a, got, &d);
+        } else if (!opt.no_digests && ranges_ok && checked) {
+            nf_progress pr;
+            uint64_t total = 0;
+            for (size_t i = 0; i < c->n_objects; i++)
+                total += want[i] ? c->objects[i].bytes : 0;
+            nf_progress_init(&pr, "hashing", total, opt.quiet ? -1 : opt.progress);
+            nf_digest_objects(a, want, got, opt.threads, nf_progress_update, &pr, &d);
+            nf_progress_done(&pr);
+        }
+        if (got && want && (stream || !opt.no_digests) && ranges_ok)
+            for (size_t i = 0; i < c->n_objects; i++) {
+                if (!want[i] || !got[i][0])
+                    continue;
+                if (strcmp(got[i], c->objects[i].sha256) != 0) {
+                    char ptr[96];
+                    snprintf(ptr, sizeof ptr, "/objects/%zu", i);
+                    nf_diag_add(&d, NF_C_DIGEST, ptr,
+                                "object \"%s\": sha256 %s, metadata.integrity says %s",
+                                c->objects[i].id, got[i], c->objects[i].sha256);
+                }
+            }
+        free(got);
+        free(want);
+        if (opt.check_sums && !stream)
+            check_sums(a, &d);
+        int ex = nf_diags_exit(&d);
+        if (opt.sums && ex == 0 && !stream) {
+            for (size_t i = 0; i < c->n_files; i++) {
+                char hex[65];
+                const char *p = nf_artifact_file_path(a, i);
+                int rc = nf_digest_file(p, hex);
+                if (rc < 0)
+                    nf_diag_addf(&d, NF_C_IO, p, "", "cannot read: %s", strerror(-rc));
+                else if (!opt.json)
+                    printf("%s  %s\n", hex, nf_basename(p));
+            }
+        }
+        if (rec) {
+            char id[33];
+            const nf_header *h = nf_artifact_header(a);
+            nf_hex(h->artifact_id, 16, id);
+            nf_jobj_set(rec, "artifact_id", nf_jnew_string(id));
+            nf_jobj_set(rec, "json_bytes", nf_jnew_u64(h->json_bytes));
+            nf_jobj_set(rec, "payload_bytes", nf_jnew_u64(c->payload_bytes));
+            nf_jobj_set(rec, "files", nf_jnew_u64(c->n_files));
+            nf_jobj_set(rec, "objects", nf_jnew_u64(c->n_objects));
+            nf_jobj_set(rec, "digests_checked", nf_jnew_u64(checked));
+        }
+        nf_operand_close(&op);
+    }
+    int ex = nf_diags_exit(&d);
+    if (rec) {
+        nf_jobj_set(rec, "file", nf_jnew_string(path));
+        nf_jobj_set(rec, "exit", nf_jnew_i64(ex));
+        nf_jobj_set(rec, "diagnostics", nf_diags_json(&d));
+        nf_print_json_line(rec);
+        nf_jval_free(rec);
+    } else {
+        nf_diags_print(&d, nf_prog, stderr);
+        if (ex == 0 && !opt.quiet && !opt.sums)
+            printf("%s: OK (%zu digests checked)\n", path, checked);
+    }
+    nf_diags_free(&d);
+    return ex;
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_JSON = 256, O_SUMS, O_CHECK, O_NODIG, O_MAXJ, O_THREADS, O_PROG, O_VERSION };
+    static const struct option lo[] = {
+        {"json", no_argument, 0, O_JSON},
+        {"sums", no_argument, 0, O_SUMS},
+        {"check-sums", required_argument, 0, O_CHECK},
+        {"no-digests", no_argument, 0, O_NODIG},
+        {"max-json-bytes", required_argument, 0, O_MAXJ},
+        {"threads", required_argument, 0, O_THREADS},
+        {"quiet", no_argument, 0, 'q'},
+        {"progress", no_argument, 0, O_PROG},
+        {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, O_VERSION},
+        {0, 0, 0, 0},
+    };
+    nf_prog = "ninfer-verify";
+    opt.open.check_fill = true;
+    int c;
+    uint64_t v;
+    while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
+        switch (c) {
+        case O_JSON: opt.json = true; break;
+        case O_SUMS: opt.sums = true; break;
+        case O_CHECK: opt.check_sums = optarg; break;
+        case O_NODIG: opt.no_digests = true; break;
+        case O_MAXJ:
+            if (!nf_parse_size(optarg, &v) || v == 0)
+                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            opt.open.max_json_bytes = v;
+            break;
+        case O_THREADS:
+            if (!nf_parse_u64(optarg, &v) || v == 0 || v > 64)
+                return nf_usage_error("bad --threads '%s' (1..64)", optarg);
+            opt.threads = (unsigned)v;
+            break;
+        case 'q': opt.quiet = true; opt.progress = -1; break;
+        case O_PROG: opt.progress = 1; break;
+        case 'h': fputs(usage, stdout); return 0;
+        case O_VERSION: nf_print_version(); return 0;
+        default: return nf_usage_error("unknown option");
+        }
+    }
+    if (optind >= argc)
+        return nf_usage_error("no artifact given");
+    int ex = 0, stdin_used = 0;
+    for (int i = optind; i < argc; i++) {
+        if (strcmp(argv[i], "-") == 0 && stdin_used++)
+            return nf_usage_error("'-' may be given once");
+    }
+    for (int i = optind; i < argc; i++)
+        ex = nf_exit_combine(ex, verify_one(argv[i]));
+    if (fflush(stdout) != 0)
+        return NF_EXIT_IO;
+    return ex;
+}
