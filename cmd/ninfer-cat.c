@@ -1,0 +1,424 @@
+/* ninfer-cat — print parts of an artifact, or the whole artifact as a stream. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nf_cli.h"
+#include "nf_util.h"
+#include "nf_writer.h"
+
+static const char usage[] =
+    "usage: ninfer-cat [SELECTOR] [OPTIONS] ARTIFACT|-\n"
+    "Print part of an NInfer v3 artifact, or with no selector the whole artifact as\n"
+    "a single-file stream (byte-identical for a single-file artifact).\n"
+    "\n"
+    "Selectors (at most one):\n"
+    "  --header              the entry header as JSON\n"
+    "  --catalog             the JSON catalog as stored (trailing whitespace removed)\n"
+    "  --manifest            a manifest whose sources are this artifact's objects\n"
+    "  --files               the files table as JSON (index, path, payload_bytes,\n"
+    "                        logical_offset, file_bytes)\n"
+    "  --object ID           the encoded bytes of one object\n"
+    "  --resource ROLE       the bytes of a resource of --component (default text)\n"
+    "  --range OFFSET:LENGTH logical payload bytes [OFFSET, OFFSET+LENGTH)\n"
+    "Options:\n"
+    "  --component C         component for --resource, or limit --files to the files\n"
+    "                        holding the objects component C needs\n"
+    "  --zstd[=LEVEL]        compress what is written (default level 3)\n"
+    "  --max-json-bytes N    refuse catalogs larger than N (default 256M)\n"
+    "  -h, --help            this text\n"
+    "      --version         print the version\n"
+    "\n"
+    "Exit status: 0 ok, 1 the artifact breaks a rule, 2 usage, 3 I/O error,\n"
+    "4 unsupported.\n";
+
+enum sel { S_STREAM, S_HEADER, S_CATALOG, S_MANIFEST, S_FILES, S_OBJECT, S_RESOURCE, S_RANGE };
+
+static struct {
+    enum sel sel;
+    const char *arg, *component;
+    int zstd;
+    nf_open_opts open;
+    uint64_t off, len;
+} opt;
+
+static nf_output *out;
+static nf_diags d = NF_DIAGS_INIT;
+
+static int emit(const void *buf, size_t n)
+{
+    int rc = nf_output_write(out, buf, n);
+    if (rc) {
+        nf_diag_add(&d, NF_C_IO, "", "write error on standard output: %s", strerror(-rc));
+        return -1;
+    }
+    return 0;
+}
+
+static int emit_text(char *t, size_t n)
+{
+    if (!t) {
+        nf_diag_add(&d, NF_C_IO, "", "out of memory");
+        return -1;
+    }
+    int rc = emit(t, n);
+    if (!rc)
+        rc = emit("\n", 1);
+    free(t);
+    return rc;
+}
+
+/* Copy a file range to stdout: sendfile when nothing is compressed. */
+static int seg_out(void *ctx, size_t file, int fd, uint64_t foff, uint64_t roff, uint64_t len)
+{
+    (void)ctx;
+    (void)file;
+    (void)roff;
+    if (!opt.zstd) {
+        off_t o = (off_t)foff;
+        while (len) {
+            size_t k = len > (1u << 30) ? (1u << 30) : (size_t)len;
+            ssize_t w = sendfile(1, fd, &o, k);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0 && (errno == EINVAL || errno == ENOSYS))
+                break; /* fall back to read/write */
+            if (w < 0) {
+                nf_diag_add(&d, NF_C_IO, "", "write error on standard output: %s",
+                            strerror(errno));
+                return -1;
+            }
+            if (w == 0) {
+                nf_diag_add(&d, NF_C_LENGTH, "", "file ends inside the declared payload");
+                return -1;
+            }
+            len -= (uint64_t)w;
+        }
+        foff = (uint64_t)o;
+    }
+    static unsigned char *buf;
+    if (len && !buf && !(buf = malloc(1 << 20)))
+        return -1;
+    while (len) {
+        size_t k = len > (1u << 20) ? (1u << 20) : (size_t)len;
+        ssize_t r = nf_pread_full(fd, buf, k, foff);
+        if (r < 0 || (size_t)r != k) {
+            nf_diag_add(&d, r < 0 ? NF_C_IO : NF_C_LENGTH, "", "read error in the payload");
+            return -1;
+        }
+        if (emit(buf, k) < 0)
+            return -1;
+        len -= k;
+        foff += k;
+    }
+    return 0;
+}
+
+/* Payload range from a file artifact or (in order) from a stream. */
+static int range_out(nf_artifact *a, uint64_t off, uint64_t len)
+{
+    if (!nf_artifact_is_stream(a))
+        return nf_artifact_segments(a, off, len, seg_out, NULL, &d) ? -1 : 0;
+    uint64_t end;
+    const nf_catalog *c = nf_artifact_catalog(a);
+    if (!nf_add_u64(off, len, &end) || end > c->payload_bytes) {
+        nf_diag_add(&d, NF_C_BOUNDS, "", "range is outside the %llu-byte payload",
+                    (unsigned long long)c->payload_bytes);
+        return -1;
+    }
+    unsigned char *buf = malloc(1 << 20);
+    if (!buf)
+        return -1;
+    int rc = 0;
+    while (rc == 0 && nf_artifact_stream_pos(a) < end) {
+        uint64_t pos = nf_artifact_stream_pos(a);
+        size_t k = end - pos > (1u << 20) ? (1u << 20) : (size_t)(end - pos);
+        if (pos < off && off - pos < k)
+            k = (size_t)(off - pos);
+        ssize_t r = nf_artifact_stream_read(a, buf, k, &d);
+        if (r < 0 || (size_t)r != k)
+            rc = -1;
+        else if (pos >= off)
+            rc = emit(buf, k);
+    }
+    free(buf);
+    return rc;
+}
+
+/* The whole artifact as a stream (DESIGN 4). */
+static int whole_out(nf_operand *op)
+{
+    nf_artifact *a = op->a;
+    const nf_catalog *c = nf_artifact_catalog(a);
+    const nf_header *h = nf_artifact_header(a);
+    if (c->n_files == 1) {
+        /* byte for byte: header, stored catalog, fill, payload */
+        unsigned char head[32];
+        memcpy(head, NF_ENTRY_MAGIC, 8);
+        nf_store_le64(head + 8, h->json_bytes);
+        memcpy(head + 16, h->artifact_id, 16);
+        size_t jl;
+        const char *j = nf_artifact_json(a, &jl);
+        static const unsigned char zero[NF_PAGE];
+        if (emit(head, 32) || emit(j, jl) ||
+            emit(zero, (size_t)(h->entry_payload_start - h->metadata_end)))
+            return -1;
+        return range_out(a, 0, c->payload_bytes);
+    }
+    /* a new file set, so a new artifact_id (spec 11.4); digests carry over */
+    nf_write_opts wo = {0};
+    nf_plan plan;
+    if (nf_plan_make(c, &wo, "-", true, &plan, &d) < 0)
+        return -1;
+    unsigned char head[32];
+    memcpy(head, NF_ENTRY_MAGIC, 8);
+    nf_store_le64(head + 8, plan.json_bytes);
+    if (nf_random_bytes(head + 16, 16) < 0) {
+        nf_diag_add(&d, NF_C_IO, "", "cannot read the OS random source");
+        nf_plan_free(&plan);
+        return -1;
+    }
+    static const unsigned char zero[NF_PAGE];
+    int rc = emit(head, 32) || emit(plan.json, plan.json_len) ||
+             emit(zero, (size_t)(plan.entry_payload_start - 32 - plan.json_len));
+    nf_plan_free(&plan);
+    return rc ? -1 : range_out(a, 0, c->payload_bytes);
+}
+
+static int files_out(nf_artifact *a)
+{
+    const nf_catalog *c = nf_artifact_catalog(a);
+    bool *need = calloc(c->n_files, sizeof *need);
+    if (!need)
+        return -1;
+    if (opt.component) {
+        /* files holding the objects bound by the component's names and resources */
+        size_t pl = strlen(opt.component);
+        for (size_t i = 0; i < c->n_bindings; i++) {
+            const nf_named_binding *b = &c->bindings[i];
+            if (strncmp(b->name, opt.component, pl) != 0 || b->name[pl] != '/')
+                continue;
+            if (!b->b.parts && b->b.obj != SIZE_MAX)
+                nf_artifact_files_touched(a, c->objects[b->b.obj].offset,
+                                          c->objects[b->b.obj].bytes, need);
+            for (size_t k = 0; k < b->b.n_parts; k++)
+                if (b->b.parts[k].obj != SIZE_MAX)
+                    nf_artifact_files_touched(a, c->objects[b->b.parts[k].obj].offset,
+                                              c->objects[b->b.parts[k].obj].bytes, need);
+        }
+        for (size_t i = 0; i < c->n_components; i++) {
+            if (strcmp(c->components[i].id, opt.component) != 0)
+                continue;
+            for (size_t k = 0; k < c->components[i].n_resources; k++) {
+                size_t o = c->components[i].resources[k].obj;
+                if (o != SIZE_MAX)
+                    nf_artifact_files_touched(a, c->objects[o].offset, c->objects[o].bytes,
+                                              need);
+            }
+        }
+    }
+    nf_jval *arr = nf_jnew_array();
+    for (size_t i = 0; i < c->n_files; i++) {
+        if (opt.component && !need[i])
+            continue;
+        nf_jval *f = nf_jnew_object();
+        nf_jobj_set(f, "index", nf_jnew_u64(i));
+        nf_jobj_set(f, "path", nf_jnew_string(i == 0 ? nf_basename(nf_artifact_path(a))
+                                                     : c->files[i].path));
+        nf_jobj_set(f, "payload_bytes", nf_jnew_u64(c->files[i].payload_bytes));
+        nf_jobj_set(f, "logical_offset", nf_jnew_u64(c->files[i].logical_offset));
+        nf_jobj_set(f, "file_bytes",
+                    nf_jnew_u64(nf_artifact_file_payload_start(a, i) + c->files[i].payload_bytes));
+        nf_jarr_push(arr, f);
+    }
+    free(need);
+    size_t n;
+    char *t = nf_jval_to_text(arr, true, &n);
+    nf_jval_free(arr);
+    return emit_text(t, n);
+}
+
+static int run(nf_operand *op)
+{
+    nf_artifact *a = op->a;
+    const nf_catalog *c = nf_artifact_catalog(a);
+    const nf_header *h = nf_artifact_header(a);
+    bool broken = nf_diags_exit(&d) == NF_EXIT_RULE;
+    switch (opt.sel) {
+    case S_HEADER: {
+        char id[33];
+        nf_hex(h->artifact_id, 16, id);
+        nf_jval *o = nf_jnew_object();
+        nf_jobj_set(o, "version", nf_jnew_u64(3));
+        nf_jobj_set(o, "json_bytes", nf_jnew_u64(h->json_bytes));
+        nf_jobj_set(o, "artifact_id", nf_jnew_string(id));
+        nf_jobj_set(o, "entry_payload_start", nf_jnew_u64(h->entry_payload_start));
+        size_t n;
+        char *t = nf_jval_to_text(o, true, &n);
+        nf_jval_free(o);
+        return emit_text(t, n);
+    }
+    case S_CATALOG: {
+        size_t n;
+        const char *j = nf_artifact_json(a, &n);
+        while (n && (j[n - 1] == ' ' || j[n - 1] == '\n' || j[n - 1] == '\t' || j[n - 1] == '\r'))
+            n--;
+        return emit(j, n) || emit("\n", 1) ? -1 : 0;
+    }
+    case S_FILES:
+        return files_out(a);
+    default:
+        break;
+    }
+    if (broken) {
+        nf_diag_add(&d, NF_C_SCHEMA, "", "refusing to read from an artifact that breaks the rules above");
+        return -1;
+    }
+    switch (opt.sel) {
+    case S_MANIFEST: {
+        char *rp = nf_artifact_is_stream(a) ? NULL : realpath(nf_artifact_path(a), NULL);
+        if (!rp) {
+            nf_diag_add(&d, NF_C_USAGE, "", "--manifest needs an artifact file, not a stream");
+            return -1;
+        }
+        nf_serialize_opts so = {0};
+        so.manifest = true;
+        so.artifact_path = rp;
+        so.pretty = true;
+        size_t n;
+        char *t = nf_catalog_serialize(c, &so, &n);
+        free(rp);
+        return emit_text(t, n);
+    }
+    case S_OBJECT: {
+        size_t i = nf_catalog_find(c, opt.arg);
+        if (i == SIZE_MAX) {
+            nf_diag_add(&d, NF_C_REFERENCE, "/objects", "no object \"%s\"", opt.arg);
+            return -1;
+        }
+        return range_out(a, c->objects[i].offset, c->objects[i].bytes);
+    }
+    case S_RESOURCE: {
+        const char *comp = opt.component ? opt.component : "text";
+        for (size_t i = 0; i < c->n_components; i++) {
+            if (strcmp(c->components[i].id, comp) != 0)
+                continue;
+            for (size_t k = 0; k < c->components[i].n_resources; k++) {
+                const nf_resource_ref *r = &c->components[i].resources[k];
+                if (strcmp(r->role, opt.arg) == 0 && r->obj != SIZE_MAX)
+                    return range_out(a, c->objects[r->obj].offset, c->objects[r->obj].bytes);
+            }
+            nf_diag_add(&d, NF_C_REFERENCE, "", "component \"%s\" has no resource \"%s\"", comp,
+                        opt.arg);
+            return -1;
+        }
+        nf_diag_add(&d, NF_C_COMPONENT_MISSING, "/components", "no component \"%s\"", comp);
+        return -1;
+    }
+    case S_RANGE:
+        return range_out(a, opt.off, opt.len);
+    case S_STREAM:
+        return whole_out(op);
+    default:
+        return -1;
+    }
+}
+
+static int set_sel(enum sel s, const char *arg)
+{
+    if (opt.sel != S_STREAM)
+        return -1;
+    opt.sel = s;
+    opt.arg = arg;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_HEADER = 256, O_CATALOG, O_MANIFEST, O_FILES, O_OBJECT, O_RESOURCE, O_RANGE,
+           O_COMPONENT, O_ZSTD, O_MAXJ, O_VERSION };
+    static const struct option lo[] = {
+        {"header", no_argument, 0, O_HEADER},
+        {"catalog", no_argument, 0, O_CATALOG},
+        {"manifest", no_argument, 0, O_MANIFEST},
+        {"files", no_argument, 0, O_FILES},
+        {"object", required_argument, 0, O_OBJECT},
+        {"resource", required_argument, 0, O_RESOURCE},
+        {"range", required_argument, 0, O_RANGE},
+        {"component", required_argument, 0, O_COMPONENT},
+        {"zstd", optional_argument, 0, O_ZSTD},
+        {"max-json-bytes", required_argument, 0, O_MAXJ},
+        {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, O_VERSION},
+        {0, 0, 0, 0},
+    };
+    nf_prog = "ninfer-cat";
+    int c, bad = 0;
+    uint64_t v;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (c) {
+        case O_HEADER: bad |= set_sel(S_HEADER, NULL); break;
+        case O_CATALOG: bad |= set_sel(S_CATALOG, NULL); break;
+        case O_MANIFEST: bad |= set_sel(S_MANIFEST, NULL); break;
+        case O_FILES: bad |= set_sel(S_FILES, NULL); break;
+        case O_OBJECT: bad |= set_sel(S_OBJECT, optarg); break;
+        case O_RESOURCE: bad |= set_sel(S_RESOURCE, optarg); break;
+        case O_RANGE: {
+            bad |= set_sel(S_RANGE, optarg);
+            char *colon = strchr(optarg, ':');
+            if (!colon)
+                return nf_usage_error("--range takes OFFSET:LENGTH");
+            *colon = 0;
+            if (!nf_parse_size(optarg, &opt.off) || !nf_parse_size(colon + 1, &opt.len))
+                return nf_usage_error("bad --range '%s:%s'", optarg, colon + 1);
+            break;
+        }
+        case O_COMPONENT: opt.component = optarg; break;
+        case O_ZSTD:
+            opt.zstd = 3;
+            if (optarg && (!nf_parse_u64(optarg, &v) || v < 1 || v > 22))
+                return nf_usage_error("bad --zstd level '%s' (1..22)", optarg);
+            if (optarg)
+                opt.zstd = (int)v;
+            break;
+        case O_MAXJ:
+            if (!nf_parse_size(optarg, &v) || v == 0)
+                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            opt.open.max_json_bytes = v;
+            break;
+        case 'h': fputs(usage, stdout); return 0;
+        case O_VERSION: nf_print_version(); return 0;
+        default: return nf_usage_error("unknown option");
+        }
+    }
+    if (bad)
+        return nf_usage_error("give at most one selector");
+    if (optind + 1 != argc)
+        return nf_usage_error(optind >= argc ? "no artifact given" : "one artifact at a time");
+    if (opt.sel == S_STREAM && !opt.zstd && isatty(1))
+        return nf_usage_error("refusing to write binary data to a terminal (redirect it)");
+    const char *path = argv[optind];
+    d.file = path;
+    out = nf_output_open_fd(1, opt.zstd, false);
+    if (!out)
+        return NF_EXIT_IO;
+    nf_operand op;
+    if (nf_operand_open(&op, path, &opt.open, &d) == 0) {
+        if (run(&op) == 0) {
+            int rc = nf_output_finish(out);
+            if (rc)
+                nf_diag_add(&d, NF_C_IO, "", "write error on standard output: %s", strerror(-rc));
+        }
+        nf_operand_close(&op);
+    }
+    nf_output_close(out);
+    nf_diags_print(&d, nf_prog, stderr);
+    int ex = nf_diags_exit(&d);
+    nf_diags_free(&d);
+    return ex;
+}
