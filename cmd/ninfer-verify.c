@@ -39,55 +39,25 @@ static struct {
 } opt;
 
 /* Streams: hash every object with a digest as the payload passes. */
-static int stream_digests(nf_artifact *a, char (*got)[65], nf_diags *d)
+static int stream_digests(nf_artifact *a, const bool *want, char (*got)[65], nf_diags *d)
 {
     const nf_catalog *c = nf_artifact_catalog(a);
-    size_t cap = 4u << 20, cur = 0;
+    size_t cap = 4u << 20;
     unsigned char *buf = malloc(cap);
-    nf_sha256 **ctx = calloc(c->n_objects ? c->n_objects : 1, sizeof *ctx);
-    if (!buf || !ctx) {
-        free(buf);
-        free(ctx);
+    nf_seqhash *h = nf_seqhash_new(c, want, got);
+    int rc = buf && h ? 0 : -1;
+    if (rc)
         nf_diag_add(d, NF_C_IO, "", "out of memory");
-        return -1;
-    }
-    uint64_t pos = 0, total = c->payload_bytes;
-    int rc = 0;
-    while (pos < total) {
-        size_t n = total - pos > cap ? cap : (size_t)(total - pos);
+    for (uint64_t pos = 0; !rc && pos < c->payload_bytes;) {
+        size_t n = c->payload_bytes - pos > cap ? cap : (size_t)(c->payload_bytes - pos);
         ssize_t r = nf_artifact_stream_read(a, buf, n, d);
-        if (r < 0 || (size_t)r < n) {
+        if (r < 0 || (size_t)r < n || nf_seqhash_feed(h, pos, buf, n) < 0)
             rc = -1;
-            break;
-        }
-        uint64_t end = pos + n;
-        while (cur < c->n_objects && c->objects[cur].offset + c->objects[cur].bytes <= pos)
-            cur++;
-        for (size_t i = cur; i < c->n_objects && c->objects[i].offset < end; i++) {
-            const nf_object *o = &c->objects[i];
-            if (!o->sha256[0])
-                continue;
-            uint64_t b = o->offset > pos ? o->offset : pos;
-            uint64_t e = o->offset + o->bytes < end ? o->offset + o->bytes : end;
-            if (b >= e)
-                continue;
-            if (!ctx[i] && !(ctx[i] = nf_sha256_new())) {
-                rc = -1;
-                break;
-            }
-            nf_sha256_update(ctx[i], buf + (b - pos), (size_t)(e - b));
-            if (e == o->offset + o->bytes) {
-                nf_sha256_final(ctx[i], got[i]);
-                ctx[i] = NULL;
-            }
-        }
-        pos = end;
+        pos += n;
     }
     if (!rc && nf_artifact_stream_finish(a, d) < 0)
         rc = -1;
-    for (size_t i = 0; i < c->n_objects; i++)
-        nf_sha256_free(ctx[i]);
-    free(ctx);
+    nf_seqhash_free(h);
     free(buf);
     return rc;
 }
@@ -196,7 +166,7 @@ static int verify_one(const char *path)
             nf_diag_add(&d, NF_C_IO, "", "out of memory");
         } else if (stream) {
             if (ranges_ok)
-                stream_digests(a, got, &d);
+                stream_digests(a, want, got, &d);
         } else if (!opt.no_digests && ranges_ok && checked) {
             nf_progress pr;
             uint64_t total = 0;

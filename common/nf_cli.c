@@ -129,3 +129,66 @@ void nf_progress_done(nf_progress *p)
     if (p && p->enabled && nf_now() - p->t0 > 0.25)
         fputc('\n', stderr);
 }
+
+const char nf_writer_usage[] =
+    "  -o, --output PATH       the entry file to write; '-' or none: a stream on stdout\n"
+    "  --max-file-bytes N      split into an entry and parts of at most N bytes each\n"
+    "                          (K M G T suffixes are powers of 1024; default: one file)\n"
+    "  --json-bytes N          reserve exactly N bytes for the catalog (error if it\n"
+    "                          does not fit)\n"
+    "  --dry-run               print the files table that would be written; write nothing\n"
+    "  --force                 replace an existing entry (its surplus parts are removed)\n"
+    "  --no-digests            do not write metadata.integrity digests\n"
+    "  --zstd[=LEVEL]          compress a stream written to stdout (default level 3)\n"
+    "  --no-sync               do not fdatasync files before publishing them\n"
+    "  --progress / -q, --quiet  force / silence the progress line\n";
+
+void nf_writer_cli_init(nf_writer_cli *wc)
+{
+    memset(wc, 0, sizeof *wc);
+    wc->w.sync = true;
+}
+
+int nf_writer_cli_opt(nf_writer_cli *wc, int c, const char *arg)
+{
+    uint64_t v;
+    switch (c) {
+    case 'o': wc->out = arg; return 1;
+    case NF_O_MAX_FILE:
+        if (!nf_parse_size(arg, &v) || v == 0)
+            return nf_usage_error("bad --max-file-bytes '%s'", arg);
+        wc->w.max_file_bytes = v;
+        return 1;
+    case NF_O_JSON_BYTES:
+        if (!nf_parse_size(arg, &v) || v == 0)
+            return nf_usage_error("bad --json-bytes '%s'", arg);
+        wc->w.json_bytes = v;
+        return 1;
+    case NF_O_DRY_RUN: wc->dry_run = true; return 1;
+    case NF_O_FORCE: wc->w.force = true; return 1;
+    case NF_O_NO_DIGESTS: wc->no_digests = true; return 1;
+    case NF_O_NO_SYNC: wc->w.sync = false; return 1;
+    case NF_O_ZSTD:
+        wc->zstd = 3;
+        if (arg && (!nf_parse_u64(arg, &v) || v < 1 || v > 22))
+            return nf_usage_error("bad --zstd level '%s' (1..22)", arg);
+        if (arg)
+            wc->zstd = (int)v;
+        return 1;
+    case NF_O_PROGRESS: wc->progress = 1; return 1;
+    case 'q': wc->progress = -1; wc->quiet = true; return 1;
+    default: return 0;
+    }
+}
+
+int nf_writer_cli_check(const nf_writer_cli *wc)
+{
+    bool stream = !wc->out || strcmp(wc->out, "-") == 0;
+    if (stream && wc->w.max_file_bytes && !wc->dry_run)
+        return nf_usage_error("a stream is one file: --max-file-bytes needs -o PATH");
+    if (!stream && wc->zstd)
+        return nf_usage_error("--zstd compresses a stream on stdout, not files");
+    if (stream && !wc->dry_run && isatty(1))
+        return nf_usage_error("refusing to write an artifact to a terminal (use -o PATH)");
+    return 0;
+}

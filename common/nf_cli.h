@@ -13,6 +13,7 @@
 #include "nf_diag.h"
 #include "nf_io.h"
 #include "nf_json.h"
+#include "nf_writer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,6 +58,44 @@ void nf_progress_init(nf_progress *p, const char *what, uint64_t total, int mode
 /* mode: -1 quiet, 0 auto (isatty(2)), 1 forced */
 void nf_progress_update(void *p, uint64_t done, uint64_t total);
 void nf_progress_done(nf_progress *p);
+
+/* Options shared by the two writers, ninfer-pack and ninfer-split (DESIGN 3). */
+typedef struct {
+    nf_write_opts w;
+    bool dry_run, no_digests, verify, quiet;
+    const char *out;   /* -o: entry path; NULL or "-" for a stream on stdout */
+    int zstd;          /* stream output compression level (0: none) */
+    int progress;      /* -1 quiet, 0 auto, 1 forced */
+} nf_writer_cli;
+
+enum {
+    NF_O_MAX_FILE = 1000, NF_O_JSON_BYTES, NF_O_DRY_RUN, NF_O_FORCE, NF_O_NO_DIGESTS,
+    NF_O_ZSTD, NF_O_PROGRESS, NF_O_NO_SYNC, NF_O_VERIFY,
+};
+/* getopt_long entries for the shared options ('-o', '-q' go in the short
+ * option string "o:q"). */
+#define NF_WRITER_LONGOPTS                                              \
+    {"output", required_argument, 0, 'o'},                               \
+    {"max-file-bytes", required_argument, 0, NF_O_MAX_FILE},             \
+    {"json-bytes", required_argument, 0, NF_O_JSON_BYTES},               \
+    {"dry-run", no_argument, 0, NF_O_DRY_RUN},                           \
+    {"force", no_argument, 0, NF_O_FORCE},                               \
+    {"no-digests", no_argument, 0, NF_O_NO_DIGESTS},                     \
+    {"zstd", optional_argument, 0, NF_O_ZSTD},                           \
+    {"progress", no_argument, 0, NF_O_PROGRESS},                         \
+    {"quiet", no_argument, 0, 'q'},                                      \
+    {"no-sync", no_argument, 0, NF_O_NO_SYNC}
+
+/* Usage text of the shared options. */
+extern const char nf_writer_usage[];
+
+/* Handle one shared option. Returns 1 when c was one (wc updated), 0 when
+ * not, or NF_EXIT_USAGE after printing a usage error. */
+int nf_writer_cli_opt(nf_writer_cli *wc, int c, const char *arg);
+/* Defaults (sync on, progress auto). */
+void nf_writer_cli_init(nf_writer_cli *wc);
+/* After parsing: a stream target can't be split. Returns 0 or exit 2. */
+int nf_writer_cli_check(const nf_writer_cli *wc);
 
 /* Monotonic seconds. */
 double nf_now(void);

@@ -213,3 +213,65 @@ int nf_digest_file(const char *path, char hex[65])
     close(fd);
     return 0;
 }
+
+struct nf_seqhash {
+    const nf_catalog *c;
+    const bool *want;
+    char (*out)[65];
+    nf_sha256 **ctx;
+    size_t cur;
+};
+
+nf_seqhash *nf_seqhash_new(const nf_catalog *c, const bool *want, char (*out)[65])
+{
+    nf_seqhash *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->c = c;
+    h->want = want;
+    h->out = out;
+    h->ctx = calloc(c->n_objects ? c->n_objects : 1, sizeof *h->ctx);
+    if (!h->ctx) {
+        free(h);
+        return NULL;
+    }
+    for (size_t i = 0; i < c->n_objects; i++)
+        out[i][0] = 0;
+    return h;
+}
+
+int nf_seqhash_feed(nf_seqhash *h, uint64_t pos, const void *buf, size_t n)
+{
+    const nf_catalog *c = h->c;
+    const unsigned char *p = buf;
+    uint64_t end = pos + n;
+    while (h->cur < c->n_objects && c->objects[h->cur].offset + c->objects[h->cur].bytes <= pos)
+        h->cur++;
+    for (size_t i = h->cur; i < c->n_objects && c->objects[i].offset < end; i++) {
+        const nf_object *o = &c->objects[i];
+        if (h->want && !h->want[i])
+            continue;
+        uint64_t oe = o->offset + o->bytes;
+        uint64_t b = o->offset > pos ? o->offset : pos, e = oe < end ? oe : end;
+        if (b >= e)
+            continue;
+        if (!h->ctx[i] && !(h->ctx[i] = nf_sha256_new()))
+            return -1;
+        nf_sha256_update(h->ctx[i], p + (b - pos), (size_t)(e - b));
+        if (e == oe) {
+            nf_sha256_final(h->ctx[i], h->out[i]);
+            h->ctx[i] = NULL;
+        }
+    }
+    return 0;
+}
+
+void nf_seqhash_free(nf_seqhash *h)
+{
+    if (!h)
+        return;
+    for (size_t i = 0; i < h->c->n_objects; i++)
+        nf_sha256_free(h->ctx[i]);
+    free(h->ctx);
+    free(h);
+}

@@ -31,6 +31,17 @@ typedef void (*nf_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 int nf_digest_objects(nf_artifact *a, const bool *want, char (*out)[65], unsigned threads,
                       nf_progress_fn progress, void *pctx, nf_diags *d);
 
+/* Digests of objects over a payload read in order (streams, copies):
+ * feed consecutive chunks [pos, pos+n) with pos increasing from 0; each
+ * wanted object's digest is final once its last byte passed. Objects must
+ * be sorted by offset and not overlap (a validated catalog). out must hold
+ * c->n_objects entries; entries of objects not wanted or not complete stay
+ * "". Returns NULL on allocation failure. */
+typedef struct nf_seqhash nf_seqhash;
+nf_seqhash *nf_seqhash_new(const nf_catalog *c, const bool *want, char (*out)[65]);
+int nf_seqhash_feed(nf_seqhash *h, uint64_t pos, const void *buf, size_t n);
+void nf_seqhash_free(nf_seqhash *h);
+
 /* SHA-256 of a whole file, read with large sequential reads. Returns 0, or
  * -errno. */
 int nf_digest_file(const char *path, char hex[65]);
