@@ -292,6 +292,26 @@ static void writer_free(nf_writer *w)
 
 void nf_writer_abort(nf_writer *w) { writer_free(w); }
 
+static int mkdir_p(const char *dir)
+{
+    char *p = strdup(dir);
+    if (!p)
+        return -1;
+    for (char *q = p + 1; *q; q++) {
+        if (*q != '/')
+            continue;
+        *q = 0;
+        if (mkdir(p, 0777) < 0 && errno != EEXIST) {
+            free(p);
+            return -1;
+        }
+        *q = '/';
+    }
+    int rc = mkdir(p, 0777) < 0 && errno != EEXIST ? -1 : 0;
+    free(p);
+    return rc;
+}
+
 static bool same_file(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
@@ -388,7 +408,15 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
             }
         }
     }
+    /* like `install -D`: a missing output directory is made (DESIGN 1 writes
+     * shards/m.ninfer straight away) */
     struct stat st;
+    if (stat(w->dir, &st) < 0 && errno == ENOENT && mkdir_p(w->dir) < 0) {
+        nf_diag_addf(d, NF_C_IO, target, "", "cannot create directory %s: %s", w->dir,
+                     strerror(errno));
+        writer_free(w);
+        return NULL;
+    }
     if (lstat(target, &st) == 0) {
         if (!o->force) {
             nf_diag_addf(d, NF_C_IO, target, "", "output exists; use --force to replace it");

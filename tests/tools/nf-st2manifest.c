@@ -3,6 +3,7 @@
  * checkpoint's own tensor names), config.json as the text config and the
  * frontend files as resources. The stand-in for ninfer-import until the
  * binder exists; it maps no logical names. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +33,30 @@ static char *slurp(const char *path, size_t *len)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 || !strcmp(argv[1], "--help")) {
-        fprintf(stderr, "usage: nf-st2manifest CHECKPOINT_DIR > manifest.json\n");
+    bool list = argc == 3 && !strcmp(argv[1], "--list");
+    if ((argc != 2 && !list) || !strcmp(argv[1], "--help")) {
+        fprintf(stderr, "usage: nf-st2manifest CHECKPOINT_DIR > manifest.json\n"
+                        "       nf-st2manifest --list CHECKPOINT_DIR  (name, offset, bytes per tensor)\n");
         return 2;
     }
-    const char *dir = argv[1];
+    const char *dir = argv[argc - 1];
+    if (list) {
+        char *sp = nf_path_join(dir, "model.safetensors");
+        nf_diags ld = NF_DIAGS_INIT;
+        ld.file = sp;
+        nf_safetensors *lst = nf_safetensors_open(sp, &ld);
+        if (!lst) {
+            nf_diags_print(&ld, "nf-st2manifest", stderr);
+            return 1;
+        }
+        for (size_t i = 0; i < lst->n_tensors; i++)
+            printf("%s\t%llu\t%llu\n", lst->tensors[i].name,
+                   (unsigned long long)lst->tensors[i].offset,
+                   (unsigned long long)lst->tensors[i].bytes);
+        nf_safetensors_free(lst);
+        free(sp);
+        return fflush(stdout) ? 3 : 0;
+    }
     nf_diags d = NF_DIAGS_INIT;
     char *cfg_path = nf_path_join(dir, "config.json");
     size_t cl = 0;
