@@ -1,0 +1,188 @@
+/* t_writer.c — the files-table plan (spec 2.3, 3.3) and catalog round trips. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_catalog.h"
+#include "nf_test.h"
+#include "nf_writer.h"
+
+static void test_plan_spec_example(void)
+{
+    /* spec 3.3: json_bytes 65504 -> entry_payload_start 65536; a 32e9 limit
+     * puts 31,999,934,464 payload bytes in the entry (exactly 32e9 bytes)
+     * and the remaining 4096 in part 1. */
+    nf_diags d = NF_DIAGS_INIT;
+    nf_file *f = NULL;
+    size_t n = 0;
+    int rc = nf_plan_files(31999938560ull, 65536, 32000000000ull, "example.ninfer", &f, &n, &d);
+    CHECK(rc == 0, "spec 3.3 plan succeeds");
+    CHECK_EQ_U64(n, 2, "spec 3.3: two files");
+    if (n == 2) {
+        CHECK_EQ_U64(f[0].payload_bytes, 31999934464ull, "entry payload");
+        CHECK_EQ_U64(65536 + f[0].payload_bytes, 32000000000ull, "entry is exactly 32e9 bytes");
+        CHECK(f[0].path == NULL, "entry path is null");
+        CHECK_STR(f[1].path, "example.ninfer.part-0001", "part name");
+        CHECK_EQ_U64(f[1].payload_bytes, 4096, "part payload");
+        CHECK_EQ_U64(f[1].logical_offset, 31999934464ull, "part logical offset");
+    }
+    for (size_t i = 0; i < n; i++)
+        free(f[i].path);
+    free(f);
+    nf_diags_free(&d);
+}
+
+static void test_plan_edges(void)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    nf_file *f = NULL;
+    size_t n = 0;
+    /* fits exactly: eps + payload == limit -> one file */
+    CHECK(nf_plan_files(8192, 4096, 12288, "m", &f, &n, &d) == 0 && n == 1,
+          "eps + payload == limit gives one file");
+    free(f);
+    /* no limit: one file whatever the size */
+    CHECK(nf_plan_files(UINT64_MAX - 8192, 4096, 0, "m", &f, &n, &d) == 0 && n == 1,
+          "no limit: one file even near 2^64");
+    free(f);
+    /* eps + payload overflows U64 with a limit: split, no wrap */
+    {
+        int rc = nf_plan_files(UINT64_MAX - 100, 4096, 1ull << 40, "m", &f, &n, &d);
+        CHECK(rc == 0 || rc == -1, "overflowing total never wraps (rc %d)", rc);
+        if (rc == 0) {
+            uint64_t sum = 0;
+            for (size_t i = 0; i < n; i++) {
+                sum += f[i].payload_bytes;
+                free(f[i].path);
+            }
+            CHECK_EQ_U64(sum, UINT64_MAX - 100, "parts add up to the payload");
+            free(f);
+        }
+    }
+    /* limit too small for the headers */
+    nf_diags_clear(&d);
+    CHECK(nf_plan_files(100000, 4096, 4096, "m", &f, &n, &d) == -1, "limit == eps refused");
+    CHECK(nf_diags_count(&d, NF_C_USAGE) == 1, "as a usage error");
+    nf_diags_clear(&d);
+    CHECK(nf_plan_files(100000, 4096, 8191, "m", &f, &n, &d) == -1,
+          "limit below eps + one page refused");
+    /* part numbering: 4 digits, then as many as needed */
+    nf_diags_clear(&d);
+    CHECK(nf_plan_files(12000 * 4096ull, 4096, 8192, "m.ninfer", &f, &n, &d) == 0, "12000 pages");
+    CHECK_EQ_U64(n, 12000, "one page per file");
+    if (n == 12000) {
+        CHECK_STR(f[9999].path, "m.ninfer.part-9999", "four digits");
+        CHECK_STR(f[10000].path, "m.ninfer.part-10000", "five digits past 9999");
+    }
+    for (size_t i = 0; i < n; i++)
+        free(f[i].path);
+    free(f);
+    nf_diags_free(&d);
+}
+
+static void test_roundtrip(void)
+{
+    const char *text =
+        "{\"components\":{\"text\":{\"config\":{\"rope_theta\":1000000.0,\"eps\":1e-06,"
+        "\"big\":123456789012345678901234567890,\"neg\":-0},\"resources\":{\"tok\":\"r\"}}},"
+        "\"objects\":[{\"id\":\"w\",\"kind\":\"tensor\",\"shape\":[7168,5120],"
+        "\"format\":\"q4_g64_fp16\",\"layout\":\"row_split_k128_v1\",\"offset\":0,"
+        "\"bytes\":19496960},{\"id\":\"r\",\"kind\":\"resource\",\"encoding\":\"raw_bytes_v1\","
+        "\"offset\":19496960,\"bytes\":5}],"
+        "\"bindings\":{\"text/q\":{\"parts\":[{\"object\":\"w\",\"range\":[0,31457280]}]}},"
+        "\"uses\":[{\"parameter\":\"text/q\",\"input\":\"text/x\",\"activation_policy\":\"A16Only\"}],"
+        "\"files\":[{\"path\":null,\"payload_bytes\":19496965}],"
+        "\"metadata\":{\"name\":\"t\",\"n\":1.50},\"provenance\":{\"x\":[1.0,2e3]}}";
+    nf_diags d = NF_DIAGS_INIT;
+    nf_catalog *c = nf_catalog_parse(text, strlen(text), NF_CAT_ARTIFACT, "m.ninfer", &d);
+    CHECK(c && nf_diags_exit(&d) == 0, "spec 12.3 q4 object validates (%zu problems)", d.n);
+    if (!c)
+        return;
+    nf_serialize_opts so = {c->files, c->n_files, false, false, NULL, false};
+    size_t len;
+    char *out = nf_catalog_serialize(c, &so, &len);
+    CHECK(out && strstr(out, "\"config\":{\"rope_theta\":1000000.0,\"eps\":1e-06,"
+                             "\"big\":123456789012345678901234567890,\"neg\":-0}"),
+          "config numbers keep their text");
+    CHECK(out && strstr(out, "\"metadata\":{\"name\":\"t\",\"n\":1.50}"), "metadata kept");
+    CHECK(out && strstr(out, "\"provenance\":{\"x\":[1.0,2e3]}"), "provenance kept");
+    CHECK(out && strcmp(out, text) == 0, "serialize(parse(x)) == x for a canonical catalog");
+    free(out);
+    nf_catalog_free(c);
+    nf_diags_free(&d);
+}
+
+static int parse_code(const char *text, nf_code code)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    nf_catalog *c = nf_catalog_parse(text, strlen(text), NF_CAT_ARTIFACT, "m.ninfer", &d);
+    int k = (int)nf_diags_count(&d, code);
+    if (!k)
+        nf_diags_print(&d, "t_writer", stdout);
+    nf_catalog_free(c);
+    nf_diags_free(&d);
+    return k;
+}
+
+#define CAT(objs, extra)                                                                 \
+    "{\"components\":{\"text\":{\"config\":{}}},\"objects\":[" objs "],\"bindings\":{}," \
+    "\"uses\":[],\"files\":[{\"path\":null,\"payload_bytes\":1024}]" extra "}"
+#define T(shape, fmt, lay, off, bytes)                                                     \
+    "{\"id\":\"t\",\"kind\":\"tensor\",\"shape\":" shape ",\"format\":\"" fmt "\",\"layout\":\"" lay \
+    "\",\"offset\":" off ",\"bytes\":" bytes "}"
+
+static void test_rules(void)
+{
+    CHECK(parse_code(CAT(T("[2,4]", "bf16", "contiguous_le_v1", "0", "15"), ""), NF_C_SIZE) == 1,
+          "bytes != encoded size -> size");
+    CHECK(parse_code(CAT(T("[2,4]", "bf16", "contiguous_le_v1", "1e3", "16"), ""), NF_C_SCHEMA) == 1,
+          "1e3 offset -> schema");
+    CHECK(parse_code(CAT(T("[2,4]", "bf16", "contiguous_le_v1", "256.0", "16"), ""), NF_C_SCHEMA) == 1,
+          "256.0 offset -> schema");
+    CHECK(parse_code(CAT(T("[2,4]", "bf16", "contiguous_le_v1", "18446744073709551616", "16"), ""),
+                     NF_C_RANGE) == 1,
+          "2^64 offset -> range");
+    CHECK(parse_code(CAT(T("[2,4]", "bf16", "contiguous_le_v1", "-1", "16"), ""), NF_C_RANGE) == 1,
+          "negative offset -> range");
+    CHECK(parse_code(CAT(T("[2,4]", "bf16", "contiguous_le_v1", "128", "16"), ""), NF_C_ALIGNMENT) == 1,
+          "offset 128 -> alignment");
+    CHECK(parse_code(CAT(T("[2,4]", "bf16", "contiguous_le_v1", "1024", "16"), ""), NF_C_BOUNDS) == 1,
+          "past the payload -> bounds");
+    CHECK(parse_code(CAT(T("[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]", "bf16", "contiguous_le_v1", "0", "2"), ""),
+                     NF_C_SCHEMA) == 1,
+          "rank 17 -> schema");
+    CHECK(parse_code(CAT(T("[0]", "bf16", "contiguous_le_v1", "0", "2"), ""), NF_C_RANGE) == 1,
+          "dimension 0 -> range");
+    CHECK(parse_code(CAT(T("[4294967296,4294967296]", "bf16", "contiguous_le_v1", "0", "2"), ""),
+                     NF_C_RANGE) == 1,
+          "element count overflowing U64 -> range");
+    CHECK(parse_code(CAT(T("[100,128]", "nvfp4", "block_scale_k16_m128x4_v1", "0", "2"), ""),
+                     NF_C_ENCODING) == 1,
+          "nvfp4 with N %% 128 != 0 -> encoding");
+    CHECK(parse_code(CAT(T("[2,4]", "q4_g64_fp16", "contiguous_le_v1", "0", "2"), ""), NF_C_ENCODING) == 1,
+          "q4 with contiguous_le_v1 -> encoding");
+    CHECK(parse_code(CAT(T("[2,4]", "bf16", "contiguous_le_v1", "0", "16") ","
+                         T("[2,4]", "bf16", "contiguous_le_v1", "256", "16"), ""),
+                     NF_C_DUPLICATE_ID) == 1,
+          "duplicate object ID -> duplicate-id");
+    CHECK(parse_code(CAT("{\"id\":\"a\",\"kind\":\"resource\",\"encoding\":\"raw_bytes_v1\",\"offset\":0,\"bytes\":10},"
+                         "{\"id\":\"b\",\"kind\":\"resource\",\"encoding\":\"raw_bytes_v1\",\"offset\":5,\"bytes\":10}", ""),
+                     NF_C_OVERLAP) == 1,
+          "overlapping objects -> overlap");
+    CHECK(parse_code(CAT("{\"id\":\"a\",\"kind\":\"resource\",\"encoding\":\"raw_bytes_v1\",\"offset\":100,\"bytes\":10},"
+                         "{\"id\":\"b\",\"kind\":\"resource\",\"encoding\":\"raw_bytes_v1\",\"offset\":5,\"bytes\":10}", ""),
+                     NF_C_ORDER) == 1,
+          "decreasing offsets -> order");
+    CHECK(parse_code(CAT(T("[2,4]", "bf16", "contiguous_le_v1", "0", "16"),
+                         ",\"metadata\":{\"integrity\":{\"sha256\":{\"t\":\"ABC\"}}}"),
+                     NF_C_INTEGRITY) == 1,
+          "malformed digest -> integrity");
+}
+
+int main(void)
+{
+    test_plan_spec_example();
+    test_plan_edges();
+    test_roundtrip();
+    test_rules();
+    return nf_test_done();
+}
