@@ -732,9 +732,18 @@ static uint16_t q_scale(double s)
     return b;
 }
 
+/* Round to the nearest integer, ties to even, for |t| <= 2^51: adding and
+ * subtracting 1.5*2^52 leaves the integer part in the default rounding mode
+ * (round to nearest even); no libm call, no dependence on SSE4.1. */
+static inline double rne_d(double t)
+{
+    return (t + 0x1.8p52) - 0x1.8p52;
+}
+
 /* Codes of x[0..n) against the FP16 scale sb: nearest even to x/s, clamped
  * to the code range; returns the squared error of the decoded values (the
- * decoder's own FP32 product). A zero scale gives all codes 0. */
+ * decoder's own FP32 product). A zero scale gives all codes 0. This is the
+ * exact evaluation: it divides, so a half-way x/s ties to even exactly. */
 static double q_eval(const qrange *q, const float *x, unsigned n, uint16_t sb,
                      int *codes, uint64_t *sat)
 {
@@ -749,7 +758,7 @@ static double q_eval(const qrange *q, const float *x, unsigned n, uint16_t sb,
                 if (sat)
                     (*sat)++;
             } else {
-                double r = rint(t); /* default rounding mode: ties to even */
+                double r = rne_d(t);
                 c = r > q->qmax ? q->qmax : r < q->qmin ? q->qmin : (int)r;
             }
         }
@@ -761,11 +770,52 @@ static double q_eval(const qrange *q, const float *x, unsigned n, uint16_t sb,
     return err;
 }
 
-/* Choose the FP16 scale of one group (DESIGN 7.4) and its codes. The absmax
- * baseline is always a candidate and only a strictly smaller error replaces
- * it; then a grid of scales mapping the largest-magnitude element m near
- * either end of the code range, least-squares refits of the best codes, and
- * the neighbouring FP16 values of the best. Returns the scale bits. */
+/* For ranking candidate scales only: the group zero-padded to its full
+ * length L (a multiple of 8; padding adds exactly 0), FP32 arithmetic,
+ * x * (1/s) instead of x / s, and eight explicit lane sums so the compiler
+ * may vectorize without reassociating (the result is the same either way).
+ * x/s within an ulp of a half-way point may round the other way here; the
+ * chosen scale is always re-evaluated exactly with q_eval. codes (may be
+ * NULL) receives the codes this evaluation used. */
+static double q_eval_fast(const qrange *q, const float *x, unsigned L,
+                          uint16_t sb, int *codes)
+{
+    float s = nf_fp16_to_f32(sb);
+    float inv = s != 0.0f ? 1.0f / s : 0.0f;
+    float lo = (float)q->qmin, hi = (float)q->qmax;
+    float acc[8] = {0};
+    for (unsigned i = 0; i < L; i += 8) {
+        float c[8];
+        for (unsigned j = 0; j < 8; j++) {
+            float t = x[i + j] * inv;
+            t = t < lo ? lo : t;
+            t = t > hi ? hi : t;
+            c[j] = (t + 0x1.8p23f) - 0x1.8p23f; /* nearest even, |t| <= 127 */
+            float dec = c[j] * s;
+            float d = x[i + j] - dec;
+            float p2 = d * d;
+            acc[j] += p2;
+        }
+        if (codes)
+            for (unsigned j = 0; j < 8; j++)
+                codes[i + j] = (int)c[j];
+    }
+    return (((double)acc[0] + acc[4]) + ((double)acc[2] + acc[6])) +
+           (((double)acc[1] + acc[5]) + ((double)acc[3] + acc[7]));
+}
+
+/* Candidate grid: scales that map the largest-magnitude element to
+ * end + NF_GRID_STEP*i, i in [-NF_GRID, NF_GRID], for either end of the
+ * code range. (9 points per end measured as good as 19 on Gaussian data.) */
+#define NF_GRID 4
+#define NF_GRID_STEP 0.2
+
+/* Choose the FP16 scale of one group (DESIGN 7.4) and its codes: the
+ * absmax baseline, the grid above, least-squares refits of the best codes
+ * (for fixed codes the best real scale is sum(c*x)/sum(c*c)), and the FP16
+ * neighbours of the best. The winner replaces the baseline only if its
+ * exact error is strictly smaller, so the result is never worse than
+ * absmax. Returns the scale bits; codes[0..n) receives the codes. */
 static uint16_t q_group(nf_format f, const qrange *q, const float *x,
                         unsigned n, bool absmax_only, int *codes,
                         double *sse, uint64_t *sat)
@@ -782,58 +832,78 @@ static uint16_t q_group(nf_format f, const qrange *q, const float *x,
             codes[i] = 0;
         return 0x0000; /* +0.0 */
     }
-    uint16_t best = f == NF_FMT_Q2_G64_FP16 ? q_scale((double)m / 2.0)
+    uint16_t base = f == NF_FMT_Q2_G64_FP16 ? q_scale((double)m / 2.0)
                                             : q_scale((double)amax / q->qmax);
-    double best_err = q_eval(q, x, n, best, NULL, NULL);
+    uint16_t best = base;
     if (!absmax_only) {
+        float xp[128];
+        int cf[128];
+        unsigned L = (n + 7) & ~7u;
+        memcpy(xp, x, n * sizeof *xp);
+        for (unsigned i = n; i < L; i++)
+            xp[i] = 0.0f;
+        double best_err = q_eval_fast(q, xp, L, best, NULL);
         int ends[2] = {q->qmax, q->qmin};
         int nends = q->qmin == -q->qmax ? 1 : 2;
         for (int e = 0; e < nends; e++) {
-            for (int i = -9; i <= 9; i++) {
-                double d = ends[e] + 0.1 * i;
+            for (int i = -NF_GRID; i <= NF_GRID; i++) {
+                double d = ends[e] + NF_GRID_STEP * i;
                 if (d == 0.0 || (d > 0) != (ends[e] > 0))
                     continue;
                 uint16_t sb = q_scale((double)m / d);
-                double err = q_eval(q, x, n, sb, NULL, NULL);
+                double err = q_eval_fast(q, xp, L, sb, NULL);
                 if (err < best_err) {
                     best_err = err;
                     best = sb;
                 }
             }
         }
-        /* least-squares refit: for fixed codes the best real scale is
-         * sum(c*x)/sum(c*c) */
         for (int it = 0; it < 3; it++) {
-            q_eval(q, x, n, best, codes, NULL);
+            q_eval_fast(q, xp, L, best, cf);
             double cx = 0, cc = 0;
             for (unsigned i = 0; i < n; i++) {
-                cx += (double)codes[i] * x[i];
-                cc += (double)codes[i] * codes[i];
+                cx += (double)cf[i] * xp[i];
+                cc += (double)cf[i] * cf[i];
             }
             if (cc == 0)
                 break;
             uint16_t sb = q_scale(cx / cc);
-            double err = q_eval(q, x, n, sb, NULL, NULL);
+            double err = q_eval_fast(q, xp, L, sb, NULL);
             if (!(err < best_err))
                 break;
             best_err = err;
             best = sb;
         }
-        /* FP16 neighbours of the best (same sign, magnitude +-1 ulp) */
         for (int dlt = -2; dlt <= 2; dlt++) {
             int mag = (int)(best & 0x7fffu) + dlt;
             if (dlt == 0 || mag <= 0 || mag > 0x7bff)
                 continue;
             uint16_t sb = (uint16_t)((best & 0x8000u) | (unsigned)mag);
-            double err = q_eval(q, x, n, sb, NULL, NULL);
+            double err = q_eval_fast(q, xp, L, sb, NULL);
             if (err < best_err) {
                 best_err = err;
                 best = sb;
             }
         }
+        /* the exact comparison that guarantees "never worse than absmax" */
+        if (best != base) {
+            int cb[128];
+            uint64_t sat_best = 0, sat_base = 0;
+            double eb = q_eval(q, x, n, best, codes, &sat_best);
+            double e0 = q_eval(q, x, n, base, cb, &sat_base);
+            if (eb < e0) {
+                *sse += eb;
+                *sat += sat_best;
+                return best;
+            }
+            memcpy(codes, cb, n * sizeof *codes);
+            *sse += e0;
+            *sat += sat_base;
+            return base;
+        }
     }
-    *sse += q_eval(q, x, n, best, codes, sat);
-    return best;
+    *sse += q_eval(q, x, n, base, codes, sat);
+    return base;
 }
 
 static bool all_finite(const float *x, uint64_t n)
