@@ -341,19 +341,23 @@ NF_T_AVX2 static void row_avx2(const nf_tensor_enc *t, const uint8_t *obj,
         break;
     }
     case NF_FMT_NVFP4: {
+        /* Per block, divide the 8 E2M1 magnitudes once: (e2m1*b)/w of a
+         * negative code is exactly the negation (IEEE mul/div are sign
+         * symmetric), so the sign is applied with XOR afterwards. */
         const __m256 lut = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
         const __m256i sh4 = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-        __m256 w = _mm256_set1_ps(r.rscale);
+        __m256 w = _mm256_set1_ps(r.rscale), vals = lut;
         for (uint64_t k = ka; k < kb; k += 8) {
+            if (k == ka || k % 16 == 0) {
+                float b = nf_e4m3_to_f32(r.scales[nf_nvfp4_scale_index(n, k / 16, t->cols)]);
+                vals = _mm256_div_ps(_mm256_mul_ps(lut, _mm256_set1_ps(b)), w);
+            }
             __m256i nib = _mm256_and_si256(
                 _mm256_srlv_epi32(_mm256_set1_epi32((int)ld32(r.codes + k / 2)), sh4),
                 _mm256_set1_epi32(15));
-            __m256 v = _mm256_permutevar8x32_ps(lut, _mm256_and_si256(nib, _mm256_set1_epi32(7)));
+            __m256 v = _mm256_permutevar8x32_ps(vals, _mm256_and_si256(nib, _mm256_set1_epi32(7)));
             __m256i sg = _mm256_slli_epi32(_mm256_and_si256(nib, _mm256_set1_epi32(8)), 28);
-            v = _mm256_or_ps(v, _mm256_castsi256_ps(sg));
-            float b = nf_e4m3_to_f32(r.scales[nf_nvfp4_scale_index(n, k / 16, t->cols)]);
-            v = _mm256_div_ps(_mm256_mul_ps(v, _mm256_set1_ps(b)), w);
-            _mm256_storeu_ps(o + (k - ka), v);
+            _mm256_storeu_ps(o + (k - ka), _mm256_xor_ps(v, _mm256_castsi256_ps(sg)));
         }
         break;
     }
@@ -482,19 +486,20 @@ NF_T_AVX512 static void row_avx512(const nf_tensor_enc *t, const uint8_t *obj,
         break;
     }
     case NF_FMT_NVFP4: {
-        const __m512 lut = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-                                          0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+        /* as in row_avx2: 8 quotients per block, sign by XOR */
+        const __m256 lut = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
         const __m512i sh4 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28,
                                               0, 4, 8, 12, 16, 20, 24, 28);
-        __m512 w = _mm512_set1_ps(r.rscale);
+        __m256 w = _mm256_set1_ps(r.rscale);
         for (uint64_t k = ka; k < kb; k += 16) {
+            float b = nf_e4m3_to_f32(r.scales[nf_nvfp4_scale_index(n, k / 16, t->cols)]);
+            __m512 vals = _mm512_castps256_ps512(
+                _mm256_div_ps(_mm256_mul_ps(lut, _mm256_set1_ps(b)), w));
             __m512i nib = _mm512_and_si512(_mm512_srlv_epi32(two_words(ld64(r.codes + k / 2)), sh4),
                                            _mm512_set1_epi32(15));
-            __m512 v = _mm512_permutexvar_ps(_mm512_and_si512(nib, _mm512_set1_epi32(7)), lut);
+            __m512 v = _mm512_permutexvar_ps(_mm512_and_si512(nib, _mm512_set1_epi32(7)), vals);
             __m512i sg = _mm512_slli_epi32(_mm512_and_si512(nib, _mm512_set1_epi32(8)), 28);
-            v = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sg));
-            float b = nf_e4m3_to_f32(r.scales[nf_nvfp4_scale_index(n, k / 16, t->cols)]);
-            v = _mm512_div_ps(_mm512_mul_ps(v, _mm512_set1_ps(b)), w);
+            v = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sg));
             _mm512_storeu_ps(o + (k - ka), v);
         }
         break;
