@@ -124,8 +124,9 @@ int nf_decode_rows_bf16(const nf_tensor_enc *t, const uint8_t *obj,
 /* ---- Encode (DESIGN 7.4) ------------------------------------------------- */
 
 typedef struct {
-    /* bf16/fp32 targets: keep NaN (quiet, same sign) and +-Inf instead of
-     * failing with ENONFINITE. Scaled formats (q*, t2, nvfp4, fp8) and int32
+    /* bf16/fp32 targets: store NaN and +-Inf instead of failing with
+     * ENONFINITE (bf16: nf_f32_to_bf16, which quiets a signalling NaN; fp32:
+     * the word as it is). Scaled formats (q*, t2, nvfp4, fp8) and int32
      * cannot hold them and fail whatever this says. */
     bool allow_nonfinite;
     /* q-formats: false (default) searches per group for the FP16 scale with
@@ -155,10 +156,14 @@ typedef struct {
  * slices are written. Defaults of DESIGN 7.4: scales rounded to their
  * storage type first and codes computed against the rounded scale, codes
  * saturate, an all-zero group/block/row/slice gets scale +0.0 (divisor 1.0);
- * q-formats: per-group least-squares scale search, never worse than absmax
- * (s = amax/qmax; q2: s = m/2, m the element of largest magnitude), codes
- * rounded to nearest even; an FP16 scale that would overflow saturates at
- * +-65504. nvfp4: w = 448*6/amax(slice) (FLT_MAX if that is infinite), b =
+ * q-formats: per group, a search over FP16 scales (a grid mapping the
+ * largest-magnitude element m near either end of the code range,
+ * least-squares refits, FP16 neighbours) that keeps the absmax baseline
+ * (s = amax/qmax; q2: s = m/2) unless another scale has a strictly smaller
+ * squared error, so it is never worse; codes rounded to nearest even; an
+ * FP16 scale that would overflow saturates at +-65504. The result depends
+ * only on the input (no ISA-specific arithmetic), given IEEE binary32/64
+ * without contraction (-ffp-contract=off, the default under -std=c11). nvfp4: w = 448*6/amax(slice) (FLT_MAX if that is infinite), b =
  * e4m3(amax(block)/6*w), codes the nearest E2M1 to x*w/b. fp8: r =
  * bf16(amax(row)/448), codes RNE of x/r saturating at +-448. bf16: RNE.
  * int32: the value, which must be an integer in range.

@@ -52,8 +52,8 @@ static inline float nf_f32_from_bits(uint32_t u)
     return f;
 }
 
-/* Round mant * 2^-shift to the nearest integer, ties to even (shift >= 1,
- * mant < 2^24). The building block of every subnormal result below. */
+/* Internal: round mant * 2^-shift to the nearest integer, ties to even
+ * (shift >= 1, mant < 2^24); the subnormal results below use it. */
 static inline uint32_t nf_fp_rne_shift_(uint32_t mant, unsigned shift)
 {
     if (shift > 25)
@@ -68,7 +68,7 @@ static inline uint32_t nf_fp_rne_shift_(uint32_t mant, unsigned shift)
 
 /* ---- FP16 -------------------------------------------------------------- */
 
-/* FP16 code -> f32 (exact). */
+/* FP16 code -> f32, exact (the q-format group scale s, DESIGN 7). */
 static inline float nf_fp16_to_f32(uint16_t h)
 {
     uint32_t s = (uint32_t)(h & 0x8000u) << 16;
@@ -82,7 +82,8 @@ static inline float nf_fp16_to_f32(uint16_t h)
     return nf_f32_from_bits(s | ((e + 112) << 23) | (m << 13));
 }
 
-/* f32 -> FP16, round to nearest even; overflow -> +-inf; NaN -> quiet NaN. */
+/* f32 -> FP16, round to nearest even; overflow -> +-inf; NaN -> quiet NaN
+ * (DESIGN 7.4: encoders round scales to FP16 first). */
 static inline uint16_t nf_f32_to_fp16(float f)
 {
     uint32_t u = nf_f32_bits(f);
@@ -107,14 +108,14 @@ static inline uint16_t nf_f32_to_fp16(float f)
 
 /* ---- BF16 -------------------------------------------------------------- */
 
-/* BF16 code -> f32 (exact). */
+/* BF16 code -> f32, exact (bf16 tensors, the fp8 row scale r; DESIGN 7). */
 static inline float nf_bf16_to_f32(uint16_t b)
 {
     return nf_f32_from_bits((uint32_t)b << 16);
 }
 
 /* f32 -> BF16, round to nearest even; overflow -> +-inf; NaN -> quiet NaN
- * (the top payload bits kept, the quiet bit set). */
+ * (the top payload bits kept, the quiet bit set). DESIGN 7.4. */
 static inline uint16_t nf_f32_to_bf16(float f)
 {
     uint32_t u = nf_f32_bits(f);
@@ -128,13 +129,15 @@ static inline uint16_t nf_f32_to_bf16(float f)
 
 #define NF_E4M3_MAX 448.0f
 
-/* True for the two NaN codes 0x7f and 0xff. */
+/* True for the two E4M3FN NaN codes 0x7f and 0xff (invalid fp8 codes and
+ * nvfp4 block scales, DESIGN 7 table). */
 static inline int nf_e4m3_is_nan(uint8_t c)
 {
     return (c & 0x7fu) == 0x7fu;
 }
 
-/* E4M3FN code -> f32 (exact; NaN codes -> quiet NaN with the code's sign). */
+/* E4M3FN code -> f32, exact; NaN codes -> quiet NaN with the code's sign
+ * (fp8 codes, nvfp4 block scales b; DESIGN 7, 13). */
 static inline float nf_e4m3_to_f32(uint8_t c)
 {
     uint32_t s = (uint32_t)(c & 0x80u) << 24;
@@ -149,7 +152,7 @@ static inline float nf_e4m3_to_f32(uint8_t c)
 }
 
 /* f32 -> E4M3FN, round to nearest even, saturating at +-448 (infinity too);
- * NaN -> 0x7f | sign. */
+ * NaN -> 0x7f | sign. DESIGN 7.4 (fp8 codes, nvfp4 block scales). */
 static inline uint8_t nf_f32_to_e4m3(float f)
 {
     uint32_t u = nf_f32_bits(f);
@@ -174,7 +177,7 @@ static inline uint8_t nf_f32_to_e4m3(float f)
 
 /* ---- E2M1 -------------------------------------------------------------- */
 
-/* E2M1 code (low 4 bits of c) -> f32 (exact). */
+/* E2M1 code (low 4 bits of c) -> f32, exact (nvfp4 codes, DESIGN 7). */
 static inline float nf_e2m1_to_f32(uint8_t c)
 {
     static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
@@ -184,7 +187,7 @@ static inline float nf_e2m1_to_f32(uint8_t c)
 
 /* f32 -> E2M1 code (0..15), round to nearest even, saturating at +-6;
  * NaN -> 0. The thresholds are the midpoints between neighbours; a tie goes
- * to the code with bit 0 clear. */
+ * to the code with bit 0 clear. DESIGN 7.4 (nvfp4 codes). */
 static inline uint8_t nf_f32_to_e2m1(float f)
 {
     uint32_t u = nf_f32_bits(f);
