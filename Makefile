@@ -51,6 +51,8 @@ CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=c
 
 all: deps-check $(LIB) $(CMDS)
 
+.SECONDARY:
+
 .PHONY: all deps-check test unit bats demo install uninstall clean fuzz bench
 
 # Stop early, with the exact command to run, when a library is missing; when
