@@ -771,7 +771,9 @@ static void parse_object(pctx *x, size_t i, nf_jval *v)
         o->has_bytes = read_u64(x, nf_jobj_get(v, "bytes"), q, "bytes", true, &o->bytes);
         free(q);
     }
+    o->bytes_given = nf_jobj_has(v, "bytes");
     if (man && nf_jobj_has(v, "source")) {
+        o->source_raw = nf_jval_to_text(nf_jobj_get(v, "source"), false, NULL);
         q = ptr_key(p, "source");
         o->source = calloc(1, sizeof *o->source);
         if (o->source && !parse_source(x, nf_jobj_get(v, "source"), q, o->source, 0)) {
@@ -1517,6 +1519,7 @@ void nf_catalog_free(nf_catalog *c)
             source_free(o->source);
             free(o->source);
         }
+        free(o->source_raw);
     }
     free(c->objects);
     for (size_t i = 0; i < c->n_bindings; i++) {
@@ -1707,10 +1710,14 @@ char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *op, siz
         if (!op->manifest) {
             nf_jobj_set(o, "offset", nf_jnew_u64(ob->offset));
             nf_jobj_set(o, "bytes", nf_jnew_u64(ob->bytes));
+        } else if (ob->kind == NF_OBJ_RESOURCE && ob->bytes_given && !op->artifact_path) {
+            nf_jobj_set(o, "bytes", nf_jnew_u64(ob->bytes));
         }
         if (ob->kind == NF_OBJ_TENSOR && ob->has_divisors)
             nf_jobj_set(o, "divisors", nf_jnew_u64(ob->divisors));
-        if (op->manifest && op->artifact_path) {
+        if (op->manifest && !op->artifact_path && ob->source_raw) {
+            nf_jobj_set(o, "source", nf_jnew_raw(ob->source_raw, strlen(ob->source_raw)));
+        } else if (op->manifest && op->artifact_path) {
             nf_jval *s = nf_jnew_object();
             nf_jobj_set(s, "artifact", nf_jnew_string(op->artifact_path));
             nf_jobj_set(s, "object", nf_jnew_string(ob->id));

@@ -81,6 +81,9 @@ typedef struct {
     char sha256[65];
     /* manifest only */
     nf_source *source;  /* NULL when absent */
+    char *source_raw;   /* the source as JSON text, written back by manifest
+                           serialization (ninfer-quant passes sources on) */
+    bool bytes_given;   /* `bytes` was written in the manifest */
 } nf_object;
 
 typedef struct {
@@ -192,8 +195,9 @@ int nf_catalog_layout(nf_catalog *c, nf_diags *d);
 /* Serialize to JSON text (compact). files: the files table to write (may be
  * the catalog's own); digests: write metadata.integrity from objects'
  * sha256 (objects without one are left out); manifest: write the manifest
- * form (sources as {"artifact": artifact_path, "object": ID}, no offsets,
- * no files, no integrity). Returns malloc'ed text and its length, or NULL
+ * form (no offsets, no files, no integrity; tensor bytes left out, resource
+ * bytes kept where the manifest gave them; each object's source_raw, or
+ * with artifact_path set {"artifact": artifact_path, "object": ID}). Returns malloc'ed text and its length, or NULL
  * on allocation failure. */
 typedef struct {
     const nf_file *files;
