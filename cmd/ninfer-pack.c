@@ -18,18 +18,25 @@ static const char usage[] =
     "directory (the working directory for '-').\n"
     "\n"
     "%s"
+    "  --report                print per transcoded object: elements, RMSE, max abs error\n"
+    "                          and SNR (dB) against the source (tab-separated)\n"
+    "  --allow-nonfinite       keep NaN/Inf source values in bf16/fp32 objects\n"
+    "  --threads N             encoding threads (default: all CPUs)\n"
     "  --max-json-bytes N      refuse manifests larger than N (default 256M)\n"
     "  -h, --help              this text\n"
     "      --version           print the version\n"
     "\n"
     "Exit status: 0 ok, 1 the manifest breaks a rule, 2 usage, 3 I/O error,\n"
-    "4 unsupported (a source that needs transcoding, an unknown format).\n";
+    "4 unsupported (an unknown format, a quantized GGUF tensor).\n";
 
 int main(int argc, char **argv)
 {
-    enum { O_MAXJ = 256, O_VERSION };
+    enum { O_MAXJ = 256, O_VERSION, O_REPORT, O_NONFINITE, O_THREADS };
     static const struct option lo[] = {
         NF_WRITER_LONGOPTS,
+        {"report", no_argument, 0, O_REPORT},
+        {"allow-nonfinite", no_argument, 0, O_NONFINITE},
+        {"threads", required_argument, 0, O_THREADS},
         {"max-json-bytes", required_argument, 0, O_MAXJ},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
@@ -39,6 +46,7 @@ int main(int argc, char **argv)
     nf_writer_set_prog(nf_prog);
     nf_writer_cli wc;
     nf_writer_cli_init(&wc);
+    nf_pack_opts po = {&wc, false, false, 0};
     uint64_t maxj = 256ull << 20, v;
     int c, r;
     while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
@@ -52,6 +60,13 @@ int main(int argc, char **argv)
             if (!nf_parse_size(optarg, &v) || v == 0)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);
             maxj = v;
+            break;
+        case O_REPORT: po.report = true; break;
+        case O_NONFINITE: po.allow_nonfinite = true; break;
+        case O_THREADS:
+            if (!nf_parse_u64(optarg, &v) || v == 0 || v > 16)
+                return nf_usage_error("bad --threads '%s' (1..16)", optarg);
+            po.threads = (unsigned)v;
             break;
         case 'h': printf(usage, nf_writer_usage); return 0;
         case O_VERSION: nf_print_version(); return 0;
@@ -101,7 +116,7 @@ int main(int argc, char **argv)
                     (unsigned long long)maxj);
     if (!nf_diags_exit(&d)) {
         char *base = strcmp(path, "-") == 0 ? strdup(".") : nf_dirname_dup(path);
-        nf_pack(text, len, base ? base : ".", &wc, &d);
+        nf_pack(text, len, base ? base : ".", &po, &d);
         free(base);
     }
     free(text);

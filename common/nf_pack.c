@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,9 @@
 
 #include "nf_artifact.h"
 #include "nf_digest.h"
+#include "nf_gguf.h"
 #include "nf_safetensors.h"
+#include "nf_values.h"
 #include "nf_util.h"
 #include "nf_writer.h"
 
@@ -37,12 +41,25 @@ typedef struct {
     char *path;
     int fd;
     nf_safetensors *st;
+    nf_gguf *gg;
     nf_artifact *a;
 } input;
+
+/* What an object's bytes come from: exact bytes (segs), or values that are
+ * decoded to f32 and encoded into the object's format (transcoding). */
+typedef struct {
+    segs s;
+    bool transcode;
+    nf_values v;
+    uint8_t **owned;       /* decoded-from objects held in memory */
+    nf_tensor_enc **tes;
+    size_t n_owned;
+} objsrc;
 
 typedef struct {
     const char *base;
     nf_diags *d;
+    const nf_pack_opts *po;
     input *in;
     size_t n_in, cap_in;
 } pack_ctx;
@@ -67,7 +84,7 @@ static char *resolve(const pack_ctx *p, const char *path)
     return path[0] == '/' ? strdup(path) : nf_path_join(p->base, path);
 }
 
-/* kind: 0 raw file, 1 safetensors, 2 artifact */
+/* kind: 0 raw file, 1 safetensors, 2 artifact, 3 gguf */
 static input *get_input(pack_ctx *p, const char *rel, int kind, const char *ptr)
 {
     char *path = resolve(p, rel);
@@ -77,7 +94,7 @@ static input *get_input(pack_ctx *p, const char *rel, int kind, const char *ptr)
         if (strcmp(p->in[i].path, path) == 0) {
             free(path);
             input *in = &p->in[i];
-            if ((kind == 1 && !in->st) || (kind == 2 && !in->a))
+            if ((kind == 1 && !in->st) || (kind == 2 && !in->a) || (kind == 3 && !in->gg))
                 return NULL;
             return in;
         }
@@ -91,7 +108,7 @@ static input *get_input(pack_ctx *p, const char *rel, int kind, const char *ptr)
         p->in = nv;
         p->cap_in = nc;
     }
-    input in = {path, -1, NULL, NULL};
+    input in = {path, -1, NULL, NULL, NULL};
     if (kind == 2) {
         nf_open_opts oo = {0};
         nf_diags tmp = NF_DIAGS_INIT;
@@ -120,9 +137,12 @@ static input *get_input(pack_ctx *p, const char *rel, int kind, const char *ptr)
             return NULL;
         }
         fcntl(in.fd, F_SETFL, fcntl(in.fd, F_GETFL) & ~O_NONBLOCK);
-        if (kind == 1) {
-            in.st = nf_safetensors_open(path, p->d);
-            if (!in.st) {
+        if (kind == 1 || kind == 3) {
+            if (kind == 1)
+                in.st = nf_safetensors_open(path, p->d);
+            else
+                in.gg = nf_gguf_open(path, p->d);
+            if (!in.st && !in.gg) {
                 close(in.fd);
                 free(path);
                 return NULL;
@@ -213,22 +233,16 @@ static int aseg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t roff, u
 static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, segs *out)
 {
     bool tensor = o->kind == NF_OBJ_TENSOR;
-    if (s->has_unpermute) {
-        nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
-                    "\"unpermute\" arrives with ninfer-import (not in this build)");
-        return -1;
-    }
+    if (s->has_unpermute && tensor)
+        return 1;
     switch (s->kind) {
     case NF_SRC_FILE: {
         input *in = get_input(p, s->path, 0, s->pointer);
         if (!in)
             return -1;
-        if (tensor && s->dtype && !dtype_matches(s->dtype, o->format)) {
-            nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
-                        "transcoding %s values into %s needs the codecs (not in this build)",
-                        s->dtype, o->format_name);
-            return -1;
-        }
+        if (tensor && s->dtype &&
+            (!dtype_matches(s->dtype, o->format) || o->layout != NF_LAY_CONTIGUOUS_LE_V1))
+            return 1;
         uint64_t size = fd_size(in->fd);
         if (s->offset > size) {
             nf_diag_add(p->d, NF_C_BOUNDS, s->pointer, "offset %llu is past the end of \"%s\"",
@@ -271,15 +285,8 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
             off += s->rows[0] * rb;
             len = (s->rows[1] - s->rows[0]) * rb;
         }
-        if (tensor) {
-            if (!dtype_matches(t->dtype, o->format) || o->layout != NF_LAY_CONTIGUOUS_LE_V1) {
-                nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
-                            "tensor \"%s\" is %s; transcoding into %s/%s needs the codecs "
-                            "(not in this build)",
-                            s->name, t->dtype, o->format_name, o->layout_name);
-                return -1;
-            }
-        }
+        if (tensor && (!dtype_matches(t->dtype, o->format) || o->layout != NF_LAY_CONTIGUOUS_LE_V1))
+            return 1;
         if (tensor && len != o->bytes) {
             nf_diag_add(p->d, NF_C_SIZE, s->pointer,
                         "tensor \"%s\" holds %llu bytes; the object's shape needs %llu", s->name,
@@ -309,13 +316,8 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
                         so->layout == o->layout && so->rank == o->rank &&
                         so->divisors == o->divisors && so->format != NF_FMT_UNKNOWN &&
                         memcmp(so->dims, o->dims, o->rank * sizeof *o->dims) == 0;
-            if (!same) {
-                nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
-                            "object \"%s\" differs in format, layout or shape; transcoding "
-                            "needs the codecs (not in this build)",
-                            s->name);
-                return -1;
-            }
+            if (!same)
+                return 1;
         }
         struct aseg_ctx ac = {out, in->a};
         return nf_artifact_segments(in->a, so->offset, so->bytes, aseg, &ac, p->d) ? -1 : 0;
@@ -325,22 +327,21 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
             nf_diag_add(p->d, NF_C_SCHEMA, s->pointer, "a resource takes bytes, not values");
             return -1;
         }
+        if (!nf_format_elem_bytes(o->format) || o->layout != NF_LAY_CONTIGUOUS_LE_V1)
+            return 1;
         return values_bytes(p, o, s, out);
     case NF_SRC_CONCAT:
-        if (!tensor || o->layout != NF_LAY_CONTIGUOUS_LE_V1) {
-            nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
-                        "concat into %s/%s needs the codecs (not in this build)",
-                        o->format_name ? o->format_name : "a resource",
-                        o->layout_name ? o->layout_name : "raw bytes");
+        if (!tensor) {
+            nf_diag_add(p->d, NF_C_SCHEMA, s->pointer, "a resource takes bytes, not concat");
             return -1;
         }
+        if (o->layout != NF_LAY_CONTIGUOUS_LE_V1)
+            return 1;
         for (size_t k = 0; k < s->n_items; k++) {
             const nf_source *it = &s->items[k];
-            if (it->kind != NF_SRC_SAFETENSORS && it->kind != NF_SRC_ARTIFACT) {
-                nf_diag_add(p->d, NF_C_UNSUPPORTED, it->pointer,
-                            "concat takes safetensors or artifact sources in this build");
-                return -1;
-            }
+            if ((it->kind != NF_SRC_SAFETENSORS && it->kind != NF_SRC_ARTIFACT) ||
+                it->has_unpermute)
+                return 1;
             /* each item is checked as raw rows of the same format */
             nf_object fake = *o;
             fake.bytes = UINT64_MAX;
@@ -354,11 +355,12 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
                                     "\"%s\" has no tensor \"%s\"", it->path, it->name);
                     return -1;
                 }
-                if (!dtype_matches(t->dtype, o->format) || t->rank != 2 || o->rank != 2 ||
-                    t->dims[1] != o->dims[1]) {
-                    nf_diag_add(p->d, NF_C_UNSUPPORTED, it->pointer,
-                                "concat item \"%s\" must be rank-2 %s with K=%llu", it->name,
-                                o->format_name, (unsigned long long)o->dims[1]);
+                if (!dtype_matches(t->dtype, o->format))
+                    return 1;
+                if (t->rank != 2 || o->rank != 2 || t->dims[1] != o->dims[1]) {
+                    nf_diag_add(p->d, NF_C_SIZE, it->pointer,
+                                "concat item \"%s\" must be rank-2 with K=%llu", it->name,
+                                (unsigned long long)o->dims[1]);
                     return -1;
                 }
                 uint64_t rb = t->dims[1] * t->elem_bytes, r0 = 0, r1 = t->dims[0];
@@ -375,9 +377,10 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
                     return -1;
             } else {
                 (void)fake;
-                if (resolve_source(p, o, it, &part) < 0) {
+                int rr = resolve_source(p, o, it, &part);
+                if (rr != 0) {
                     free(part.v);
-                    return -1;
+                    return rr;
                 }
                 for (size_t q = 0; q < part.n; q++)
                     segs_push(out, part.v[q].fd, part.v[q].off, part.v[q].len, part.v[q].path);
@@ -392,32 +395,403 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
         }
         return 0;
     case NF_SRC_GGUF:
-        nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
-                    "GGUF sources arrive with ninfer-import (not in this build)");
-        return -1;
+        if (!tensor) {
+            nf_diag_add(p->d, NF_C_SCHEMA, s->pointer, "a resource takes bytes, not a GGUF tensor");
+            return -1;
+        }
+        return 1;
     default:
         return -1;
     }
 }
 
+/* ---- the values path (transcoding, DESIGN 5 and 7.4) ---- */
+
+static bool os_own(objsrc *os, uint8_t *obj, nf_tensor_enc *te)
+{
+    uint8_t **no = realloc(os->owned, (os->n_owned + 1) * sizeof *no);
+    nf_tensor_enc **nt = no ? realloc(os->tes, (os->n_owned + 1) * sizeof *nt) : NULL;
+    if (no)
+        os->owned = no;
+    if (!nt)
+        return false;
+    os->tes = nt;
+    os->owned[os->n_owned] = obj;
+    os->tes[os->n_owned++] = te;
+    return true;
+}
+
+static void os_free(objsrc *os)
+{
+    free(os->s.v);
+    free(os->s.mem);
+    nf_values_free(&os->v);
+    for (size_t i = 0; i < os->n_owned; i++) {
+        free(os->owned[i]);
+        free(os->tes[i]);
+    }
+    free(os->owned);
+    free(os->tes);
+}
+
+/* A raw piece over a source tensor of src_rows x src_cols elements, with
+ * the source's rows/unpermute applied. */
+static int raw_piece(pack_ctx *p, const nf_source *s, nf_piece *pc, uint64_t src_rows,
+                     uint64_t src_cols, uint64_t size)
+{
+    uint64_t r0 = 0, r1 = src_rows;
+    if (s->has_rows) {
+        if (s->rows[1] > src_rows) {
+            nf_diag_add(p->d, NF_C_RANGE, s->pointer, "rows [%llu, %llu) outside the source's %llu rows",
+                        (unsigned long long)s->rows[0], (unsigned long long)s->rows[1],
+                        (unsigned long long)src_rows);
+            return -1;
+        }
+        r0 = s->rows[0];
+        r1 = s->rows[1];
+    }
+    if (s->has_unpermute) {
+        uint64_t h = s->unpermute_heads;
+        if (src_rows % h || (src_rows / h) % 2) {
+            nf_diag_add(p->d, NF_C_RANGE, s->pointer,
+                        "unpermute: %llu rows do not split into %llu heads of an even size",
+                        (unsigned long long)src_rows, (unsigned long long)h);
+            return -1;
+        }
+        pc->heads = h;
+    }
+    uint64_t need;
+    if (!nf_mul_u64(src_rows, src_cols, &need) || !nf_mul_u64(need, nf_dtype_bytes(pc->dtype), &need) ||
+        !nf_add_u64(need, pc->offset, &need) || need > size) {
+        nf_diag_add(p->d, NF_C_BOUNDS, s->pointer, "source \"%s\" is shorter than its %llux%llu %s elements",
+                    s->path, (unsigned long long)src_rows, (unsigned long long)src_cols,
+                    s->dtype ? s->dtype : "");
+        return -1;
+    }
+    pc->kind = NF_PIECE_RAW;
+    pc->src_rows = src_rows;
+    pc->src_cols = src_cols;
+    pc->row0 = r0;
+    pc->elements = (r1 - r0) * src_cols;
+    return 0;
+}
+
+/* Append the pieces of source s. target_cols: K of the object (for raw files,
+ * whose shape the manifest does not give); left: elements still needed. */
+static int add_values(pack_ctx *p, const nf_object *o, const nf_source *s, objsrc *os,
+                      uint64_t target_cols, uint64_t left, unsigned depth)
+{
+    nf_piece pc;
+    memset(&pc, 0, sizeof pc);
+    pc.fd = -1;
+    switch (s->kind) {
+    case NF_SRC_FILE: {
+        if (!s->dtype) {
+            nf_diag_add(p->d, NF_C_SCHEMA, s->pointer,
+                        "a file source without dtype holds the object's encoded bytes; give "
+                        "\"dtype\" to convert values");
+            return -1;
+        }
+        input *in = get_input(p, s->path, 0, s->pointer);
+        if (!in)
+            return -1;
+        pc.fd = in->fd;
+        pc.path = in->path;
+        pc.offset = s->offset;
+        pc.dtype = (nf_dtype)nf_dtype_from_name(s->dtype);
+        uint64_t rows = s->has_rows ? s->rows[1] : (target_cols ? left / target_cols : 1);
+        if (!s->has_rows && !s->has_unpermute)
+            return raw_piece(p, s, &pc, 1, left, fd_size(in->fd)) || !nf_values_add(&os->v, &pc) ? -1 : 0;
+        return raw_piece(p, s, &pc, rows, target_cols, fd_size(in->fd)) || !nf_values_add(&os->v, &pc) ? -1 : 0;
+    }
+    case NF_SRC_SAFETENSORS: {
+        input *in = get_input(p, s->path, 1, s->pointer);
+        if (!in)
+            return -1;
+        const nf_st_tensor *t = nf_safetensors_find(in->st, s->name);
+        if (!t) {
+            nf_diag_add(p->d, NF_C_REFERENCE, s->pointer, "\"%s\" has no tensor \"%s\"", s->path, s->name);
+            return -1;
+        }
+        int dt = nf_dtype_from_name(t->dtype);
+        if (dt < 0) {
+            nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer, "tensor \"%s\" has dtype %s, which the packer cannot read",
+                        s->name, t->dtype);
+            return -1;
+        }
+        pc.fd = in->fd;
+        pc.path = in->path;
+        pc.offset = t->offset;
+        pc.dtype = (nf_dtype)dt;
+        uint64_t rows = t->rank ? t->dims[0] : 1;
+        uint64_t cols = rows ? t->elements / rows : 0;
+        if (!rows || !cols) {
+            nf_diag_add(p->d, NF_C_RANGE, s->pointer, "tensor \"%s\" is empty", s->name);
+            return -1;
+        }
+        return raw_piece(p, s, &pc, rows, cols, in->st->file_size) || !nf_values_add(&os->v, &pc) ? -1 : 0;
+    }
+    case NF_SRC_GGUF: {
+        input *in = get_input(p, s->path, 3, s->pointer);
+        if (!in)
+            return -1;
+        const nf_gguf_tensor *t = nf_gguf_find_tensor(in->gg, s->name);
+        if (!t) {
+            nf_diag_add(p->d, NF_C_REFERENCE, s->pointer, "\"%s\" has no tensor \"%s\"", s->path, s->name);
+            return -1;
+        }
+        char tn[32];
+        int dt = t->type == NF_GGML_F32 ? NF_DT_F32 : t->type == NF_GGML_F16 ? NF_DT_F16
+               : t->type == NF_GGML_BF16 ? NF_DT_BF16 : -1;
+        if (dt < 0) {
+            nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
+                        "GGUF tensor \"%s\" is %s; quantized GGUF types are not supported yet",
+                        s->name, nf_ggml_type_name(t->type, tn));
+            return -1;
+        }
+        pc.fd = in->fd;
+        pc.path = in->path;
+        pc.offset = t->offset;
+        pc.dtype = (nf_dtype)dt;
+        /* ggml's ne[0] varies fastest: the C-order outer dimension is ne[n_dims-1] */
+        uint64_t rows = t->n_dims ? t->ne[t->n_dims - 1] : 1;
+        uint64_t cols = rows ? t->elements / rows : 0;
+        if (!rows || !cols) {
+            nf_diag_add(p->d, NF_C_RANGE, s->pointer, "tensor \"%s\" is empty", s->name);
+            return -1;
+        }
+        return raw_piece(p, s, &pc, rows, cols, in->gg->file_size) || !nf_values_add(&os->v, &pc) ? -1 : 0;
+    }
+    case NF_SRC_ARTIFACT: {
+        input *in = get_input(p, s->path, 2, s->pointer);
+        if (!in)
+            return -1;
+        const nf_catalog *c = nf_artifact_catalog(in->a);
+        size_t i = nf_catalog_find(c, s->name);
+        if (i == SIZE_MAX || c->objects[i].kind != NF_OBJ_TENSOR) {
+            nf_diag_add(p->d, NF_C_REFERENCE, s->pointer, "\"%s\" has no tensor object \"%s\"", s->path, s->name);
+            return -1;
+        }
+        const nf_object *so = &c->objects[i];
+        if (s->has_unpermute) {
+            nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer, "unpermute applies to raw sources, not artifact objects");
+            return -1;
+        }
+        nf_tensor_enc *te = calloc(1, sizeof *te);
+        uint8_t *buf = te ? malloc(so->bytes ? so->bytes : 1) : NULL;
+        if (!te || !buf || !os_own(os, buf, te)) {
+            free(te);
+            free(buf);
+            nf_diag_add(p->d, NF_C_IO, s->pointer, "out of memory for object \"%s\"", s->name);
+            return -1;
+        }
+        if (nf_tensor_enc_init(te, so->format, so->layout, so->dims, so->rank, so->divisors, NULL) != NF_ENC_OK) {
+            nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer, "cannot decode %s/%s", so->format_name, so->layout_name);
+            return -1;
+        }
+        if (nf_artifact_read(in->a, so->offset, buf, so->bytes, p->d) < 0)
+            return -1;
+        pc.kind = NF_PIECE_OBJECT;
+        pc.te = te;
+        pc.obj = buf;
+        pc.obj_bytes = so->bytes;
+        pc.path = in->path;
+        uint64_t el = te->enc.elements;
+        pc.elem0 = 0;
+        pc.elements = el;
+        if (s->has_rows) {
+            if (s->rows[1] > te->rows) {
+                nf_diag_add(p->d, NF_C_RANGE, s->pointer, "rows outside object \"%s\"", s->name);
+                return -1;
+            }
+            pc.elem0 = s->rows[0] * te->cols;
+            pc.elements = (s->rows[1] - s->rows[0]) * te->cols;
+        }
+        return nf_values_add(&os->v, &pc) ? 0 : -1;
+    }
+    case NF_SRC_VALUES:
+        pc.kind = NF_PIECE_VALUES;
+        pc.values = s->values;
+        pc.elements = s->n_values;
+        return nf_values_add(&os->v, &pc) ? 0 : -1;
+    case NF_SRC_CONCAT:
+        if (depth > 4)
+            return -1;
+        for (size_t k = 0; k < s->n_items; k++) {
+            uint64_t before = os->v.elements;
+            if (add_values(p, o, &s->items[k], os, target_cols,
+                           left > before ? left - before : 0, depth + 1) < 0)
+                return -1;
+        }
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+struct enc_job {
+    const nf_tensor_enc *te;
+    const nf_values *v;
+    uint8_t *obj;
+    uint64_t block, nblocks;
+    atomic_uint_fast64_t next;
+    atomic_int err;
+    pthread_mutex_t lock;
+    nf_encode_stats st;
+    double max_abs;
+    bool report;
+    nf_encode_opts eo;
+};
+
+static void *enc_worker(void *arg)
+{
+    struct enc_job *j = arg;
+    uint64_t cols = j->te->cols;
+    float *src = malloc(j->block * cols * sizeof *src);
+    float *back = j->report ? malloc(j->block * cols * sizeof *back) : NULL;
+    if (!src || (j->report && !back)) {
+        atomic_store(&j->err, NF_CODEC_ENOMEM);
+        free(src);
+        free(back);
+        return NULL;
+    }
+    for (;;) {
+        uint64_t b = atomic_fetch_add(&j->next, 1);
+        if (b >= j->nblocks || atomic_load(&j->err))
+            break;
+        uint64_t r0 = b * j->block, r1 = r0 + j->block > j->te->rows ? j->te->rows : r0 + j->block;
+        int rc = nf_values_read(j->v, r0 * cols, r1 * cols, src);
+        nf_encode_stats st = {0};
+        if (!rc)
+            rc = nf_encode_rows_f32(j->te, src, r0, r1, j->obj, j->te->enc.encoded_bytes, &j->eo, &st);
+        double mx = 0;
+        if (!rc && j->report &&
+            !(rc = nf_decode_rows_f32(j->te, j->obj, j->te->enc.encoded_bytes, r0, r1, back)))
+            for (uint64_t k = 0; k < (r1 - r0) * cols; k++) {
+                double e = fabs((double)src[k] - (double)back[k]);
+                if (e > mx && isfinite(src[k]))
+                    mx = e;
+            }
+        if (rc) {
+            atomic_store(&j->err, rc);
+            break;
+        }
+        pthread_mutex_lock(&j->lock);
+        j->st.sse += st.sse;
+        j->st.ssx += st.ssx;
+        j->st.elements += st.elements;
+        j->st.saturated += st.saturated;
+        if (mx > j->max_abs)
+            j->max_abs = mx;
+        pthread_mutex_unlock(&j->lock);
+    }
+    free(src);
+    free(back);
+    return NULL;
+}
+
+/* Decode the values and encode them into a fresh object buffer, in row
+ * blocks on several threads. Returns the buffer or NULL (diagnostics). */
+static uint8_t *transcode(pack_ctx *p, const nf_object *o, const objsrc *os, const char *ptr,
+                          FILE *report)
+{
+    nf_tensor_enc te;
+    const char *why = NULL;
+    if (nf_tensor_enc_init(&te, o->format, o->layout, o->dims, o->rank, o->divisors, &why) != NF_ENC_OK) {
+        nf_diag_add(p->d, NF_C_UNSUPPORTED, ptr, "cannot encode %s/%s%s%s", o->format_name, o->layout_name,
+                    why ? ": " : "", why ? why : "");
+        return NULL;
+    }
+    if (os->v.elements != te.enc.elements) {
+        nf_diag_add(p->d, NF_C_SIZE, ptr, "the source gives %llu elements; shape %s needs %llu",
+                    (unsigned long long)os->v.elements, "of the object", (unsigned long long)te.enc.elements);
+        return NULL;
+    }
+    uint8_t *obj = calloc(1, te.enc.encoded_bytes ? te.enc.encoded_bytes : 1);
+    if (!obj) {
+        nf_diag_add(p->d, NF_C_IO, ptr, "out of memory for %llu encoded bytes",
+                    (unsigned long long)te.enc.encoded_bytes);
+        return NULL;
+    }
+    struct enc_job j;
+    memset(&j, 0, sizeof j);
+    j.te = &te;
+    j.v = &os->v;
+    j.obj = obj;
+    j.report = report != NULL;
+    j.eo.allow_nonfinite = p->po->allow_nonfinite;
+    uint64_t cols = te.cols ? te.cols : 1;
+    j.block = (4u << 20) / cols;
+    if (j.block < 1)
+        j.block = 1;
+    if (o->format == NF_FMT_NVFP4) /* whole divisor slices: each w needs its slice's amax */
+        j.block = te.rows / o->divisors;
+    if (j.block > te.rows)
+        j.block = te.rows ? te.rows : 1;
+    j.nblocks = te.rows ? nf_ceil_div_u64(te.rows, j.block) : 0;
+    pthread_mutex_init(&j.lock, NULL);
+    unsigned nt = p->po->threads ? p->po->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    if (nt > 16)
+        nt = 16;
+    if (nt > j.nblocks)
+        nt = (unsigned)(j.nblocks ? j.nblocks : 1);
+    pthread_t tid[16];
+    unsigned started = 0;
+    for (unsigned t = 1; t < nt; t++)
+        if (pthread_create(&tid[started], NULL, enc_worker, &j) == 0)
+            started++;
+    enc_worker(&j);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&j.lock);
+    int err = atomic_load(&j.err);
+    if (err) {
+        if (err == NF_CODEC_ENONFINITE)
+            nf_diag_add(p->d, NF_C_RANGE, ptr, "object \"%s\": the source holds NaN or Inf%s", o->id,
+                        nf_format_elem_bytes(o->format) == 0 || o->format == NF_FMT_INT32
+                            ? ", which this format cannot hold"
+                            : " (--allow-nonfinite keeps them in bf16/fp32)");
+        else if (err == NF_CODEC_EVALUE)
+            nf_diag_add(p->d, NF_C_RANGE, ptr, "object \"%s\": a value is not an int32", o->id);
+        else if (err == -ENODATA)
+            nf_diag_add(p->d, NF_C_LENGTH, ptr, "object \"%s\": a source file ended early", o->id);
+        else if (err < 0 && err >= -4095 && err != NF_CODEC_ENOMEM && err < -6)
+            nf_diag_add(p->d, NF_C_IO, ptr, "object \"%s\": read error: %s", o->id, strerror(-err));
+        else
+            nf_diag_add(p->d, NF_C_IO, ptr, "object \"%s\": %s", o->id, nf_codec_strerror(err));
+        free(obj);
+        return NULL;
+    }
+    if (report) {
+        double n = j.st.elements ? (double)j.st.elements : 1;
+        double rmse = sqrt(j.st.sse / n);
+        double snr = j.st.sse > 0 ? 10 * log10(j.st.ssx / j.st.sse) : INFINITY;
+        fprintf(report, "%s\t%s\t%llu\t%.6g\t%.6g\t%.2f\n", o->id, o->format_name,
+                (unsigned long long)j.st.elements, rmse, j.max_abs, snr);
+    }
+    return obj;
+}
+
 static const char ZEROS64[] = "0000000000000000000000000000000000000000000000000000000000000000";
 
-int nf_pack(const char *text, size_t len, const char *base_dir, const nf_writer_cli *wc,
+int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_opts *po,
             nf_diags *d)
 {
+    const nf_writer_cli *wc = po->wc;
     bool stream_out = !wc->out || strcmp(wc->out, "-") == 0;
     const char *entry = stream_out ? NULL : nf_basename(wc->out);
     nf_catalog *c = nf_catalog_parse(text, len, NF_CAT_MANIFEST, entry, d);
     if (!c)
         return -1;
     int rc = -1;
-    pack_ctx p = {base_dir, d, NULL, 0, 0};
-    segs *src = calloc(c->n_objects ? c->n_objects : 1, sizeof *src);
+    pack_ctx p = {base_dir, d, po, NULL, 0, 0};
+    objsrc *src = calloc(c->n_objects ? c->n_objects : 1, sizeof *src);
     nf_plan plan = {0};
     nf_writer *w = NULL;
     nf_output *out = NULL;
     unsigned char *buf = NULL;
     const char **inputs = NULL;
+    FILE *report = NULL;
     if (nf_diags_exit(d) || !src)
         goto done;
     if (c->has_files)
@@ -441,14 +815,32 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_writer_
             nf_diag_add(d, NF_C_SCHEMA, ptr, "object \"%s\" has no source", o->id);
             continue;
         }
-        if (resolve_source(&p, o, o->source, &src[i]) < 0)
-            continue;
-        if (o->has_bytes && src[i].total != o->bytes) {
-            nf_diag_add(d, NF_C_SIZE, ptr, "bytes is %llu; the source gives %llu",
-                        (unsigned long long)o->bytes, (unsigned long long)src[i].total);
+        int r = resolve_source(&p, o, o->source, &src[i].s);
+        if (r == 1) {
+            /* the source's encoding differs: decode to f32, encode (DESIGN 7.4) */
+            free(src[i].s.v);
+            free(src[i].s.mem);
+            memset(&src[i].s, 0, sizeof src[i].s);
+            src[i].transcode = true;
+            uint64_t el = o->enc.elements, cols = o->rank >= 2 ? o->dims[o->rank - 1] : el;
+            if (add_values(&p, o, o->source, &src[i], cols, el, 0) < 0)
+                continue;
+            if (src[i].v.elements != el) {
+                nf_diag_add(d, NF_C_SIZE, ptr, "the source gives %llu elements; the shape needs %llu",
+                            (unsigned long long)src[i].v.elements, (unsigned long long)el);
+                continue;
+            }
+            o->sha256[0] = 0;
             continue;
         }
-        o->bytes = src[i].total;
+        if (r < 0)
+            continue;
+        if (o->has_bytes && src[i].s.total != o->bytes) {
+            nf_diag_add(d, NF_C_SIZE, ptr, "bytes is %llu; the source gives %llu",
+                        (unsigned long long)o->bytes, (unsigned long long)src[i].s.total);
+            continue;
+        }
+        o->bytes = src[i].s.total;
         o->has_bytes = true;
         o->sha256[0] = 0;
     }
@@ -471,7 +863,7 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_writer_
         out = nf_output_open_fd(1, wc->zstd, false);
         w = out ? nf_writer_open_stream(out, &plan, d) : NULL;
     } else {
-        size_t ni = 0, cap = p.n_in * 1 + 1;
+        size_t ni = 0, cap = p.n_in + 1;
         for (size_t i = 0; i < p.n_in; i++)
             if (p.in[i].a)
                 cap += nf_artifact_catalog(p.in[i].a)->n_files;
@@ -492,6 +884,10 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_writer_
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         goto done;
     }
+    if (po->report) {
+        report = stream_out ? stderr : stdout;
+        fprintf(report, "object\tformat\telements\trmse\tmax_abs_error\tsnr_db\n");
+    }
     nf_progress pr;
     nf_progress_init(&pr, "packing", c->payload_bytes, wc->progress);
     uint64_t done_bytes = 0;
@@ -499,19 +895,34 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_writer_
         nf_object *o = &c->objects[i];
         nf_sha256 *h = wc->no_digests ? NULL : nf_sha256_new();
         uint64_t pos = o->offset;
-        for (size_t k = 0; k < src[i].n; k++) {
-            const seg *s = &src[i].v[k];
-            for (uint64_t q = 0; q < s->len;) {
-                size_t n = s->len - q > CHUNK ? CHUNK : (size_t)(s->len - q);
+        if (src[i].transcode) {
+            char ptr[64];
+            snprintf(ptr, sizeof ptr, "/objects/%zu", i);
+            uint8_t *obj = transcode(&p, o, &src[i], ptr, report);
+            int wr = obj ? nf_writer_write(w, pos, obj, o->bytes, d) : -1;
+            if (obj && h)
+                nf_sha256_update(h, obj, o->bytes);
+            free(obj);
+            if (wr < 0) {
+                nf_sha256_free(h);
+                goto done;
+            }
+            done_bytes += o->bytes;
+            nf_progress_update(&pr, done_bytes, c->payload_bytes);
+        }
+        for (size_t k = 0; !src[i].transcode && k < src[i].s.n; k++) {
+            const seg *sg = &src[i].s.v[k];
+            for (uint64_t q = 0; q < sg->len;) {
+                size_t n = sg->len - q > CHUNK ? CHUNK : (size_t)(sg->len - q);
                 const unsigned char *data;
-                if (s->fd < 0) {
-                    data = src[i].mem + s->off + q;
+                if (sg->fd < 0) {
+                    data = src[i].s.mem + sg->off + q;
                 } else {
-                    ssize_t r = nf_pread_full(s->fd, buf, n, s->off + q);
+                    ssize_t r = nf_pread_full(sg->fd, buf, n, sg->off + q);
                     if (r < 0 || (size_t)r != n) {
-                        nf_diag_addf(d, r < 0 ? NF_C_IO : NF_C_LENGTH, s->path, "",
+                        nf_diag_addf(d, r < 0 ? NF_C_IO : NF_C_LENGTH, sg->path, "",
                                      "cannot read %zu bytes at %llu%s", n,
-                                     (unsigned long long)(s->off + q),
+                                     (unsigned long long)(sg->off + q),
                                      r < 0 ? "" : ": the file is shorter than its header says");
                         nf_sha256_free(h);
                         goto done;
@@ -553,20 +964,21 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_writer_
         free(json);
     }
 done:
+    if (report)
+        fflush(report);
     nf_writer_abort(w);
     nf_output_close(out);
     free(buf);
     free(inputs);
     nf_plan_free(&plan);
-    for (size_t i = 0; src && i < c->n_objects; i++) {
-        free(src[i].v);
-        free(src[i].mem);
-    }
+    for (size_t i = 0; src && i < c->n_objects; i++)
+        os_free(&src[i]);
     free(src);
     for (size_t i = 0; i < p.n_in; i++) {
         if (p.in[i].fd >= 0)
             close(p.in[i].fd);
         nf_safetensors_free(p.in[i].st);
+        nf_gguf_free(p.in[i].gg);
         nf_artifact_close(p.in[i].a);
         free(p.in[i].path);
     }

@@ -13,6 +13,7 @@
 #ifndef NF_PACK_H
 #define NF_PACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "nf_cli.h"
 #include "nf_diag.h"
@@ -21,11 +22,25 @@
 extern "C" {
 #endif
 
+typedef struct {
+    const nf_writer_cli *wc; /* output and writer options */
+    bool report;             /* per transcoded object: RMSE, max abs error, SNR */
+    bool allow_nonfinite;    /* keep NaN/Inf sources in bf16/fp32 objects */
+    unsigned threads;        /* encoding threads (0: all CPUs) */
+} nf_pack_opts;
+
 /* Pack the manifest text[0..len). base_dir resolves relative source paths
- * (the manifest's directory, or "." for stdin). Output and options as wc
- * says. Returns 0 or -1 with diagnostics (schema/reference/size for bad
- * sources, unsupported for transcoding, io for unreadable sources). */
-int nf_pack(const char *text, size_t len, const char *base_dir, const nf_writer_cli *wc,
+ * (the manifest's directory, or "." for stdin). Sources already in the
+ * object's encoding are copied; others are decoded to f32 and encoded
+ * (DESIGN 7.4) in row blocks on po->threads threads, memory bounded by the
+ * largest encoded object (nvfp4: its largest divisor slice in f32 too).
+ * With po->report, one tab-separated line per transcoded object (object,
+ * format, elements, rmse, max_abs_error, snr_db) goes to stdout (stderr
+ * when the artifact itself goes to stdout). Returns 0 or -1 with
+ * diagnostics (schema/reference/size for bad sources, range for NaN/Inf
+ * or out-of-range values, unsupported for unknown formats and quantized
+ * GGUF tensors, io for unreadable sources). */
+int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_opts *po,
             nf_diags *d);
 
 #ifdef __cplusplus

@@ -1,0 +1,149 @@
+/* nf_values.c — f32 views of raw, encoded and inline sources. */
+#include "nf_values.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_fp.h"
+#include "nf_io.h"
+
+static const struct {
+    const char *a, *b;
+    unsigned bytes;
+} dts[NF_DT_COUNT_] = {
+    [NF_DT_BF16] = {"bf16", "BF16", 2}, [NF_DT_F16] = {"f16", "F16", 2},
+    [NF_DT_F32] = {"f32", "F32", 4},    [NF_DT_F64] = {"f64", "F64", 8},
+    [NF_DT_I8] = {"i8", "I8", 1},       [NF_DT_I16] = {"i16", "I16", 2},
+    [NF_DT_I32] = {"i32", "I32", 4},    [NF_DT_I64] = {"i64", "I64", 8},
+    [NF_DT_U8] = {"u8", "U8", 1},       [NF_DT_U16] = {"u16", "U16", 2},
+    [NF_DT_U32] = {"u32", "U32", 4},    [NF_DT_U64] = {"u64", "U64", 8},
+};
+
+int nf_dtype_from_name(const char *name)
+{
+    for (int i = 0; i < NF_DT_COUNT_; i++)
+        if (!strcmp(name, dts[i].a) || !strcmp(name, dts[i].b))
+            return i;
+    return -1;
+}
+
+unsigned nf_dtype_bytes(nf_dtype dt)
+{
+    return (unsigned)dt < NF_DT_COUNT_ ? dts[dt].bytes : 0;
+}
+
+bool nf_values_add(nf_values *vs, const nf_piece *p)
+{
+    if (vs->n == vs->cap) {
+        size_t nc = vs->cap ? vs->cap * 2 : 4;
+        nf_piece *nv = realloc(vs->v, nc * sizeof *nv);
+        if (!nv)
+            return false;
+        vs->v = nv;
+        vs->cap = nc;
+    }
+    vs->v[vs->n++] = *p;
+    vs->elements += p->elements;
+    return true;
+}
+
+void nf_values_free(nf_values *vs)
+{
+    free(vs->v);
+    memset(vs, 0, sizeof *vs);
+}
+
+static void convert(nf_dtype dt, const unsigned char *in, uint64_t n, float *out)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        const unsigned char *p = in + i * dts[dt].bytes;
+        switch (dt) {
+        case NF_DT_BF16: { uint16_t v; memcpy(&v, p, 2); out[i] = nf_bf16_to_f32(v); break; }
+        case NF_DT_F16: { uint16_t v; memcpy(&v, p, 2); out[i] = nf_fp16_to_f32(v); break; }
+        case NF_DT_F32: memcpy(&out[i], p, 4); break;
+        case NF_DT_F64: { double v; memcpy(&v, p, 8); out[i] = (float)v; break; }
+        case NF_DT_I8: out[i] = (float)(int8_t)p[0]; break;
+        case NF_DT_I16: { int16_t v; memcpy(&v, p, 2); out[i] = (float)v; break; }
+        case NF_DT_I32: { int32_t v; memcpy(&v, p, 4); out[i] = (float)v; break; }
+        case NF_DT_I64: { int64_t v; memcpy(&v, p, 8); out[i] = (float)v; break; }
+        case NF_DT_U8: out[i] = (float)p[0]; break;
+        case NF_DT_U16: { uint16_t v; memcpy(&v, p, 2); out[i] = (float)v; break; }
+        case NF_DT_U32: { uint32_t v; memcpy(&v, p, 4); out[i] = (float)v; break; }
+        case NF_DT_U64: { uint64_t v; memcpy(&v, p, 8); out[i] = (float)v; break; }
+        default: out[i] = 0; break;
+        }
+    }
+}
+
+/* Source row holding logical row l of a raw piece (rope permutation undone:
+ * Hugging Face row h*hd + t*(hd/2) + i is llama.cpp's row h*hd + 2*i + t). */
+static uint64_t src_row(const nf_piece *p, uint64_t l)
+{
+    if (!p->heads)
+        return l;
+    uint64_t hd = p->src_rows / p->heads, h = l / hd, w = l % hd, half = hd / 2;
+    uint64_t t = w / half, i = w % half;
+    return h * hd + 2 * i + t;
+}
+
+static int read_raw(const nf_piece *p, uint64_t a, uint64_t b, float *out)
+{
+    unsigned eb = dts[p->dtype].bytes;
+    unsigned char buf[1 << 16];
+    uint64_t per = sizeof buf / eb;
+    uint64_t base = p->row0 * p->src_cols; /* element index where the piece starts */
+    while (a < b) {
+        uint64_t e = base + a;             /* element in the unpermuted tensor */
+        uint64_t row = e / p->src_cols, col = e % p->src_cols;
+        uint64_t n = p->src_cols - col;    /* stay inside one source row ... */
+        if (!p->heads)
+            n = b - a;                     /* ... unless rows are in order */
+        if (n > b - a)
+            n = b - a;
+        if (n > per)
+            n = per;
+        uint64_t off = p->offset + (src_row(p, row) * p->src_cols + col) * eb;
+        ssize_t r = nf_pread_full(p->fd, buf, (size_t)(n * eb), off);
+        if (r < 0)
+            return (int)r;
+        if ((uint64_t)r != n * eb)
+            return -ENODATA;
+        convert(p->dtype, buf, n, out);
+        out += n;
+        a += n;
+    }
+    return 0;
+}
+
+int nf_values_read(const nf_values *vs, uint64_t e0, uint64_t e1, float *out)
+{
+    uint64_t start = 0;
+    for (size_t i = 0; i < vs->n && e0 < e1; i++) {
+        const nf_piece *p = &vs->v[i];
+        uint64_t end = start + p->elements;
+        if (e0 < end) {
+            uint64_t a = e0 - start, b = (e1 < end ? e1 : end) - start;
+            int rc = 0;
+            switch (p->kind) {
+            case NF_PIECE_RAW:
+                rc = read_raw(p, a, b, out);
+                break;
+            case NF_PIECE_OBJECT:
+                rc = nf_decode_elems_f32(p->te, p->obj, p->obj_bytes, p->elem0 + a, p->elem0 + b,
+                                         out);
+                break;
+            case NF_PIECE_VALUES:
+                for (uint64_t k = a; k < b; k++)
+                    out[k - a] = (float)p->values[k];
+                break;
+            }
+            if (rc)
+                return rc;
+            out += b - a;
+            e0 = start + b;
+        }
+        start = end;
+    }
+    return e0 < e1 ? -ERANGE : 0;
+}

@@ -1,0 +1,77 @@
+/* nf_values.h — a tensor's logical values as f32, read from sources in
+ * other encodings: the decode half of the packer's transcoding (DESIGN 5,
+ * 7.4). A value source is a sequence of pieces whose elements, joined in
+ * order, are the target object's elements in C order:
+ *   - raw little-endian elements in a file (dtypes of DESIGN 5: bf16 f16 f32
+ *     f64 i8 i16 i32 i64 u8 u16 u32 u64), optionally a slice of whole rows
+ *     and with llama.cpp's q/k row permutation undone;
+ *   - a decoded object of an existing artifact (any format, via nf_codec);
+ *   - inline numbers.
+ * Reading is by element range, so a packer can encode in row blocks with
+ * memory bounded by the block (and one decoded source object).
+ */
+#ifndef NF_VALUES_H
+#define NF_VALUES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "nf_codec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    NF_DT_BF16, NF_DT_F16, NF_DT_F32, NF_DT_F64, NF_DT_I8, NF_DT_I16, NF_DT_I32,
+    NF_DT_I64, NF_DT_U8, NF_DT_U16, NF_DT_U32, NF_DT_U64, NF_DT_COUNT_
+} nf_dtype;
+
+/* DESIGN 5 dtype names ("bf16", "f32", ...) and safetensors names ("BF16",
+ * "F32", ...) to nf_dtype; -1 when unknown. */
+int nf_dtype_from_name(const char *name);
+/* Bytes per element of a dtype. */
+unsigned nf_dtype_bytes(nf_dtype dt);
+
+typedef enum { NF_PIECE_RAW, NF_PIECE_OBJECT, NF_PIECE_VALUES } nf_piece_kind;
+
+typedef struct {
+    nf_piece_kind kind;
+    uint64_t elements;     /* elements this piece contributes */
+    /* raw: a source tensor of src_rows x src_cols elements at fd:offset */
+    int fd;
+    const char *path;      /* for messages */
+    uint64_t offset;
+    nf_dtype dtype;
+    uint64_t src_rows, src_cols;
+    uint64_t row0;         /* first (unpermuted) source row taken */
+    uint64_t heads;        /* > 0: undo llama.cpp's rope permutation with this
+                              many heads (rows per head = src_rows / heads) */
+    /* object: an encoded object held in memory (owned by the caller) */
+    const nf_tensor_enc *te;
+    const uint8_t *obj;
+    uint64_t obj_bytes;
+    uint64_t elem0;        /* first element taken */
+    /* values */
+    const double *values;
+} nf_piece;
+
+typedef struct {
+    nf_piece *v;
+    size_t n, cap;
+    uint64_t elements;
+} nf_values;
+
+/* Append a piece (copied). False on allocation failure. */
+bool nf_values_add(nf_values *vs, const nf_piece *p);
+void nf_values_free(nf_values *vs);
+
+/* Read elements [e0, e1) of the joined pieces into out as f32.
+ * Returns 0, or -errno for a read error (-ENODATA: the file ended early),
+ * or a negative NF_CODEC_E* for a decode error. Thread-safe (pread). */
+int nf_values_read(const nf_values *vs, uint64_t e0, uint64_t e1, float *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
