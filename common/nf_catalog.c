@@ -1787,3 +1787,113 @@ char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *op, siz
     nf_jval_free(root);
     return text;
 }
+
+/* ---- manifest editing ---- */
+
+size_t nf_catalog_add_tensor(nf_catalog *c, const char *id, const uint64_t *dims,
+                             unsigned rank, const char *format, const char *layout,
+                             const char *source_json)
+{
+    if (nf_catalog_find(c, id) != SIZE_MAX || rank > NF_MAX_RANK)
+        return SIZE_MAX;
+    nf_object *nv = realloc(c->objects, (c->n_objects + 1) * sizeof *nv);
+    if (!nv)
+        return SIZE_MAX;
+    c->objects = nv;
+    nf_object *o = &c->objects[c->n_objects];
+    memset(o, 0, sizeof *o);
+    o->id = strdup(id);
+    o->kind = NF_OBJ_TENSOR;
+    o->rank = rank;
+    if (rank)
+        memcpy(o->dims, dims, rank * sizeof *dims);
+    o->format_name = strdup(format);
+    o->layout_name = strdup(layout);
+    o->format = nf_format_from_name(format, strlen(format));
+    o->layout = nf_layout_from_name(layout, strlen(layout));
+    o->divisors = 1;
+    o->source_raw = source_json ? strdup(source_json) : NULL;
+    if (!o->id || !o->format_name || !o->layout_name || (source_json && !o->source_raw))
+        return SIZE_MAX;
+    o->enc_status = nf_encoding_compute(o->format, o->layout, o->dims, o->rank, 1, &o->enc, NULL);
+    if (o->enc_status == NF_ENC_OK) {
+        o->bytes = o->enc.encoded_bytes;
+        o->has_bytes = true;
+    }
+    size_t idx = c->n_objects++;
+    if (!c->ids)
+        c->ids = idmap_new(c->n_objects);
+    if (!c->ids || idmap_put(c->ids, o->id, strlen(o->id), idx) == SIZE_MAX - 1)
+        return SIZE_MAX;
+    return idx;
+}
+
+bool nf_use_add_aux(nf_use *u, const char *role, const char *obj_id, size_t obj)
+{
+    for (size_t i = 0; i < u->n_aux; i++)
+        if (!strcmp(u->aux[i].role, role))
+            return false;
+    nf_aux *na = realloc(u->aux, (u->n_aux + 1) * sizeof *na);
+    if (!na)
+        return false;
+    u->aux = na;
+    nf_aux *a = &u->aux[u->n_aux];
+    memset(a, 0, sizeof *a);
+    a->role = strdup(role);
+    a->b.object = strdup(obj_id);
+    a->b.obj = obj;
+    if (!a->role || !a->b.object)
+        return false;
+    u->n_aux++;
+    return true;
+}
+
+struct prov_ctx {
+    const char *skip;
+    nf_jval *obj;
+    bool ok;
+};
+
+static bool prov_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
+{
+    struct prov_ctx *pc = vctx;
+    char *q = NULL;
+    if (asprintf(&q, "\"%.*s\"", (int)raw_name.len, text + raw_name.start) < 0)
+        return pc->ok = false;
+    nf_diags tmp = NF_DIAGS_INIT;
+    nf_jdoc *nd = nf_jdoc_parse(q, strlen(q), 4, &tmp);
+    size_t nl = 0;
+    const char *name = nd ? nf_jstr(nf_jdoc_root(nd), &nl) : NULL;
+    if (name && strcmp(name, pc->skip) != 0)
+        pc->ok &= nf_jobj_set(pc->obj, name, nf_jnew_raw(text + value.start, value.len));
+    nf_jdoc_free(nd);
+    nf_diags_free(&tmp);
+    free(q);
+    return pc->ok;
+}
+
+bool nf_catalog_set_provenance(nf_catalog *c, const char *name, const char *value_json)
+{
+    nf_diags tmp = NF_DIAGS_INIT;
+    nf_jdoc *vd = nf_jdoc_parse(value_json, strlen(value_json), 0, &tmp);
+    nf_diags_free(&tmp);
+    if (!vd)
+        return false;
+    nf_jdoc_free(vd);
+    struct prov_ctx pc = {name, nf_jnew_object(), true};
+    if (!pc.obj)
+        return false;
+    if (c->provenance_raw) {
+        size_t n = strlen(c->provenance_raw);
+        nf_jspan_members(c->provenance_raw, nf_jspan_root(c->provenance_raw, n), prov_member, &pc);
+    }
+    pc.ok &= nf_jobj_set(pc.obj, name, nf_jnew_raw(value_json, strlen(value_json)));
+    char *t = pc.ok ? nf_jval_to_text(pc.obj, false, NULL) : NULL;
+    nf_jval_free(pc.obj);
+    if (!t)
+        return false;
+    free(c->provenance_raw);
+    c->provenance_raw = t;
+    c->has_provenance = true;
+    return true;
+}

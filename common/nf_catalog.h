@@ -210,6 +210,24 @@ typedef struct {
 char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *o,
                            size_t *len);
 
+/* Append a tensor object (manifest editing, e.g. ninfer-quant's auxiliary
+ * scalars): id, shape, format/layout names and the source as JSON text are
+ * copied; the encoding is computed. Returns the new index or SIZE_MAX (an
+ * ID already in use, or out of memory). */
+size_t nf_catalog_add_tensor(nf_catalog *c, const char *id, const uint64_t *dims,
+                             unsigned rank, const char *format, const char *layout,
+                             const char *source_json);
+
+/* Add an auxiliary input (spec 8) binding the whole object obj_id under
+ * role to use u. Returns false on allocation failure or when the role is
+ * already there. */
+bool nf_use_add_aux(nf_use *u, const char *role, const char *obj_id, size_t obj);
+
+/* Set member `name` of the provenance object to the JSON text value_json
+ * (replacing a member of that name; other members keep their text).
+ * Returns false on allocation failure or invalid JSON. */
+bool nf_catalog_set_provenance(nf_catalog *c, const char *name, const char *value_json);
+
 /* The element count of a binding: the object's elements (whole form) or the
  * sum of part lengths. False on overflow or unresolved reference. */
 bool nf_binding_elements(const nf_catalog *c, const nf_binding *b, uint64_t *out);

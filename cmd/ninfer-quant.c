@@ -1,0 +1,127 @@
+/* ninfer-quant — choose formats, layouts and activation policies in a manifest. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_cli.h"
+#include "nf_quant.h"
+#include "nf_util.h"
+
+static const char usage[] =
+    "usage: ninfer-quant [OPTIONS] [RULE...] < MANIFEST > MANIFEST\n"
+    "Choose the encoding of logical parameters in a manifest (ninfer-pack(1)).\n"
+    "A RULE is GLOB=FORMAT[:LAYOUT][,divisors=N][,policy=P], e.g.\n"
+    "  'text/layers/*/mlp/*=q4_g64_fp16'   'text/head=nvfp4,policy=AllowA4'\n"
+    "The glob matches logical parameter names with fnmatch(3) ('*' crosses '/');\n"
+    "the last matching rule wins; only rank-2 parameters (matrices) are changed.\n"
+    "The rule goes to the object the parameter is bound to; a policy goes to the\n"
+    "parameter's uses; AllowA4 on nvfp4 adds an activation_input_divisor (an fp32\n"
+    "scalar of 1.0) to each of its uses. The packer then transcodes.\n"
+    "\n"
+    "  -r, --recipe FILE     rules as JSON: {\"rules\": [{\"match\", \"format\", \"layout\",\n"
+    "                        \"divisors\", \"activation_policy\"}]} (before RULE args)\n"
+    "  -i, --input FILE      read the manifest from FILE instead of stdin\n"
+    "  -o, --output FILE     write the manifest to FILE instead of stdout\n"
+    "  -h, --help            this text\n"
+    "      --version         print the version\n"
+    "\n"
+    "Formats: bf16 fp32 int32 q2_g64_fp16 q4_g64_fp16 q5_g64_fp16 q6_g64_fp16\n"
+    "q8_g32_fp16 t2_g128_fp16 nvfp4 fp8_e4m3fn_row_bf16 (see ninfer-formats(7)).\n"
+    "Exit status: 0 ok, 1 the manifest breaks a rule or a parameter cannot take\n"
+    "its encoding, 2 usage, 3 I/O error.\n";
+
+static char *slurp(FILE *f, size_t *len)
+{
+    char *t = NULL;
+    size_t cap = 0;
+    ssize_t n = getdelim(&t, &cap, 0, f);
+    if (n < 0) {
+        free(t);
+        if (ferror(f))
+            return NULL;
+        t = strdup("");
+        n = 0;
+    }
+    *len = (size_t)n;
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_VERSION = 256 };
+    static const struct option lo[] = {
+        {"recipe", required_argument, 0, 'r'},
+        {"input", required_argument, 0, 'i'},
+        {"output", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, O_VERSION},
+        {0, 0, 0, 0},
+    };
+    nf_prog = "ninfer-quant";
+    const char *recipe = NULL, *in = NULL, *outp = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "r:i:o:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'r': recipe = optarg; break;
+        case 'i': in = optarg; break;
+        case 'o': outp = optarg; break;
+        case 'h': fputs(usage, stdout); return 0;
+        case O_VERSION: nf_print_version(); return 0;
+        default: return nf_usage_error("unknown option");
+        }
+    }
+    nf_diags d = NF_DIAGS_INIT;
+    nf_quant_rules rules = {0};
+    if (recipe) {
+        FILE *f = fopen(recipe, "r");
+        size_t len = 0;
+        char *t = f ? slurp(f, &len) : NULL;
+        if (f)
+            fclose(f);
+        d.file = recipe;
+        if (!t)
+            nf_diag_add(&d, NF_C_IO, "", "cannot read: %s", strerror(errno));
+        else
+            nf_quant_recipe_parse(t, len, &rules, &d);
+        free(t);
+    }
+    d.file = NULL;
+    for (int i = optind; i < argc && !nf_diags_exit(&d); i++)
+        nf_quant_rule_parse(argv[i], &rules, &d);
+    if (!nf_diags_exit(&d) && rules.n == 0)
+        nf_diag_add(&d, NF_C_USAGE, "", "no rules given (see '%s --help')", nf_prog);
+    if (!nf_diags_exit(&d)) {
+        d.file = in ? in : "-";
+        FILE *f = in ? fopen(in, "r") : stdin;
+        size_t len = 0;
+        char *t = f ? slurp(f, &len) : NULL;
+        if (f && f != stdin)
+            fclose(f);
+        nf_catalog *cat = NULL;
+        if (!t)
+            nf_diag_add(&d, NF_C_IO, "", "cannot read the manifest");
+        else
+            cat = nf_catalog_parse(t, len, NF_CAT_MANIFEST, NULL, &d);
+        free(t);
+        if (cat && !nf_diags_exit(&d) && nf_quant_apply(cat, &rules, &d) == 0) {
+            nf_serialize_opts so = {0};
+            so.manifest = true;
+            so.pretty = true;
+            size_t n = 0;
+            char *o = nf_catalog_serialize(cat, &so, &n);
+            FILE *of = outp ? fopen(outp, "w") : stdout;
+            if (!o || !of || fwrite(o, 1, n, of) != n || fputc('\n', of) == EOF ||
+                (of != stdout ? fclose(of) : fflush(of)) != 0)
+                nf_diag_addf(&d, NF_C_IO, outp ? outp : "-", "", "write error: %s", strerror(errno));
+            free(o);
+        }
+        nf_catalog_free(cat);
+    }
+    nf_quant_rules_free(&rules);
+    nf_diags_print(&d, nf_prog, stderr);
+    int ex = nf_diags_exit(&d);
+    nf_diags_free(&d);
+    return ex;
+}

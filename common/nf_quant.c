@@ -1,0 +1,323 @@
+/* nf_quant.c — rules over logical names, applied to parents and uses. */
+#include "nf_quant.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_json.h"
+#include "nf_layout.h"
+#include "nf_util.h"
+
+static bool policy_ok(const char *p)
+{
+    return !strcmp(p, "A16Only") || !strcmp(p, "AllowA8") || !strcmp(p, "AllowA4");
+}
+
+static int check_rule(nf_quant_rule *r, const char *where, nf_diags *d)
+{
+    nf_format f = nf_format_from_name(r->format, strlen(r->format));
+    if (f == NF_FMT_UNKNOWN) {
+        nf_diag_add(d, NF_C_USAGE, where, "unknown format \"%s\"", r->format);
+        return -1;
+    }
+    nf_layout want = nf_format_default_layout(f);
+    if (r->layout) {
+        nf_layout l = nf_layout_from_name(r->layout, strlen(r->layout));
+        if (l != want) {
+            nf_diag_add(d, NF_C_USAGE, where, "format %s takes layout %s, not \"%s\"", r->format,
+                        nf_layout_name(want), r->layout);
+            return -1;
+        }
+    } else {
+        r->layout = strdup(nf_layout_name(want));
+    }
+    if (r->divisors > 1 && f != NF_FMT_NVFP4) {
+        nf_diag_add(d, NF_C_USAGE, where, "divisors > 1 is for nvfp4 only");
+        return -1;
+    }
+    if (r->policy && !policy_ok(r->policy)) {
+        nf_diag_add(d, NF_C_USAGE, where, "policy must be A16Only, AllowA8 or AllowA4");
+        return -1;
+    }
+    return 0;
+}
+
+static bool push(nf_quant_rules *rules, nf_quant_rule *r)
+{
+    nf_quant_rule *nv = realloc(rules->v, (rules->n + 1) * sizeof *nv);
+    if (!nv)
+        return false;
+    rules->v = nv;
+    rules->v[rules->n++] = *r;
+    return true;
+}
+
+static void rule_free(nf_quant_rule *r)
+{
+    free(r->match);
+    free(r->format);
+    free(r->layout);
+    free(r->policy);
+}
+
+int nf_quant_rule_parse(const char *text, nf_quant_rules *rules, nf_diags *d)
+{
+    nf_quant_rule r = {0};
+    const char *eq = strrchr(text, '=');
+    /* the glob may hold '='? no: names never do; split at the first '=' */
+    eq = strchr(text, '=');
+    if (!eq || eq == text) {
+        nf_diag_add(d, NF_C_USAGE, "", "rule \"%s\" is not GLOB=FORMAT[:LAYOUT][,divisors=N][,policy=P]", text);
+        return -1;
+    }
+    r.match = strndup(text, (size_t)(eq - text));
+    char *rest = strdup(eq + 1), *save = NULL;
+    int bad = !r.match || !rest;
+    for (char *tok = rest ? strtok_r(rest, ",", &save) : NULL; tok && !bad;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (!r.format) {
+            char *colon = strchr(tok, ':');
+            if (colon) {
+                *colon = 0;
+                r.layout = strdup(colon + 1);
+            }
+            r.format = strdup(tok);
+        } else if (!strncmp(tok, "divisors=", 9)) {
+            bad |= !nf_parse_u64(tok + 9, &r.divisors) || r.divisors == 0;
+        } else if (!strncmp(tok, "policy=", 7)) {
+            r.policy = strdup(tok + 7);
+        } else {
+            bad = 1;
+        }
+    }
+    free(rest);
+    if (bad || !r.format) {
+        nf_diag_add(d, NF_C_USAGE, "", "rule \"%s\" is not GLOB=FORMAT[:LAYOUT][,divisors=N][,policy=P]", text);
+        rule_free(&r);
+        return -1;
+    }
+    char where[300];
+    snprintf(where, sizeof where, "%.280s", text);
+    if (check_rule(&r, "", d) < 0 || !push(rules, &r)) {
+        rule_free(&r);
+        return -1;
+    }
+    return 0;
+}
+
+int nf_quant_recipe_parse(const char *text, size_t len, nf_quant_rules *rules, nf_diags *d)
+{
+    nf_jdoc *doc = nf_jdoc_parse(text, len, 0, d);
+    if (!doc)
+        return -1;
+    nf_jval *arr = nf_jobj_get(nf_jdoc_root(doc), "rules");
+    int rc = 0;
+    if (nf_jtype_of(arr) != NF_J_ARRAY) {
+        nf_diag_add(d, NF_C_SCHEMA, "/rules", "a recipe is {\"rules\": [...]}");
+        rc = -1;
+    }
+    for (size_t i = 0; !rc && i < nf_jarr_len(arr); i++) {
+        nf_jval *e = nf_jarr_get(arr, i);
+        char ptr[64];
+        snprintf(ptr, sizeof ptr, "/rules/%zu", i);
+        const char *m = nf_jstr(nf_jobj_get(e, "match"), NULL);
+        const char *f = nf_jstr(nf_jobj_get(e, "format"), NULL);
+        const char *l = nf_jstr(nf_jobj_get(e, "layout"), NULL);
+        const char *pol = nf_jstr(nf_jobj_get(e, "activation_policy"), NULL);
+        nf_jiter it = nf_jobj_iter(e);
+        const char *k;
+        nf_jval *v;
+        while (nf_jobj_next(&it, &k, &v))
+            if (strcmp(k, "match") && strcmp(k, "format") && strcmp(k, "layout") &&
+                strcmp(k, "divisors") && strcmp(k, "activation_policy")) {
+                nf_diag_add(d, NF_C_SCHEMA, ptr, "unknown member \"%s\" in a rule", k);
+                rc = -1;
+            }
+        nf_quant_rule r = {0};
+        if (!m || !f) {
+            nf_diag_add(d, NF_C_SCHEMA, ptr, "a rule needs \"match\" and \"format\" strings");
+            rc = -1;
+            break;
+        }
+        if (nf_jobj_has(e, "divisors") &&
+            (nf_jval_u64(doc, nf_jobj_get(e, "divisors"), NULL, &r.divisors) != NF_JU64_OK ||
+             r.divisors == 0)) {
+            nf_diag_add(d, NF_C_SCHEMA, ptr, "divisors must be a positive integer");
+            rc = -1;
+            break;
+        }
+        r.match = strdup(m);
+        r.format = strdup(f);
+        r.layout = l ? strdup(l) : NULL;
+        r.policy = pol ? strdup(pol) : NULL;
+        if (check_rule(&r, ptr, d) < 0 || !push(rules, &r)) {
+            rule_free(&r);
+            rc = -1;
+        }
+    }
+    nf_jdoc_free(doc);
+    return rc;
+}
+
+void nf_quant_rules_free(nf_quant_rules *rules)
+{
+    for (size_t i = 0; i < rules->n; i++)
+        rule_free(&rules->v[i]);
+    free(rules->v);
+    rules->v = NULL;
+    rules->n = 0;
+}
+
+/* Per object: the rule and parameter that chose its encoding. */
+typedef struct {
+    const nf_quant_rule *rule;
+    const char *param;
+} choice;
+
+static int choose(nf_catalog *c, choice *ch, size_t obj, const nf_quant_rule *r,
+                  const char *param, nf_diags *d)
+{
+    nf_object *o = &c->objects[obj];
+    if (o->kind != NF_OBJ_TENSOR || o->rank != 2)
+        return 0; /* rules are for matrices; vectors keep their encoding */
+    if (ch[obj].rule) {
+        const nf_quant_rule *p = ch[obj].rule;
+        uint64_t dp = p->divisors ? p->divisors : 1, dr = r->divisors ? r->divisors : 1;
+        if (strcmp(p->format, r->format) || strcmp(p->layout, r->layout) || dp != dr) {
+            nf_diag_add(d, NF_C_ENCODING, "",
+                        "object \"%s\" is asked for %s by \"%s\" and for %s by \"%s\"", o->id,
+                        p->format, ch[obj].param, r->format, param);
+            return -1;
+        }
+        return 0;
+    }
+    nf_format f = nf_format_from_name(r->format, strlen(r->format));
+    nf_layout l = nf_layout_from_name(r->layout, strlen(r->layout));
+    nf_encoding enc;
+    const char *why = NULL;
+    nf_enc_status st = nf_encoding_compute(f, l, o->dims, 2, r->divisors ? r->divisors : 1, &enc, &why);
+    if (st != NF_ENC_OK) {
+        nf_diag_add(d, NF_C_ENCODING, "", "parameter \"%s\" (object \"%s\", %llux%llu) cannot be %s: %s",
+                    param, o->id, (unsigned long long)o->dims[0], (unsigned long long)o->dims[1],
+                    r->format, why ? why : "not allowed");
+        return -1;
+    }
+    ch[obj].rule = r;
+    ch[obj].param = param;
+    return 0;
+}
+
+int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
+{
+    size_t n0 = c->n_objects;
+    choice *ch = calloc(n0 ? n0 : 1, sizeof *ch);
+    const nf_quant_rule **by_param = calloc(c->n_bindings ? c->n_bindings : 1, sizeof *by_param);
+    int rc = 0;
+    if (!ch || !by_param) {
+        free(ch);
+        free(by_param);
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return -1;
+    }
+    for (size_t b = 0; b < c->n_bindings; b++) {
+        const nf_named_binding *nb = &c->bindings[b];
+        const nf_quant_rule *r = NULL;
+        for (size_t i = 0; i < rules->n; i++)
+            if (fnmatch(rules->v[i].match, nb->name, 0) == 0)
+                r = &rules->v[i];
+        if (!r)
+            continue;
+        by_param[b] = r;
+        if (!nb->b.parts) {
+            if (nb->b.obj != SIZE_MAX && choose(c, ch, nb->b.obj, r, nb->name, d) < 0)
+                rc = -1;
+        } else {
+            for (size_t k = 0; k < nb->b.n_parts; k++)
+                if (nb->b.parts[k].obj != SIZE_MAX &&
+                    choose(c, ch, nb->b.parts[k].obj, r, nb->name, d) < 0)
+                    rc = -1;
+        }
+    }
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < n0; i++) {
+        if (!ch[i].rule)
+            continue;
+        nf_object *o = &c->objects[i];
+        const nf_quant_rule *r = ch[i].rule;
+        free(o->format_name);
+        free(o->layout_name);
+        o->format_name = strdup(r->format);
+        o->layout_name = strdup(r->layout);
+        o->format = nf_format_from_name(r->format, strlen(r->format));
+        o->layout = nf_layout_from_name(r->layout, strlen(r->layout));
+        o->divisors = r->divisors ? r->divisors : 1;
+        o->has_divisors = r->divisors > 0;
+        o->enc_status = nf_encoding_compute(o->format, o->layout, o->dims, o->rank, o->divisors,
+                                            &o->enc, NULL);
+        o->bytes = o->enc.encoded_bytes;
+        o->has_bytes = true;
+        o->sha256[0] = 0;
+    }
+    /* policies, and the nvfp4 activation divisor of AllowA4 (spec 8) */
+    for (size_t u = 0; u < c->n_uses; u++) {
+        nf_use *use = &c->uses[u];
+        const nf_quant_rule *r = NULL;
+        size_t b;
+        for (b = 0; b < c->n_bindings; b++)
+            if (use->parameter && !strcmp(c->bindings[b].name, use->parameter)) {
+                r = by_param[b];
+                break;
+            }
+        if (!r || !r->policy)
+            continue;
+        free(use->activation_policy);
+        use->activation_policy = strdup(r->policy);
+        if (strcmp(r->policy, "AllowA4") || strcmp(r->format, "nvfp4"))
+            continue;
+        char *id = NULL;
+        if (asprintf(&id, "a.%s@%s.activation_input_divisor", use->parameter, use->input) < 0) {
+            rc = -1;
+            break;
+        }
+        size_t oi = nf_catalog_find(c, id);
+        if (oi == SIZE_MAX)
+            oi = nf_catalog_add_tensor(c, id, NULL, 0, "fp32", "contiguous_le_v1",
+                                       "{\"values\":[1.0],\"dtype\":\"f32\"}");
+        if (oi == SIZE_MAX || (!nf_use_add_aux(use, "activation_input_divisor", id, oi) &&
+                               use->n_aux == 0)) {
+            nf_diag_add(d, NF_C_IO, "", "cannot add the activation divisor of \"%s\"", use->parameter);
+            rc = -1;
+        }
+        free(id);
+    }
+    /* record the rules (DESIGN 7.4: the recipe goes into provenance) */
+    nf_jval *arr = nf_jnew_array();
+    for (size_t i = 0; arr && i < rules->n; i++) {
+        const nf_quant_rule *r = &rules->v[i];
+        nf_jval *o = nf_jnew_object();
+        nf_jobj_set(o, "match", nf_jnew_string(r->match));
+        nf_jobj_set(o, "format", nf_jnew_string(r->format));
+        nf_jobj_set(o, "layout", nf_jnew_string(r->layout));
+        if (r->divisors)
+            nf_jobj_set(o, "divisors", nf_jnew_u64(r->divisors));
+        if (r->policy)
+            nf_jobj_set(o, "activation_policy", nf_jnew_string(r->policy));
+        nf_jarr_push(arr, o);
+    }
+    nf_jval *q = nf_jnew_object();
+    nf_jobj_set(q, "tool", nf_jnew_string("ninfer-quant " NF_VERSION));
+    nf_jobj_set(q, "encoder", nf_jnew_string("DESIGN 7.4 defaults (least-squares scale search)"));
+    nf_jobj_set(q, "rules", arr);
+    char *t = nf_jval_to_text(q, false, NULL);
+    nf_jval_free(q);
+    if (!t || !nf_catalog_set_provenance(c, "quantization", t))
+        rc = -1;
+    free(t);
+out:
+    free(ch);
+    free(by_param);
+    return rc;
+}
