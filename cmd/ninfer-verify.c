@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nf_cli.h"
+#include "nf_codec.h"
 #include "nf_digest.h"
 #include "nf_util.h"
 
@@ -20,6 +21,8 @@ static const char usage[] =
     "  --check-sums FILE    check every file of the artifact against FILE\n"
     "                       (names relative to FILE's directory)\n"
     "  --no-digests         skip object digests (structure only)\n"
+    "  --deep               also decode every tensor and check its codes, scales,\n"
+    "                       padding and plane gaps (files only, not streams)\n"
     "  --max-json-bytes N   refuse catalogs larger than N (default 256M)\n"
     "  --threads N          hashing threads (default: all CPUs)\n"
     "  -q, --quiet          no 'OK' lines, no progress\n"
@@ -31,7 +34,7 @@ static const char usage[] =
     "missing or unreadable), 4 unsupported format/layout/encoding.\n";
 
 static struct {
-    bool json, sums, no_digests, quiet;
+    bool json, sums, no_digests, quiet, deep;
     int progress;
     const char *check_sums;
     nf_open_opts open;
@@ -60,6 +63,44 @@ static int stream_digests(nf_artifact *a, const bool *want, char (*got)[65], nf_
     nf_seqhash_free(h);
     free(buf);
     return rc;
+}
+
+/* --deep: every rule of the codec contract over every tensor (DESIGN 7, 13). */
+static void deep_check(nf_artifact *a, nf_diags *d)
+{
+    const nf_catalog *c = nf_artifact_catalog(a);
+    for (size_t i = 0; i < c->n_objects; i++) {
+        const nf_object *o = &c->objects[i];
+        if (o->kind != NF_OBJ_TENSOR || o->enc_status != NF_ENC_OK || !o->has_bytes)
+            continue;
+        nf_tensor_enc te;
+        if (nf_tensor_enc_init(&te, o->format, o->layout, o->dims, o->rank, o->divisors, NULL) !=
+            NF_ENC_OK)
+            continue;
+        if (te.format == NF_FMT_BF16 || te.format == NF_FMT_FP32 || te.format == NF_FMT_INT32)
+            continue; /* every bit pattern is valid */
+        uint8_t *buf = malloc(o->bytes ? o->bytes : 1);
+        char ptr[64];
+        snprintf(ptr, sizeof ptr, "/objects/%zu", i);
+        if (!buf) {
+            nf_diag_add(d, NF_C_IO, ptr, "out of memory for %llu bytes", (unsigned long long)o->bytes);
+            continue;
+        }
+        nf_codec_check ck;
+        if (nf_artifact_read(a, o->offset, buf, o->bytes, d) == 0 &&
+            nf_codec_validate(&te, buf, o->bytes, &ck) > 0) {
+            for (int r = 0; r < NF_CR_COUNT_; r++) {
+                if (!ck.count[r])
+                    continue;
+                char msg[256];
+                nf_codec_finding_str(&te, &ck.first[r], msg, sizeof msg);
+                nf_diag_add(d, NF_C_CODES, ptr, "object \"%s\": %s%s%llu %s finding%s in all",
+                            o->id, msg, "; ", (unsigned long long)ck.count[r],
+                            nf_codec_rule_name((nf_codec_rule)r), ck.count[r] == 1 ? "" : "s");
+            }
+        }
+        free(buf);
+    }
 }
 
 /* Find FILE's line for path in the sums text; returns the hex or NULL. */
@@ -190,6 +231,8 @@ static int verify_one(const char *path)
             }
         free(got);
         free(want);
+        if (opt.deep && !stream && ranges_ok)
+            deep_check(a, &d);
         if (opt.check_sums && !stream)
             check_sums(a, &d);
         int ex = nf_diags_exit(&d);
@@ -235,8 +278,9 @@ static int verify_one(const char *path)
 
 int main(int argc, char **argv)
 {
-    enum { O_JSON = 256, O_SUMS, O_CHECK, O_NODIG, O_MAXJ, O_THREADS, O_PROG, O_VERSION };
+    enum { O_JSON = 256, O_SUMS, O_CHECK, O_NODIG, O_MAXJ, O_THREADS, O_PROG, O_VERSION, O_DEEP };
     static const struct option lo[] = {
+        {"deep", no_argument, 0, O_DEEP},
         {"json", no_argument, 0, O_JSON},
         {"sums", no_argument, 0, O_SUMS},
         {"check-sums", required_argument, 0, O_CHECK},
@@ -259,6 +303,7 @@ int main(int argc, char **argv)
         case O_SUMS: opt.sums = true; break;
         case O_CHECK: opt.check_sums = optarg; break;
         case O_NODIG: opt.no_digests = true; break;
+        case O_DEEP: opt.deep = true; break;
         case O_MAXJ:
             if (!nf_parse_size(optarg, &v) || v == 0)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);
