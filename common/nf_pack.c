@@ -766,7 +766,7 @@ static uint8_t *transcode(pack_ctx *p, const nf_object *o, const objsrc *os, con
         double n = j.st.elements ? (double)j.st.elements : 1;
         double rmse = sqrt(j.st.sse / n);
         double snr = j.st.sse > 0 ? 10 * log10(j.st.ssx / j.st.sse) : INFINITY;
-        fprintf(report, "%s\t%s\t%llu\t%.6g\t%.6g\t%.2f\n", o->id, o->format_name,
+        fprintf(report, "%s\t%s\t%llu\t%.9g\t%.9g\t%.3f\n", o->id, o->format_name,
                 (unsigned long long)j.st.elements, rmse, j.max_abs, snr);
     }
     return obj;
