@@ -129,9 +129,37 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(wildcard man/*.5)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/*.7)))
 
+# `make fuzz`: the libFuzzer harnesses tests/fuzz/fuzz_*.c, built by clang
+# with ASan and UBSan into build/fuzz (library objects too, so the normal
+# build is untouched); scripts/fuzz.sh SECONDS runs them. fuzz_gguf waits for
+# common/nf_gguf.c.
+FUZZ_CC    ?= clang
+FUZZ_BUILD := build/fuzz
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -Icommon -Itests/fuzz -g -O1 \
+  -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-bitwise-instead-of-logical -MMD -MP
+FUZZ_SRC   := $(filter-out $(if $(wildcard common/nf_gguf.c),,tests/fuzz/fuzz_gguf.c), \
+  $(sort $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZERS    := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
+FUZZ_OBJ   := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(LIB_SRC))
+
+fuzz: deps-check $(FUZZERS)
+
+$(FUZZ_BUILD)/common/%.o: common/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< (fuzz)")
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/libninfer.a: $(FUZZ_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libninfer.a
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/libninfer.a $(NF_LIBS)
+
 clean:
 	rm -rf build bin tests/tmp
 
 -include $(LIB_OBJ:.o=.d) $(patsubst %,$(BUILD)/cmd/%.d,$(notdir $(CMDS))) \
   $(patsubst $(BUILD)/tests/%,$(BUILD)/tests/unit/%.d,$(UNITS)) \
-  $(patsubst $(BUILD)/tools/%,$(BUILD)/tests/tools/%.d,$(TOOLS))
+  $(patsubst $(BUILD)/tools/%,$(BUILD)/tests/tools/%.d,$(TOOLS)) \
+  $(FUZZ_OBJ:.o=.d) $(FUZZERS:=.d)
