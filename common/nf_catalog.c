@@ -1693,15 +1693,16 @@ char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *op, siz
     for (size_t i = 0; i < c->n_objects; i++) {
         const nf_object *ob = &c->objects[i];
         nf_jval *o = nf_jnew_object();
-        nf_jobj_set(o, "id", nf_jnew_string(ob->id));
+        /* a catalog with problems may lack any of these: write "" */
+        nf_jobj_set(o, "id", nf_jnew_string(ob->id ? ob->id : ""));
         if (ob->kind == NF_OBJ_TENSOR) {
             nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
             nf_jval *sh = nf_jnew_array();
             for (unsigned r = 0; r < ob->rank; r++)
                 nf_jarr_push(sh, nf_jnew_u64(ob->dims[r]));
             nf_jobj_set(o, "shape", sh);
-            nf_jobj_set(o, "format", nf_jnew_string(ob->format_name));
-            nf_jobj_set(o, "layout", nf_jnew_string(ob->layout_name));
+            nf_jobj_set(o, "format", nf_jnew_string(ob->format_name ? ob->format_name : ""));
+            nf_jobj_set(o, "layout", nf_jnew_string(ob->layout_name ? ob->layout_name : ""));
         } else {
             nf_jobj_set(o, "kind", nf_jnew_string("resource"));
             nf_jobj_set(o, "encoding", nf_jnew_string(ob->encoding_name ? ob->encoding_name
@@ -1720,7 +1721,7 @@ char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *op, siz
         } else if (op->manifest && op->artifact_path) {
             nf_jval *s = nf_jnew_object();
             nf_jobj_set(s, "artifact", nf_jnew_string(op->artifact_path));
-            nf_jobj_set(s, "object", nf_jnew_string(ob->id));
+            nf_jobj_set(s, "object", nf_jnew_string(ob->id ? ob->id : ""));
             nf_jobj_set(o, "source", s);
         }
         nf_jarr_push(objs, o);
