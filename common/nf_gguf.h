@@ -9,6 +9,27 @@
  * caps or U64), bounds (data outside the file), schema (bad value types),
  * duplicate-member (a key or tensor name twice) and unsupported (a value
  * or tensor type this reader does not know).
+ *
+ * More checks (all before any allocation that a count or length drives):
+ * every count and string length is capped against the bytes left in the
+ * file (a truncated file is `header`, never a huge allocation); key and
+ * tensor names are at most NF_GGUF_MAX_NAME bytes without NUL; arrays nest
+ * at most NF_GGUF_MAX_DEPTH deep (`range`); general.alignment is an
+ * integer power of two up to NF_GGUF_MAX_ALIGNMENT (`schema`); tensor
+ * infos have 1..4 dimensions, each 1..2^63-1, with an element count inside
+ * 2^63-1 (`range`), ne[0] a multiple of the type's block (`schema`), an
+ * offset that is a multiple of the alignment (`alignment`), data inside the
+ * file (`bounds`) and no two tensors sharing bytes (`overlap`). Version 1,
+ * versions above 3 and big-endian files are `unsupported`.
+ *
+ * Sizes: F32 4, F16 2, BF16 2 bytes per element; Q4_0 18, Q4_1 20, Q5_0
+ * 22, Q5_1 24, Q8_0 34, Q8_1 36, IQ4_NL 18, MXFP4 17 bytes per 32; Q2_K 84,
+ * Q3_K 110, Q4_K 144, Q5_K 176, Q6_K 210, Q8_K 292, IQ4_XS 136 bytes per
+ * 256; I8/I16/I32/I64/F64 1/2/4/8/8 bytes per element. Other ggml types
+ * (IQ1/IQ2/IQ3, TQ) are listed with their name and bytes = 0: their data is
+ * not bounds-checked and the importer refuses them anyway.
+ *
+ * Thread safety: a handle may be read from several threads (pread only).
  */
 #ifndef NF_GGUF_H
 #define NF_GGUF_H
@@ -58,7 +79,8 @@ typedef struct {
     uint64_t ne[4];           /* ggml order: ne[0] varies fastest */
     uint64_t elements;
     uint64_t offset;          /* absolute byte offset of the data in the file */
-    uint64_t bytes;           /* data bytes for this type and shape */
+    uint64_t bytes;           /* data bytes for this type and shape; 0 when the
+                                 type's size is not known (see above) */
 } nf_gguf_tensor;
 
 typedef struct {
@@ -73,6 +95,10 @@ typedef struct {
     size_t n_tensors;
     void *priv;               /* the reader's own state (mapped/read header) */
 } nf_gguf;
+
+#define NF_GGUF_MAX_NAME 65536u          /* key / tensor name cap, bytes */
+#define NF_GGUF_MAX_DEPTH 8              /* array nesting cap */
+#define NF_GGUF_MAX_ALIGNMENT (1u << 30) /* general.alignment cap, bytes */
 
 /* Open and check the GGUF at path (reads the header region only; tensor
  * data is not read). NULL with diagnostics on any problem. */
@@ -92,6 +118,39 @@ const char *nf_ggml_type_name(uint32_t type, char buf[32]);
 bool nf_gguf_kv_u64(const nf_gguf *g, const nf_gguf_kv *kv, uint64_t *out); /* any unsigned/signed>=0 int */
 bool nf_gguf_kv_f64(const nf_gguf *g, const nf_gguf_kv *kv, double *out);   /* any number */
 char *nf_gguf_kv_string(const nf_gguf *g, const nf_gguf_kv *kv, size_t *len);
+/* A BOOL kv's value; false when the kv has another type. */
+bool nf_gguf_kv_bool(const nf_gguf *g, const nf_gguf_kv *kv, bool *out);
+
+/* The value of any kv as one JSON value, malloc'ed, NUL-terminated (*len,
+ * when not NULL, gets its length): integers as integers, F32/F64 as the
+ * shortest decimal that reads back to the same value and always with a
+ * fraction or exponent ("1.0"), NaN and infinities as null, BOOL as
+ * true/false, strings as JSON strings (bytes that are not UTF-8 become
+ * U+FFFD; control characters are escaped), arrays (nested too) as arrays.
+ * NULL on allocation failure or a read error. */
+char *nf_gguf_kv_json(const nf_gguf *g, const nf_gguf_kv *kv, size_t *len);
+
+/* Name of a value type ("u32", "string", "array", ...; "unknown"). */
+const char *nf_gguf_vtype_name(nf_gguf_vtype t);
+
+/* Block geometry of a ggml type: block_elems elements take block_bytes
+ * bytes (F32: 1 and 4; Q4_0: 32 and 18). False for types whose size this
+ * reader does not know (see above) and for unknown types. */
+bool nf_ggml_type_size(uint32_t type, uint64_t *block_elems, uint64_t *block_bytes);
+
+/* Read n bytes at absolute offset off of the GGUF file into buf. Returns 0,
+ * -ERANGE when [off, off+n) is not inside the file, or -errno (-EIO for a
+ * file that shrank). */
+int nf_gguf_pread(const nf_gguf *g, void *buf, size_t n, uint64_t off);
+
+/* Read bytes [off, off+n) of tensor t's data (the raw ggml encoding) into
+ * buf. Returns 0, -ERANGE outside the tensor's `bytes`, or -errno. */
+int nf_gguf_read_tensor(const nf_gguf *g, const nf_gguf_tensor *t, uint64_t off, void *buf,
+                        size_t n);
+
+/* The tensor's shape in Hugging Face / C order: dims[k] = ne[n_dims-1-k]
+ * for k < n_dims (a ggml [ne0=K, ne1=N] matrix is [N, K]). */
+void nf_gguf_hf_dims(const nf_gguf_tensor *t, uint64_t dims[4]);
 
 #ifdef __cplusplus
 }
