@@ -32,6 +32,7 @@ endif
 
 LIB_SRC  := $(sort $(wildcard common/*.c common/arch/*.c))
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC))
+CU_SRC   := $(sort $(wildcard cuda/*.cu))
 LIB      := $(BUILD)/libninfer.a
 CMD_SRC  := $(sort $(wildcard cmd/ninfer-*.c))
 CMDS     := $(patsubst cmd/%.c,$(BIN)/%,$(CMD_SRC))
@@ -48,6 +49,17 @@ ifeq ($(CUDA),0)
 NVCC :=
 endif
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+ifneq ($(NVCC),)
+ifneq ($(CU_SRC),)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+DEV_OBJ  := $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
+NF_LIBS  += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -ldl -lrt -lstdc++
+endif
+endif
+ifeq ($(DEV_OBJ),)
+DEV_OBJ  := $(BUILD)/cuda/nf_device_stub.o
+endif
+LIB_OBJ  += $(DEV_OBJ)
 
 all: deps-check $(LIB) $(CMDS)
 
@@ -64,6 +76,11 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(NF_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/cuda/%.o: cuda/%.cu
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC    $<")
+	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -Icommon -Xcompiler -Wall,-Wextra -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")

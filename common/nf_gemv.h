@@ -1,0 +1,52 @@
+/* nf_gemv.h — CPU kernels over encoded tensors (DESIGN 11): batch-1 GEMV
+ * y = W x for every format/layout (A16: x in bf16, accumulation in f32),
+ * a decode pass for benchmarks, and the read-only streaming kernel that
+ * measures the machine's bandwidth ceiling.
+ *
+ * W is one encoded rank-2 object [N,K] (or a contiguous object viewed as
+ * rows x cols by nf_tensor_enc) held in memory: obj_bytes >= its encoded
+ * size. Units: N, K and row ranges in elements/rows; sizes in bytes.
+ * Multithreaded over rows; each thread decodes a few rows at a time into a
+ * cache-resident f32 buffer with the codec's SIMD decode (nf_codec.h) and
+ * takes dot products with x.
+ */
+#ifndef NF_GEMV_H
+#define NF_GEMV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "nf_codec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* y[0..N) = W x, x[0..K) bf16 words, y f32. threads 0: all CPUs.
+ * Returns 0 or a negative NF_CODEC_E* error. */
+int nf_gemv(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+            const uint16_t *x, float *y, unsigned threads);
+
+/* The reference: rows decoded by the scalar codec path, dot products in
+ * double, rounded to f32 at the end. For checking nf_gemv and device
+ * kernels; slow. Returns 0 or an NF_CODEC_E* error. */
+int nf_gemv_ref(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                const uint16_t *x, float *y);
+
+/* Decode every row once into a small per-thread buffer (reused, so it
+ * stays in cache) and discard it: the decode benchmark. Returns 0 or an
+ * NF_CODEC_E* error. */
+int nf_decode_pass(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                   unsigned threads);
+
+/* Read-only pass over buf[0..bytes) on `threads` threads (a sum over 64-byte
+ * lines): the CPU peak of DESIGN 11. Returns a value derived from the data
+ * so the compiler cannot drop the reads. */
+uint64_t nf_read_pass(const void *buf, size_t bytes, unsigned threads);
+
+/* Number of online CPUs (>= 1). */
+unsigned nf_cpu_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
