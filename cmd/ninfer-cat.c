@@ -275,10 +275,8 @@ static int run(nf_operand *op)
     default:
         break;
     }
-    if (broken) {
-        nf_diag_add(&d, NF_C_SCHEMA, "", "refusing to read from an artifact that breaks the rules above");
-        return -1;
-    }
+    if (broken)
+        return -1; /* the diagnostics above say why; no bytes from a broken artifact */
     switch (opt.sel) {
     case S_MANIFEST: {
         char *rp = nf_artifact_is_stream(a) ? NULL : realpath(nf_artifact_path(a), NULL);

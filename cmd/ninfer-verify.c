@@ -199,8 +199,8 @@ static int verify_one(const char *path)
         char (*got)[65] = calloc(c->n_objects ? c->n_objects : 1, sizeof *got);
         bool *want = calloc(c->n_objects ? c->n_objects : 1, sizeof *want);
         for (size_t i = 0; i < c->n_objects && want; i++) {
-            want[i] = c->objects[i].sha256[0] != 0 && c->objects[i].has_offset &&
-                      c->objects[i].has_bytes;
+            want[i] = !opt.no_digests && c->objects[i].sha256[0] != 0 &&
+                      c->objects[i].has_offset && c->objects[i].has_bytes;
             checked += want[i];
         }
         if (!got || !want) {
@@ -323,6 +323,11 @@ int main(int argc, char **argv)
     }
     if (optind >= argc)
         return nf_usage_error("no artifact given");
+    for (int i = optind; i < argc; i++)
+        if (!strcmp(argv[i], "-") && (opt.sums || opt.check_sums || opt.deep))
+            return nf_usage_error("--sums, --check-sums and --deep need artifact files, not '-'");
+    if (opt.sums && opt.json)
+        return nf_usage_error("--sums prints sha256sum lines; it does not combine with --json");
     int ex = 0, stdin_used = 0;
     for (int i = optind; i < argc; i++) {
         if (strcmp(argv[i], "-") == 0 && stdin_used++)

@@ -184,7 +184,7 @@ int nf_writer_cli_opt(nf_writer_cli *wc, int c, const char *arg)
 int nf_writer_cli_check(const nf_writer_cli *wc)
 {
     bool stream = !wc->out || strcmp(wc->out, "-") == 0;
-    if (stream && wc->w.max_file_bytes && !wc->dry_run)
+    if (stream && wc->w.max_file_bytes)
         return nf_usage_error("a stream is one file: --max-file-bytes needs -o PATH");
     if (!stream && wc->zstd)
         return nf_usage_error("--zstd compresses a stream on stdout, not files");

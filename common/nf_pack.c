@@ -794,8 +794,7 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
     FILE *report = NULL;
     if (nf_diags_exit(d) || !src)
         goto done;
-    if (c->has_files)
-        nf_diag_add(d, NF_C_SCHEMA, "/files", "a manifest has no files table; the packer makes it");
+    /* a files table in a manifest (an edited catalog) is replaced by the plan */
     for (size_t i = 0; i < c->n_objects; i++) {
         nf_object *o = &c->objects[i];
         char ptr[64];
