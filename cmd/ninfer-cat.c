@@ -196,6 +196,14 @@ static int files_out(nf_artifact *a)
     bool *need = calloc(c->n_files, sizeof *need);
     if (!need)
         return -1;
+    bool found = !opt.component;
+    for (size_t i = 0; opt.component && i < c->n_components; i++)
+        found |= strcmp(c->components[i].id, opt.component) == 0;
+    if (!found) {
+        nf_diag_add(&d, NF_C_COMPONENT_MISSING, "/components", "no component \"%s\"", opt.component);
+        free(need);
+        return -1;
+    }
     if (opt.component) {
         /* files holding the objects bound by the component's names and resources */
         size_t pl = strlen(opt.component);

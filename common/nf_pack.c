@@ -852,10 +852,12 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
         goto done;
     if (wc->dry_run) {
         char *t = nf_plan_files_json(&plan, true);
-        if (t)
-            printf("%s\n", t);
+        if (!t || printf("%s\n", t) < 0 || fflush(stdout) != 0)
+            nf_diag_add(d, NF_C_IO, "", "cannot write the files table: %s",
+                        t ? strerror(errno) : "out of memory");
+        else
+            rc = 0;
         free(t);
-        rc = 0;
         goto done;
     }
     if (stream_out) {

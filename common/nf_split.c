@@ -1,6 +1,7 @@
 /* nf_split.c — resharding by copying the logical payload. */
 #include "nf_split.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,10 +76,12 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
         goto out;
     if (wc->dry_run) {
         char *t = nf_plan_files_json(&plan, true);
-        if (t)
-            printf("%s\n", t);
+        if (!t || printf("%s\n", t) < 0 || fflush(stdout) != 0)
+            nf_diag_add(d, NF_C_IO, "", "cannot write the files table: %s",
+                        t ? strerror(errno) : "out of memory");
+        else
+            rc = 0;
         free(t);
-        rc = 0;
         goto out;
     }
     if (stream_out) {
