@@ -30,8 +30,30 @@ nf_jdoc *nf_jdoc_parse(const char *text, size_t len, unsigned max_depth,
         nf_jdoc_free(doc);
         return NULL;
     }
-    if (len > INT_MAX) {
-        /* json-c takes an int length; feed it in pieces below. */
+    /* json-c spends about 70 bytes per array element and 190 per object
+     * member: a catalog of tiny values ([0,0,0,...]) would cost 35x its size.
+     * Estimate the tree from the structural characters and refuse one that
+     * would need more than NF_JSON_MEM_FACTOR x its size (a real catalog
+     * needs about 10x). */
+    uint64_t tokens = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = text[i];
+        if (ch == '"') {
+            for (i++; i < len && text[i] != '"'; i++)
+                if (text[i] == '\\')
+                    i++;
+        } else if (ch == ',' || ch == ':' || ch == '[' || ch == '{') {
+            tokens++;
+        }
+    }
+    if (tokens * 100 > (uint64_t)len * NF_JSON_MEM_FACTOR + (64u << 20)) {
+        nf_diag_add(d, NF_C_JSON, "",
+                    "%llu JSON values in %zu bytes would take about %llu MiB to parse, more than "
+                    "%d times the text; refused",
+                    (unsigned long long)tokens, len,
+                    (unsigned long long)(tokens * 100 >> 20), NF_JSON_MEM_FACTOR);
+        nf_jdoc_free(doc);
+        return NULL;
     }
     doc->text = malloc(len + 1);
     if (!doc->text) {

@@ -37,10 +37,15 @@ typedef enum {
     NF_J_OBJECT,
 } nf_jtype;
 
+/* Memory budget of a parsed document, as a multiple of its text. */
+#define NF_JSON_MEM_FACTOR 16
+
 /* Parse text[0..len) (copied; the caller keeps its buffer). Runs nf_jscan
  * with max_depth (0: NF_JSON_MAX_DEPTH) and appends its findings to d; on
- * any finding returns NULL. Returns NULL with a `json` record if json-c
- * still refuses, or an `io` record on allocation failure. */
+ * any finding returns NULL. A text whose tree would need more than
+ * NF_JSON_MEM_FACTOR times its size (+64 MiB) is refused with `json`
+ * before json-c sees it. Returns NULL with a `json` record if json-c still
+ * refuses, or an `io` record on allocation failure. */
 nf_jdoc *nf_jdoc_parse(const char *text, size_t len, unsigned max_depth,
                        nf_diags *d);
 void nf_jdoc_free(nf_jdoc *doc);
