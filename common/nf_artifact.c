@@ -251,22 +251,38 @@ nf_artifact *nf_artifact_open_stream(nf_input *in, const char *name, const nf_op
         nf_artifact_close(a);
         return NULL;
     }
+    /* grow the buffer as bytes arrive: a header that claims a large catalog
+     * costs memory only for the bytes the stream really holds */
     a->json_len = (size_t)a->h.json_bytes;
-    a->json = malloc(a->json_len);
-    if (!a->json) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory for a %zu-byte catalog", a->json_len);
-        nf_artifact_close(a);
-        return NULL;
-    }
-    r = nf_input_read(in, a->json, a->json_len);
-    if (r < 0 || (size_t)r != a->json_len) {
-        if (r < 0)
+    size_t got = 0, cap = 0;
+    while (got < a->json_len) {
+        if (got == cap) {
+            size_t nc = cap ? cap * 2 : (1u << 20);
+            if (nc > a->json_len)
+                nc = a->json_len;
+            char *nj = realloc(a->json, nc);
+            if (!nj) {
+                nf_diag_add(d, NF_C_IO, "", "out of memory for a %zu-byte catalog", a->json_len);
+                nf_artifact_close(a);
+                return NULL;
+            }
+            a->json = nj;
+            cap = nc;
+        }
+        size_t want = cap - got;
+        r = nf_input_read(in, a->json + got, want);
+        if (r < 0) {
             nf_diag_add(d, NF_C_IO, "", "read error: %s", strerror(errno));
-        else
-            nf_diag_add(d, NF_C_HEADER, "", "stream ended inside the %zu-byte catalog",
-                        a->json_len);
-        nf_artifact_close(a);
-        return NULL;
+            nf_artifact_close(a);
+            return NULL;
+        }
+        got += (size_t)r;
+        if ((size_t)r < want) { /* nf_input_read is short only at the end */
+            nf_diag_add(d, NF_C_HEADER, "", "stream ended inside the %zu-byte catalog (after %zu)",
+                        a->json_len, got);
+            nf_artifact_close(a);
+            return NULL;
+        }
     }
     a->cat = nf_catalog_parse(a->json, a->json_len, NF_CAT_ARTIFACT, NULL, d);
     if (!a->cat || setup_files(a, d) < 0) {
