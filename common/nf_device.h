@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "nf_artifact.h"
 #include "nf_codec.h"
+#include "nf_diag.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,6 +35,42 @@ double nf_device_peak_gbps(void);
  * ninfer-bench's CPU cases. Returns an exit status. */
 int nf_device_bench(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
                     unsigned warmup, unsigned iters, const char *name);
+
+/* ---- the load path and the kernels, for ninfer-run ---------------------- */
+
+/* One parent object resident in device memory (opaque). */
+typedef struct nf_dbuf nf_dbuf;
+
+typedef struct {
+    uint64_t bytes;       /* payload bytes read from the artifact files */
+    double read_s;        /* wall time from the first read to the last copy done */
+    unsigned parents;     /* parents loaded (each once) */
+} nf_load_stats;
+
+/* Materialize parents on the device (DESIGN 11, spec 11.2): for each object
+ * index objs[i] of a's catalog, read its encoded bytes with large aligned
+ * range reads across parts into pinned staging buffers and copy them to a
+ * device allocation, copies overlapping reads (two CUDA streams, double
+ * buffering). out[i] receives the buffer. Returns 0, or -1 with
+ * diagnostics (read errors name the file; device errors are `io`). */
+int nf_device_load(nf_artifact *a, const size_t *objs, size_t n, nf_dbuf **out,
+                   nf_load_stats *st, nf_diags *d);
+void nf_device_free(nf_dbuf *b);
+
+/* y = W x on the device for the row range [r0, r1) of the resident object
+ * w described by t (x: t->cols bf16 words on the host; y: r1-r0 floats on
+ * the host). The kernel for t's format/layout; *ms receives its time in
+ * milliseconds (CUDA events, median of `iters` launches after one warm-up).
+ * Returns 0 or -1 with diagnostics (`unsupported` for a format without a
+ * kernel). */
+int nf_device_gemv(const nf_tensor_enc *t, const nf_dbuf *w, uint64_t r0, uint64_t r1,
+                   const uint16_t *x, float *y, unsigned iters, double *ms, nf_diags *d);
+
+/* Decode rows [r0, r1) of the resident object to bf16 on the device and
+ * copy them to out (host, (r1-r0)*cols words): for checking decode kernels
+ * against nf_decode_rows_bf16. Returns 0 or -1 with diagnostics. */
+int nf_device_decode_bf16(const nf_tensor_enc *t, const nf_dbuf *w, uint64_t r0, uint64_t r1,
+                          uint16_t *out, nf_diags *d);
 
 #ifdef __cplusplus
 }

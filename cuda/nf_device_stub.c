@@ -21,3 +21,29 @@ int nf_device_bench(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
     (void)op, (void)t, (void)obj, (void)warmup, (void)iters, (void)name;
     return NF_EXIT_UNSUPPORTED;
 }
+
+int nf_device_load(nf_artifact *a, const size_t *objs, size_t n, nf_dbuf **out,
+                   nf_load_stats *st, nf_diags *d)
+{
+    (void)a, (void)objs, (void)n, (void)out, (void)st;
+    nf_diag_add(d, NF_C_UNSUPPORTED, "", "built without CUDA");
+    return -1;
+}
+
+void nf_device_free(nf_dbuf *b) { (void)b; }
+
+int nf_device_gemv(const nf_tensor_enc *t, const nf_dbuf *w, uint64_t r0, uint64_t r1,
+                   const uint16_t *x, float *y, unsigned iters, double *ms, nf_diags *d)
+{
+    (void)t, (void)w, (void)r0, (void)r1, (void)x, (void)y, (void)iters, (void)ms;
+    nf_diag_add(d, NF_C_UNSUPPORTED, "", "built without CUDA");
+    return -1;
+}
+
+int nf_device_decode_bf16(const nf_tensor_enc *t, const nf_dbuf *w, uint64_t r0, uint64_t r1,
+                          uint16_t *out, nf_diags *d)
+{
+    (void)t, (void)w, (void)r0, (void)r1, (void)out;
+    nf_diag_add(d, NF_C_UNSUPPORTED, "", "built without CUDA");
+    return -1;
+}
