@@ -1,0 +1,1391 @@
+/* nf_jscan.c — the strict linear pre-pass over catalog JSON (nf_jscan.h).
+ *
+ * The scanner is a goto-driven state machine over an explicit stack, so
+ * nesting costs one stack entry and never a C call frame; hostile depth
+ * stops at max_depth + 1 after reading that many bytes. Every read is
+ * guarded by `end`, and wide loads happen only when that many bytes remain.
+ */
+#include "nf_jscan.h"
+#include "nf_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__SSE2__) && !defined(NF_JSCAN_NO_SIMD)
+#include <emmintrin.h>
+#define NF_JSCAN_SSE2 1
+#else
+#define NF_JSCAN_SSE2 0
+#endif
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NF_JSCAN_LE 1
+#else
+#define NF_JSCAN_LE 0
+#endif
+
+typedef unsigned char uchar;
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers shared by the scanner and the span functions.              */
+
+static inline bool is_ws(uchar c)
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static inline bool is_digit(uchar c)
+{
+    return (unsigned)(c - '0') < 10;
+}
+
+static inline const uchar *skip_ws(const uchar *p, const uchar *end)
+{
+    while (p < end && is_ws(*p))
+        p++;
+    return p;
+}
+
+static unsigned hexval(uchar c)
+{
+    if (is_digit(c))
+        return c - '0';
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return 16;
+}
+
+static bool hex4(const uchar *p, const uchar *end, unsigned *out)
+{
+    if (end - p < 4)
+        return false;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned h = hexval(p[i]);
+        if (h > 15)
+            return false;
+        v = v << 4 | h;
+    }
+    *out = v;
+    return true;
+}
+
+static size_t utf8_put(unsigned cp, uchar *o)
+{
+    if (cp < 0x80) {
+        o[0] = (uchar)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (uchar)(0xC0 | cp >> 6);
+        o[1] = (uchar)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (uchar)(0xE0 | cp >> 12);
+        o[1] = (uchar)(0x80 | (cp >> 6 & 0x3F));
+        o[2] = (uchar)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (uchar)(0xF0 | cp >> 18);
+    o[1] = (uchar)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (uchar)(0x80 | (cp >> 6 & 0x3F));
+    o[3] = (uchar)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Decode one unit of the raw (still escaped) string content r[0..n) at *i
+ * into out (1..4 bytes). Text nf_jscan accepted is always well formed; on
+ * anything else this still stays inside r[0..n) and yields some bytes. */
+static size_t jdecode(const uchar *r, size_t n, size_t *i, uchar out[4])
+{
+    uchar c = r[*i];
+    if (c != '\\' || *i + 1 >= n) {
+        (*i)++;
+        out[0] = c;
+        return 1;
+    }
+    c = r[*i + 1];
+    switch (c) {
+    case 'b': out[0] = '\b'; break;
+    case 'f': out[0] = '\f'; break;
+    case 'n': out[0] = '\n'; break;
+    case 'r': out[0] = '\r'; break;
+    case 't': out[0] = '\t'; break;
+    case 'u': {
+        unsigned u, lo;
+        if (!hex4(r + *i + 2, r + n, &u)) {
+            out[0] = '\\';
+            (*i)++;
+            return 1;
+        }
+        *i += 6;
+        if (u >= 0xD800 && u < 0xDC00 && *i + 1 < n && r[*i] == '\\' &&
+            r[*i + 1] == 'u' && hex4(r + *i + 2, r + n, &lo) &&
+            lo >= 0xDC00 && lo < 0xE000) {
+            *i += 6;
+            u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        return utf8_put(u, out);
+    }
+    default: out[0] = c; break; /* \" \\ \/ */
+    }
+    *i += 2;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SipHash-1-3 with a per-scan random key: member names come from the
+ * internet, and an unkeyed hash would let a catalog pick names that all
+ * land in one probe chain and make duplicate detection quadratic. */
+
+#define NF_ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define NF_SIPROUND                                                          \
+    do {                                                                     \
+        v0 += v1; v1 = NF_ROTL(v1, 13); v1 ^= v0; v0 = NF_ROTL(v0, 32);     \
+        v2 += v3; v3 = NF_ROTL(v3, 16); v3 ^= v2;                           \
+        v0 += v3; v3 = NF_ROTL(v3, 21); v3 ^= v0;                           \
+        v2 += v1; v1 = NF_ROTL(v1, 17); v1 ^= v2; v2 = NF_ROTL(v2, 32);     \
+    } while (0)
+
+static uint64_t siphash13(const uchar *in, size_t len, uint64_t k0, uint64_t k1)
+{
+    uint64_t v0 = 0x736f6d6570736575ULL ^ k0, v1 = 0x646f72616e646f6dULL ^ k1;
+    uint64_t v2 = 0x6c7967656e657261ULL ^ k0, v3 = 0x7465646279746573ULL ^ k1;
+    uint64_t b = (uint64_t)len << 56, m;
+    const uchar *stop = in + (len & ~(size_t)7);
+    for (; in != stop; in += 8) {
+        m = nf_load_le64(in);
+        v3 ^= m;
+        NF_SIPROUND;
+        v0 ^= m;
+    }
+    m = 0;
+    for (size_t k = 0; k < (len & 7); k++)
+        m |= (uint64_t)in[k] << (8 * k);
+    b |= m;
+    v3 ^= b;
+    NF_SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xff;
+    NF_SIPROUND;
+    NF_SIPROUND;
+    NF_SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scanner state.                                                           */
+
+typedef struct {
+    size_t key_start, key_len; /* raw span of the current member name */
+    size_t index;              /* array: the element being scanned */
+    size_t name_base;          /* object: first entry of its names */
+    size_t arena_base;         /* object: arena length when it opened */
+    unsigned char is_obj, has_key, key_esc;
+    unsigned char hashed;      /* object: its names are in the table */
+} nf_jlevel;
+
+/* A member name of an open object. Names without escapes point into the
+ * text; unescaped copies live in the arena (offsets, since it moves). */
+typedef struct {
+    uint64_t word; /* first 8 bytes, zero padded: a cheap first compare */
+    uint64_t hash; /* once its object is hashed */
+    size_t off;    /* top bit: in the arena */
+    size_t len;
+} nf_jname;
+
+/* Objects up to this many members are checked by a linear compare: most
+ * catalog objects are small, and hashing each name would cost more than
+ * comparing it with its few siblings. Bigger ones move into the table. */
+#define NF_LINEAR_MAX 8
+
+/* The slot keeps part of the hash so that probing a huge object touches
+ * only the slot array, not an entry per probe (one cache miss, not two). */
+typedef struct {
+    uint32_t tag; /* hash >> 32 */
+    uint32_t idx; /* entry index + 1; 0 empty */
+} nf_jslot;
+
+#define NF_IN_ARENA ((size_t)1 << (sizeof(size_t) * 8 - 1))
+#define NF_SHOW_MAX 200 /* bytes of a name quoted in a message */
+
+typedef struct {
+    const uchar *text, *end;
+    nf_diags *d;
+    nf_jscan_result *res;
+    size_t problems;
+
+    nf_jlevel *lv;
+    size_t depth, lv_cap, max_depth;
+    nf_jlevel lv_inline[NF_JSON_MAX_DEPTH];
+
+    nf_jname *names;
+    size_t n_names, names_cap, n_hashed;
+    nf_jslot *slots; /* linear probing */
+    size_t slot_mask;
+    uchar *arena;
+    size_t arena_len, arena_cap;
+    uint64_t k0, k1;
+    bool keyed;
+
+    /* Pointer strings kept in records cost memory; without a cap a long
+     * path repeated by millions of big integers or duplicates would make
+     * the result quadratic in the text. */
+    size_t ptr_budget;
+} nf_jscanner;
+
+/* Growable byte buffer for pointers and messages. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} nf_jbuf;
+
+static void jb_reserve(nf_jbuf *b, size_t more)
+{
+    if (b->oom)
+        return;
+    if (more > SIZE_MAX / 2 - b->n) {
+        b->oom = true;
+        return;
+    }
+    if (b->n + more + 1 <= b->cap)
+        return;
+    size_t nc = b->cap ? b->cap : 64;
+    while (nc < b->n + more + 1)
+        nc *= 2;
+    char *np = realloc(b->p, nc);
+    if (!np) {
+        b->oom = true;
+        return;
+    }
+    b->p = np;
+    b->cap = nc;
+}
+
+static void jb_putc(nf_jbuf *b, char c)
+{
+    jb_reserve(b, 1);
+    if (!b->oom)
+        b->p[b->n++] = c;
+}
+
+static void jb_puts(nf_jbuf *b, const char *s, size_t n)
+{
+    jb_reserve(b, n);
+    if (!b->oom) {
+        memcpy(b->p + b->n, s, n);
+        b->n += n;
+    }
+}
+
+/* NUL-terminated result, or NULL (and the buffer freed) on failure. */
+static char *jb_finish(nf_jbuf *b)
+{
+    jb_reserve(b, 0);
+    if (b->oom) {
+        free(b->p);
+        return NULL;
+    }
+    if (!b->p)
+        return strdup("");
+    b->p[b->n] = 0;
+    return b->p;
+}
+
+/* One reference-token byte, escaped exactly as nf_ptr_join does. */
+static void jb_ptr_byte(nf_jbuf *b, uchar c)
+{
+    if (c == '~')
+        jb_puts(b, "~0", 2);
+    else if (c == '/')
+        jb_puts(b, "~1", 2);
+    else if (c == 0)
+        jb_putc(b, '?');
+    else
+        jb_putc(b, (char)c);
+}
+
+/* The JSON Pointer of where the scan is. Built in one pass rather than by
+ * repeated nf_ptr_join, which would copy the prefix once per level. */
+static char *build_ptr(const nf_jscanner *s)
+{
+    nf_jbuf b = {0};
+    for (size_t k = 0; k < s->depth; k++) {
+        const nf_jlevel *l = &s->lv[k];
+        if (!l->is_obj) {
+            char num[32];
+            int n = snprintf(num, sizeof num, "/%zu", l->index);
+            jb_puts(&b, num, (size_t)n);
+            continue;
+        }
+        if (!l->has_key)
+            break;
+        const uchar *r = s->text + l->key_start;
+        jb_putc(&b, '/');
+        jb_reserve(&b, l->key_len);
+        if (!l->key_esc) {
+            for (size_t i = 0; i < l->key_len; i++)
+                jb_ptr_byte(&b, r[i]);
+        } else {
+            uchar u[4];
+            for (size_t i = 0; i < l->key_len;) {
+                size_t m = jdecode(r, l->key_len, &i, u);
+                for (size_t j = 0; j < m; j++)
+                    jb_ptr_byte(&b, u[j]);
+            }
+        }
+    }
+    return jb_finish(&b);
+}
+
+static bool diag_full(const nf_diags *d)
+{
+    return d->n >= (d->limit ? d->limit : 1000);
+}
+
+/* A pointer for a record that may repeat, or NULL when over budget. */
+static char *budget_ptr(nf_jscanner *s)
+{
+    if (s->ptr_budget == 0)
+        return NULL;
+    char *p = build_ptr(s);
+    if (!p)
+        return NULL;
+    size_t n = strlen(p) + 1;
+    if (n > s->ptr_budget) {
+        free(p);
+        s->ptr_budget = 0;
+        return NULL;
+    }
+    s->ptr_budget -= n;
+    return p;
+}
+
+__attribute__((format(printf, 4, 5)))
+static void fail_at(nf_jscanner *s, nf_code code, size_t off, const char *fmt,
+                    ...)
+{
+    s->problems++;
+    if (s->res)
+        s->res->error_offset = off;
+    if (!s->d)
+        return;
+    char *ptr = diag_full(s->d) ? NULL : build_ptr(s);
+    va_list ap;
+    va_start(ap, fmt);
+    nf_diag_vadd(s->d, code, ptr, fmt, ap);
+    va_end(ap);
+    free(ptr);
+}
+
+static size_t off_of(const nf_jscanner *s, const uchar *p)
+{
+    return (size_t)(p - s->text);
+}
+
+static void fail_oom(nf_jscanner *s, const uchar *p)
+{
+    fail_at(s, NF_C_IO, off_of(s, p), "out of memory scanning json at byte %zu",
+            off_of(s, p));
+}
+
+/* ------------------------------------------------------------------------ */
+/* UTF-8 (Unicode 15, table 3-7).                                           */
+
+/* Length of the valid sequence at q (q[0] >= 0x80), or NULL reason. */
+static size_t utf8_len(const uchar *q, const uchar *end, const char **why)
+{
+    uchar c = q[0], lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (c < 0xC0) {
+        *why = "unexpected continuation byte";
+        return 0;
+    }
+    if (c < 0xC2) {
+        *why = "overlong encoding";
+        return 0;
+    }
+    if (c < 0xE0) {
+        n = 2;
+    } else if (c < 0xF0) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c < 0xF5) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else {
+        *why = c < 0xF8 ? "code point above U+10FFFF" : "invalid byte";
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (q + i >= end) {
+            *why = "truncated sequence at end of text";
+            return 0;
+        }
+        uchar t = q[i];
+        if (t < 0x80 || t > 0xBF) {
+            *why = "truncated sequence (missing continuation byte)";
+            return 0;
+        }
+        if (i == 1 && t < lo) {
+            *why = "overlong encoding";
+            return 0;
+        }
+        if (i == 1 && t > hi) {
+            *why = c == 0xED ? "surrogate encoded in utf-8"
+                             : "code point above U+10FFFF";
+            return 0;
+        }
+    }
+    return n;
+}
+
+static size_t utf8_check(nf_jscanner *s, const uchar *q)
+{
+    const char *why = NULL;
+    size_t n = utf8_len(q, s->end, &why);
+    if (!n)
+        fail_at(s, NF_C_UTF8, off_of(s, q), "invalid utf-8 at byte %zu: %s",
+                off_of(s, q), why);
+    return n;
+}
+
+/* A byte where a value or punctuation was expected. Invalid UTF-8 there is
+ * reported as such: it is the more precise of the two faults. */
+static void unexpected(nf_jscanner *s, const uchar *p, const char *expected)
+{
+    size_t off = off_of(s, p);
+    if (p >= s->end) {
+        fail_at(s, NF_C_JSON, off, "unexpected end of input at byte %zu, expected %s",
+                off, expected);
+        return;
+    }
+    uchar c = *p;
+    if (c >= 0x80) {
+        if (utf8_check(s, p))
+            fail_at(s, NF_C_JSON, off,
+                    "unexpected non-ascii character at byte %zu, expected %s",
+                    off, expected);
+        return;
+    }
+    if (c > 0x20 && c < 0x7F)
+        fail_at(s, NF_C_JSON, off, "unexpected '%c' at byte %zu, expected %s", c,
+                off, expected);
+    else
+        fail_at(s, NF_C_JSON, off, "unexpected byte 0x%02x at byte %zu, expected %s",
+                c, off, expected);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Strings.                                                                 */
+
+/* Bytes that need a look inside a string: quote, backslash, controls and
+ * non-ASCII; anything else passes in bulk. */
+static inline bool str_plain(uchar c)
+{
+    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+#if !NF_JSCAN_SSE2 && NF_JSCAN_LE
+/* Bit 7 of each byte set for "special" bytes; the lowest set bit is exact
+ * (borrows only run upwards from a byte that really matched). */
+static inline uint64_t swar_special(uint64_t v)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t xq = v ^ (ones * '"'), xb = v ^ (ones * '\\');
+    uint64_t m = ((xq - ones) & ~xq) | ((xb - ones) & ~xb) |
+                 ((v - ones * 0x20) & ~v) | v;
+    return m & high;
+}
+#endif
+
+/* Skip plain string bytes from q; returns the first special byte or end. */
+static inline const uchar *skip_plain(const uchar *q, const uchar *end)
+{
+#if NF_JSCAN_SSE2
+    const __m128i quote = _mm_set1_epi8('"'), bsl = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (end - q >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+        /* signed compare: bytes >= 0x80 are negative, so "< 0x20" also
+         * catches every non-ASCII byte */
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote),
+                                              _mm_cmpeq_epi8(v, bsl)),
+                                 _mm_cmplt_epi8(v, space));
+        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        if (bits)
+            return q + __builtin_ctz(bits);
+        q += 16;
+    }
+#elif NF_JSCAN_LE
+    while (end - q >= 8) {
+        uint64_t v;
+        memcpy(&v, q, 8);
+        uint64_t m = swar_special(v);
+        if (m)
+            return q + (__builtin_ctzll(m) >> 3);
+        q += 8;
+    }
+#endif
+    while (q < end && str_plain(*q))
+        q++;
+    return q;
+}
+
+/* Validate the string starting at p ('"'); returns the byte after the
+ * closing quote, or NULL after reporting. *esc tells whether it holds a
+ * backslash (names without one are compared in place). */
+static const uchar *scan_string(nf_jscanner *s, const uchar *p, bool *esc)
+{
+    const uchar *end = s->end, *q = p + 1;
+    bool e = false;
+    for (;;) {
+        q = skip_plain(q, end);
+        if (q >= end) {
+            fail_at(s, NF_C_JSON, off_of(s, p),
+                    "unterminated string starting at byte %zu", off_of(s, p));
+            return NULL;
+        }
+        uchar c = *q;
+        if (c == '"') {
+            *esc = e;
+            return q + 1;
+        }
+        if (c >= 0x80) {
+            do {
+                size_t n = utf8_check(s, q);
+                if (!n)
+                    return NULL;
+                q += n;
+            } while (q < end && *q >= 0x80);
+            continue;
+        }
+        if (c < 0x20) {
+            fail_at(s, NF_C_JSON, off_of(s, q),
+                    "control character 0x%02x in string at byte %zu", c,
+                    off_of(s, q));
+            return NULL;
+        }
+        /* backslash */
+        e = true;
+        if (end - q < 2) {
+            fail_at(s, NF_C_JSON, off_of(s, p),
+                    "unterminated string starting at byte %zu", off_of(s, p));
+            return NULL;
+        }
+        switch (q[1]) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+        case 'r': case 't':
+            q += 2;
+            continue;
+        case 'u':
+            break;
+        default:
+            if (q[1] >= 0x21 && q[1] < 0x7F)
+                fail_at(s, NF_C_JSON, off_of(s, q),
+                        "invalid escape \\%c in string at byte %zu", q[1],
+                        off_of(s, q));
+            else
+                fail_at(s, NF_C_JSON, off_of(s, q),
+                        "invalid escape (backslash before byte 0x%02x) in string at byte %zu",
+                        q[1], off_of(s, q));
+            return NULL;
+        }
+        unsigned u, lo;
+        if (!hex4(q + 2, end, &u)) {
+            fail_at(s, NF_C_JSON, off_of(s, q),
+                    "invalid \\u escape in string at byte %zu (four hex digits expected)",
+                    off_of(s, q));
+            return NULL;
+        }
+        if (u >= 0xDC00 && u < 0xE000) {
+            fail_at(s, NF_C_UTF8, off_of(s, q),
+                    "lone surrogate escape \\u%04X at byte %zu (low surrogate without a high one)",
+                    u, off_of(s, q));
+            return NULL;
+        }
+        if (u >= 0xD800 && u < 0xDC00) {
+            const uchar *r = q + 6;
+            if (end - r >= 2 && r[0] == '\\' && r[1] == 'u') {
+                if (!hex4(r + 2, end, &lo)) {
+                    fail_at(s, NF_C_JSON, off_of(s, r),
+                            "invalid \\u escape in string at byte %zu (four hex digits expected)",
+                            off_of(s, r));
+                    return NULL;
+                }
+                if (lo >= 0xDC00 && lo < 0xE000) {
+                    q = r + 6;
+                    continue;
+                }
+            }
+            fail_at(s, NF_C_UTF8, off_of(s, q),
+                    "lone surrogate escape \\u%04X at byte %zu (high surrogate not followed by a low one)",
+                    u, off_of(s, q));
+            return NULL;
+        }
+        q += 6;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Numbers.                                                                 */
+
+static bool record_bigint(nf_jscanner *s, const uchar *p)
+{
+    nf_jscan_result *r = s->res;
+    if (!r)
+        return true;
+    char *ptr = budget_ptr(s);
+    if (!ptr) {
+        if (s->ptr_budget == 0)
+            fail_at(s, NF_C_RANGE, off_of(s, p),
+                    "integer above 2^64-1 at byte %zu: too many to record", off_of(s, p));
+        else
+            fail_oom(s, p);
+        return false;
+    }
+    /* grow at powers of two */
+    if ((r->n_bigint & (r->n_bigint - 1)) == 0) {
+        size_t nc = r->n_bigint ? r->n_bigint * 2 : 4;
+        char **nv = realloc(r->bigint_ptrs, nc * sizeof *nv);
+        if (!nv) {
+            free(ptr);
+            fail_oom(s, p);
+            return false;
+        }
+        r->bigint_ptrs = nv;
+    }
+    r->bigint_ptrs[r->n_bigint++] = ptr;
+    return true;
+}
+
+static const uchar *scan_number(nf_jscanner *s, const uchar *p)
+{
+    const uchar *end = s->end, *q = p, *ds;
+    bool neg = false, is_int = true;
+    size_t off = off_of(s, p);
+    if (*q == '-') {
+        neg = true;
+        q++;
+        if (q < end && *q == 'I') {
+            fail_at(s, NF_C_JSON, off,
+                    "invalid literal at byte %zu: -Infinity is not json", off);
+            return NULL;
+        }
+        if (q == end || !is_digit(*q)) {
+            fail_at(s, NF_C_JSON, off,
+                    "invalid number at byte %zu: no digit after '-'", off);
+            return NULL;
+        }
+    }
+    ds = q;
+    if (*q == '0') {
+        q++;
+        if (q < end && is_digit(*q)) {
+            fail_at(s, NF_C_JSON, off,
+                    "invalid number at byte %zu: leading zero", off);
+            return NULL;
+        }
+    } else {
+        while (q < end && is_digit(*q))
+            q++;
+    }
+    size_t nd = (size_t)(q - ds);
+    if (q < end && *q == '.') {
+        q++;
+        if (q == end || !is_digit(*q)) {
+            fail_at(s, NF_C_JSON, off,
+                    "invalid number at byte %zu: no digit after '.'", off);
+            return NULL;
+        }
+        while (q < end && is_digit(*q))
+            q++;
+        is_int = false;
+    }
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        q++;
+        if (q < end && (*q == '+' || *q == '-'))
+            q++;
+        if (q == end || !is_digit(*q)) {
+            fail_at(s, NF_C_JSON, off,
+                    "invalid number at byte %zu: no digit in the exponent", off);
+            return NULL;
+        }
+        while (q < end && is_digit(*q))
+            q++;
+        is_int = false;
+    }
+    /* no leading zeros, so digit count and then text order decide */
+    if (!neg && is_int && nd >= 20 &&
+        (nd > 20 || memcmp(ds, "18446744073709551615", 20) > 0) &&
+        !record_bigint(s, p))
+        return NULL;
+    return q;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Member names of open objects.                                            */
+
+static const uchar *name_bytes(const nf_jscanner *s, const nf_jname *e)
+{
+    return e->off & NF_IN_ARENA ? s->arena + (e->off & ~NF_IN_ARENA)
+                                : s->text + e->off;
+}
+
+static void name_key(nf_jscanner *s)
+{
+    uint64_t k[2];
+    if (nf_random_bytes(k, sizeof k) != 0) {
+        /* still a working table, only less resistant to chosen names */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        k[0] = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)s;
+        k[1] = (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&ts;
+    }
+    s->k0 = k[0];
+    s->k1 = k[1];
+    s->keyed = true;
+}
+
+static nf_jslot *slot_of(nf_jscanner *s, uint64_t h, size_t idx)
+{
+    size_t i = (size_t)h & s->slot_mask;
+    while (s->slots[i].idx != idx + 1)
+        i = (i + 1) & s->slot_mask;
+    return &s->slots[i];
+}
+
+static void slot_put(nf_jscanner *s, size_t k)
+{
+    uint64_t h = s->names[k].hash;
+    size_t i = (size_t)h & s->slot_mask;
+    while (s->slots[i].idx)
+        i = (i + 1) & s->slot_mask;
+    s->slots[i].tag = (uint32_t)(h >> 32);
+    s->slots[i].idx = (uint32_t)(k + 1);
+}
+
+/* Make room for `more` table entries. Rehashing walks the hashed objects
+ * in entry order, so the table always equals inserting its entries in
+ * order; popping the newest entries by clearing their slots is then an
+ * exact undo (linear probing needs no tombstones for LIFO deletion). */
+static bool table_reserve(nf_jscanner *s, size_t more)
+{
+    size_t cap = s->slots ? s->slot_mask + 1 : 0;
+    if ((s->n_hashed + more) * 2 <= cap)
+        return true;
+    size_t nc = cap ? cap : 64;
+    while ((s->n_hashed + more) * 2 > nc) {
+        if (nc > SIZE_MAX / 2 / sizeof(nf_jslot))
+            return false;
+        nc *= 2;
+    }
+    nf_jslot *ns = calloc(nc, sizeof *ns);
+    if (!ns)
+        return false;
+    free(s->slots);
+    s->slots = ns;
+    s->slot_mask = nc - 1;
+    for (size_t d = 0; d < s->depth; d++) {
+        const nf_jlevel *l = &s->lv[d];
+        if (!l->is_obj || !l->hashed)
+            continue;
+        /* an object's names sit between its base and the next level's */
+        size_t stop = d + 1 < s->depth ? s->lv[d + 1].name_base : s->n_names;
+        for (size_t k = l->name_base; k < stop; k++)
+            slot_put(s, k);
+    }
+    return true;
+}
+
+/* Render name bytes for a message: quotes, backslashes and controls
+ * escaped, long names cut at a character boundary. */
+static void show_bytes(nf_jbuf *b, const uchar *p, size_t n, bool escape)
+{
+    size_t lim = n > NF_SHOW_MAX ? NF_SHOW_MAX : n;
+    while (lim < n && lim > 0 && (p[lim] & 0xC0) == 0x80)
+        lim--;
+    for (size_t i = 0; i < lim; i++) {
+        uchar c = p[i];
+        if (escape && (c == '"' || c == '\\')) {
+            jb_putc(b, '\\');
+            jb_putc(b, (char)c);
+        } else if (escape && c < 0x20) {
+            char u[8];
+            snprintf(u, sizeof u, "\\u%04x", c);
+            jb_puts(b, u, 6);
+        } else {
+            jb_putc(b, (char)c);
+        }
+    }
+    if (lim < n)
+        jb_puts(b, "...", 3);
+}
+
+static void report_duplicate(nf_jscanner *s, const uchar *name, size_t len,
+                             const nf_jlevel *l)
+{
+    s->problems++;
+    if (!s->d)
+        return;
+    if (diag_full(s->d)) {
+        /* counted as dropped without building any text */
+        nf_diag_add(s->d, NF_C_DUPLICATE_MEMBER, NULL, "%s", "");
+        return;
+    }
+    nf_jbuf shown = {0}, raw = {0};
+    show_bytes(&shown, name, len, true);
+    show_bytes(&raw, s->text + l->key_start, l->key_len, false);
+    char *a = jb_finish(&shown), *w = jb_finish(&raw);
+    char *ptr = budget_ptr(s);
+    if (a && w && strcmp(a, w) != 0)
+        nf_diag_add(s->d, NF_C_DUPLICATE_MEMBER, ptr,
+                    "duplicate member \"%s\" (written \"%s\")", a, w);
+    else
+        nf_diag_add(s->d, NF_C_DUPLICATE_MEMBER, ptr, "duplicate member \"%s\"",
+                    a ? a : "?");
+    free(a);
+    free(w);
+    free(ptr);
+}
+
+/* Enter the current member name of the top object; report a duplicate.
+ * False only on allocation failure (already reported). */
+static bool add_name(nf_jscanner *s, const uchar *at)
+{
+    nf_jlevel *l = &s->lv[s->depth - 1];
+    const uchar *name = s->text + l->key_start;
+    size_t len = l->key_len, off = l->key_start;
+    if (l->key_esc) {
+        /* unescaped text is never longer than its raw form */
+        if (s->arena_cap - s->arena_len < len) {
+            size_t nc = s->arena_cap ? s->arena_cap : 256;
+            while (nc - s->arena_len < len)
+                nc *= 2;
+            uchar *na = realloc(s->arena, nc);
+            if (!na) {
+                fail_oom(s, at);
+                return false;
+            }
+            s->arena = na;
+            s->arena_cap = nc;
+        }
+        uchar *o = s->arena + s->arena_len;
+        size_t n = 0;
+        for (size_t i = 0; i < l->key_len;)
+            n += jdecode(name, l->key_len, &i, o + n);
+        name = o;
+        len = n;
+        off = s->arena_len | NF_IN_ARENA;
+    }
+    uint64_t word = 0, h = 0;
+    memcpy(&word, name, len < 8 ? len : 8);
+    size_t have = s->n_names - l->name_base, slot = 0;
+
+    if (!l->hashed && have < NF_LINEAR_MAX) {
+        for (size_t k = l->name_base; k < s->n_names; k++) {
+            const nf_jname *e = &s->names[k];
+            if (e->word == word && e->len == len &&
+                (len <= 8 || memcmp(name_bytes(s, e) + 8, name + 8, len - 8) == 0)) {
+                report_duplicate(s, name, len, l);
+                return true;
+            }
+        }
+    } else {
+        if (!s->keyed)
+            name_key(s);
+        /* 32-bit slot indices: 4e9 open names need far more text than any
+         * catalog; refuse rather than wrap */
+        if (s->n_names >= UINT32_MAX - 1 || !table_reserve(s, l->hashed ? 1 : have + 1)) {
+            fail_oom(s, at);
+            return false;
+        }
+        /* the depth is part of the key: the same name open at many depths
+         * (allowed when max_depth is large) must not share a probe chain */
+        uint64_t k0 = s->k0 ^ s->depth;
+        if (!l->hashed) {
+            for (size_t k = l->name_base; k < s->n_names; k++) {
+                nf_jname *e = &s->names[k];
+                e->hash = siphash13(name_bytes(s, e), e->len, k0, s->k1);
+                slot_put(s, k);
+            }
+            s->n_hashed += have;
+            l->hashed = 1;
+        }
+        h = siphash13(name, len, k0, s->k1);
+        uint32_t tag = (uint32_t)(h >> 32);
+        size_t i = (size_t)h & s->slot_mask;
+        for (size_t k; (k = s->slots[i].idx) != 0; i = (i + 1) & s->slot_mask) {
+            if (s->slots[i].tag != tag)
+                continue;
+            const nf_jname *e = &s->names[k - 1];
+            /* entries below name_base belong to enclosing objects */
+            if (k - 1 >= l->name_base && e->hash == h && e->len == len &&
+                memcmp(name_bytes(s, e), name, len) == 0) {
+                report_duplicate(s, name, len, l);
+                return true;
+            }
+        }
+        slot = i;
+    }
+    if (s->n_names == s->names_cap) {
+        size_t nc = s->names_cap ? s->names_cap * 2 : 32;
+        nf_jname *nn = nc <= SIZE_MAX / sizeof *nn
+                           ? realloc(s->names, nc * sizeof *nn) : NULL;
+        if (!nn) {
+            fail_oom(s, at);
+            return false;
+        }
+        s->names = nn;
+        s->names_cap = nc;
+    }
+    s->names[s->n_names] = (nf_jname){word, h, off, len};
+    s->n_names++;
+    if (l->hashed) {
+        s->slots[slot].tag = (uint32_t)(h >> 32);
+        s->slots[slot].idx = (uint32_t)s->n_names;
+        s->n_hashed++;
+    }
+    if (off & NF_IN_ARENA)
+        s->arena_len += len;
+    return true;
+}
+
+static void pop_names(nf_jscanner *s, const nf_jlevel *l)
+{
+    size_t gone = s->n_names - l->name_base;
+    if (l->hashed && gone >= (s->slot_mask + 1) / 8) {
+        /* a big object: one sequential sweep beats a cache miss per name,
+         * and clearing the newest entries in any order is still an exact
+         * undo of their insertion */
+        for (size_t i = 0; i <= s->slot_mask; i++)
+            if (s->slots[i].idx > l->name_base)
+                s->slots[i].idx = 0;
+    } else if (l->hashed) {
+        for (size_t k = s->n_names; k-- > l->name_base;)
+            slot_of(s, s->names[k].hash, k)->idx = 0;
+    }
+    if (l->hashed)
+        s->n_hashed -= gone;
+    s->n_names = l->name_base;
+    s->arena_len = l->arena_base;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The scan.                                                                */
+
+static bool push(nf_jscanner *s, const uchar *p, bool obj)
+{
+    if (s->depth >= s->max_depth) {
+        fail_at(s, NF_C_DEPTH, off_of(s, p),
+                "nesting deeper than %zu at byte %zu", s->max_depth, off_of(s, p));
+        return false;
+    }
+    if (s->depth == s->lv_cap) {
+        size_t nc = s->lv_cap * 2;
+        if (nc > s->max_depth)
+            nc = s->max_depth;
+        nf_jlevel *nl = nc <= SIZE_MAX / sizeof *nl
+                            ? malloc(nc * sizeof *nl) : NULL;
+        if (!nl) {
+            fail_oom(s, p);
+            return false;
+        }
+        memcpy(nl, s->lv, s->depth * sizeof *nl);
+        if (s->lv != s->lv_inline)
+            free(s->lv);
+        s->lv = nl;
+        s->lv_cap = nc;
+    }
+    nf_jlevel *l = &s->lv[s->depth++];
+    l->is_obj = obj;
+    l->has_key = 0;
+    l->key_esc = 0;
+    l->hashed = 0;
+    l->index = 0;
+    l->key_start = l->key_len = 0;
+    l->name_base = s->n_names;
+    l->arena_base = s->arena_len;
+    return true;
+}
+
+static void pop(nf_jscanner *s)
+{
+    nf_jlevel *l = &s->lv[--s->depth];
+    if (l->is_obj)
+        pop_names(s, l);
+}
+
+static bool literal(nf_jscanner *s, const uchar *p, const char *word, size_t n)
+{
+    if ((size_t)(s->end - p) >= n && memcmp(p, word, n) == 0)
+        return true;
+    size_t off = off_of(s, p);
+    if ((size_t)(s->end - p) >= 3 && memcmp(p, "NaN", 3) == 0)
+        fail_at(s, NF_C_JSON, off, "invalid literal at byte %zu: NaN is not json", off);
+    else if ((size_t)(s->end - p) >= 8 && memcmp(p, "Infinity", 8) == 0)
+        fail_at(s, NF_C_JSON, off,
+                "invalid literal at byte %zu: Infinity is not json", off);
+    else
+        fail_at(s, NF_C_JSON, off,
+                "invalid literal at byte %zu (true, false or null expected)", off);
+    return false;
+}
+
+static void scanner_free(nf_jscanner *s)
+{
+    if (s->lv != s->lv_inline)
+        free(s->lv);
+    free(s->names);
+    free(s->slots);
+    free(s->arena);
+}
+
+bool nf_jscan(const char *text, size_t len, unsigned max_depth, nf_diags *d,
+              nf_jscan_result *res)
+{
+    nf_jscanner s;
+    memset(&s, 0, sizeof s);
+    if (!text) {
+        /* NULL + 0 is undefined; give the empty-input error instead */
+        text = "";
+        len = 0;
+    }
+    s.text = (const uchar *)text;
+    s.end = s.text + len;
+    s.d = d;
+    s.res = res;
+    s.max_depth = max_depth ? max_depth : NF_JSON_MAX_DEPTH;
+    s.lv = s.lv_inline;
+    s.lv_cap = NF_JSON_MAX_DEPTH;
+    s.ptr_budget = len > (SIZE_MAX - (16u << 20)) / 8 ? SIZE_MAX : len * 8 + (16u << 20);
+    if (res) {
+        res->bigint_ptrs = NULL;
+        res->n_bigint = 0;
+        res->error_offset = SIZE_MAX;
+    }
+
+    const uchar *p = s.text, *end = s.end, *q;
+    bool esc;
+    nf_jlevel *top;
+
+    if (len >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) {
+        fail_at(&s, NF_C_JSON, 0,
+                "byte-order mark at byte 0 (json text must not start with one)");
+        goto done;
+    }
+    p = skip_ws(p, end);
+    if (p == end) {
+        fail_at(&s, NF_C_JSON, off_of(&s, p), "empty input at byte %zu: no json value",
+                off_of(&s, p));
+        goto done;
+    }
+
+value:
+    p = skip_ws(p, end);
+    if (p == end) {
+        unexpected(&s, p, "a value");
+        goto done;
+    }
+    switch (*p) {
+    case '{':
+        if (!push(&s, p, true))
+            goto done;
+        p = skip_ws(p + 1, end);
+        if (p < end && *p == '}') {
+            pop(&s);
+            p++;
+            goto after;
+        }
+        goto key;
+    case '[':
+        if (!push(&s, p, false))
+            goto done;
+        p = skip_ws(p + 1, end);
+        if (p < end && *p == ']') {
+            pop(&s);
+            p++;
+            goto after;
+        }
+        goto value;
+    case '"':
+        p = scan_string(&s, p, &esc);
+        if (!p)
+            goto done;
+        goto after;
+    case '-': case '0': case '1': case '2': case '3': case '4':
+    case '5': case '6': case '7': case '8': case '9':
+        p = scan_number(&s, p);
+        if (!p)
+            goto done;
+        goto after;
+    case 't':
+        if (!literal(&s, p, "true", 4))
+            goto done;
+        p += 4;
+        goto after;
+    case 'f':
+        if (!literal(&s, p, "false", 5))
+            goto done;
+        p += 5;
+        goto after;
+    case 'n':
+        if (!literal(&s, p, "null", 4))
+            goto done;
+        p += 4;
+        goto after;
+    case 'N': case 'I':
+        literal(&s, p, "true", 4); /* reports NaN / Infinity */
+        goto done;
+    case '+':
+        fail_at(&s, NF_C_JSON, off_of(&s, p),
+                "invalid number at byte %zu: leading '+'", off_of(&s, p));
+        goto done;
+    case '.':
+        fail_at(&s, NF_C_JSON, off_of(&s, p),
+                "invalid number at byte %zu: no digit before '.'", off_of(&s, p));
+        goto done;
+    default:
+        unexpected(&s, p, "a value");
+        goto done;
+    }
+
+key:
+    /* p: after '{' or ',' and whitespace */
+    if (p == end || *p != '"') {
+        unexpected(&s, p, "a member name");
+        goto done;
+    }
+    q = scan_string(&s, p, &esc);
+    if (!q)
+        goto done;
+    top = &s.lv[s.depth - 1];
+    top->key_start = off_of(&s, p) + 1;
+    top->key_len = (size_t)(q - p) - 2;
+    top->key_esc = esc;
+    top->has_key = 1;
+    if (!add_name(&s, p))
+        goto done;
+    p = skip_ws(q, end);
+    if (p == end || *p != ':') {
+        unexpected(&s, p, "':'");
+        goto done;
+    }
+    p++;
+    goto value;
+
+after:
+    if (s.depth == 0) {
+        p = skip_ws(p, end);
+        if (p != end) {
+            if (*p >= 0x80 && !utf8_check(&s, p))
+                goto done;
+            fail_at(&s, NF_C_JSON, off_of(&s, p),
+                    "garbage after the value at byte %zu", off_of(&s, p));
+        }
+        goto done;
+    }
+    p = skip_ws(p, end);
+    top = &s.lv[s.depth - 1];
+    if (p < end && *p == ',') {
+        p = skip_ws(p + 1, end);
+        if (top->is_obj) {
+            top->has_key = 0;
+            goto key;
+        }
+        top->index++;
+        goto value;
+    }
+    if (p < end && *p == (top->is_obj ? '}' : ']')) {
+        pop(&s);
+        p++;
+        goto after;
+    }
+    unexpected(&s, p, top->is_obj ? "',' or '}'" : "',' or ']'");
+
+done:
+    scanner_free(&s);
+    return s.problems == 0;
+}
+
+void nf_jscan_result_free(nf_jscan_result *res)
+{
+    if (!res)
+        return;
+    for (size_t i = 0; i < res->n_bigint; i++)
+        free(res->bigint_ptrs[i]);
+    free(res->bigint_ptrs);
+    res->bigint_ptrs = NULL;
+    res->n_bigint = 0;
+}
+
+bool nf_jscan_is_bigint(const nf_jscan_result *res, const char *ptr)
+{
+    if (!res || !ptr)
+        return false;
+    for (size_t i = 0; i < res->n_bigint; i++)
+        if (strcmp(res->bigint_ptrs[i], ptr) == 0)
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Spans over accepted text: iterative, and bounded by the span given.      */
+
+static const uchar *span_skip_string(const uchar *p, const uchar *end)
+{
+    for (const uchar *q = p + 1; q < end; q++) {
+        if (*q == '\\')
+            q++;
+        else if (*q == '"')
+            return q + 1;
+    }
+    return NULL;
+}
+
+/* The end of the value at p, or NULL when it runs past end. */
+static const uchar *span_skip_value(const uchar *p, const uchar *end)
+{
+    if (p >= end)
+        return NULL;
+    if (*p == '"')
+        return span_skip_string(p, end);
+    if (*p == '{' || *p == '[') {
+        size_t depth = 0;
+        while (p < end) {
+            uchar c = *p;
+            if (c == '"') {
+                p = span_skip_string(p, end);
+                if (!p)
+                    return NULL;
+                continue;
+            }
+            if (c == '{' || c == '[')
+                depth++;
+            else if ((c == '}' || c == ']') && --depth == 0)
+                return p + 1;
+            p++;
+        }
+        return NULL;
+    }
+    const uchar *q = p;
+    while (q < end && !is_ws(*q) && *q != ',' && *q != ']' && *q != '}' && *q != ':')
+        q++;
+    return q > p ? q : NULL;
+}
+
+nf_span nf_jspan_root(const char *text, size_t len)
+{
+    nf_span sp = {0, 0};
+    if (!text)
+        return sp;
+    const uchar *t = (const uchar *)text;
+    size_t a = 0, b = len;
+    while (a < b && is_ws(t[a]))
+        a++;
+    while (b > a && is_ws(t[b - 1]))
+        b--;
+    sp.start = a;
+    sp.len = b - a;
+    return sp;
+}
+
+static bool span_walk(const char *text, nf_span obj, nf_jspan_member_fn fn,
+                      void *ctx)
+{
+    if (!text || obj.len < 2 || obj.len > SIZE_MAX - obj.start)
+        return false;
+    const uchar *t = (const uchar *)text, *p = t + obj.start,
+                *end = p + obj.len;
+    if (*p != '{')
+        return false;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}')
+        return true;
+    for (;;) {
+        if (p >= end || *p != '"')
+            return false;
+        const uchar *ne = span_skip_string(p, end);
+        if (!ne)
+            return false;
+        nf_span name = {(size_t)(p + 1 - t), (size_t)(ne - p) - 2};
+        p = skip_ws(ne, end);
+        if (p >= end || *p != ':')
+            return false;
+        p = skip_ws(p + 1, end);
+        const uchar *ve = span_skip_value(p, end);
+        if (!ve)
+            return false;
+        nf_span val = {(size_t)(p - t), (size_t)(ve - p)};
+        if (!fn(ctx, text, name, val))
+            return true;
+        p = skip_ws(ve, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        return p < end && *p == '}';
+    }
+}
+
+bool nf_jspan_members(const char *text, nf_span obj, nf_jspan_member_fn fn,
+                      void *ctx)
+{
+    if (!fn)
+        return false;
+    return span_walk(text, obj, fn, ctx);
+}
+
+struct nf_jspan_find {
+    const uchar *name;
+    size_t len;
+    nf_span *out;
+    bool found;
+};
+
+static bool raw_name_eq(const uchar *r, size_t rn, const uchar *name, size_t n)
+{
+    if (!memchr(r, '\\', rn))
+        return rn == n && memcmp(r, name, n) == 0;
+    size_t j = 0;
+    uchar u[4];
+    for (size_t i = 0; i < rn;) {
+        size_t m = jdecode(r, rn, &i, u);
+        if (m > n - j || memcmp(name + j, u, m) != 0)
+            return false;
+        j += m;
+    }
+    return j == n;
+}
+
+static bool find_cb(void *ctx, const char *text, nf_span raw_name, nf_span value)
+{
+    struct nf_jspan_find *f = ctx;
+    if (!raw_name_eq((const uchar *)text + raw_name.start, raw_name.len, f->name,
+                     f->len))
+        return true;
+    *f->out = value;
+    f->found = true;
+    return false;
+}
+
+bool nf_jspan_member(const char *text, nf_span obj, const char *name,
+                     size_t name_len, nf_span *out)
+{
+    nf_span dummy;
+    struct nf_jspan_find f = {(const uchar *)(name ? name : ""), name ? name_len : 0,
+                              out ? out : &dummy, false};
+    return span_walk(text, obj, find_cb, &f) && f.found;
+}
