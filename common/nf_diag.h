@@ -108,7 +108,8 @@ void nf_diag_addf(nf_diags *d, nf_code code, const char *file,
                   const char *pointer, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* Number of records (stored + dropped) with the given code. */
+/* Number of stored records with the given code (dropped ones are only
+ * counted in `dropped`, without their codes). */
 size_t nf_diags_count(const nf_diags *d, nf_code code);
 
 /* Status implied by all records: 0 when empty, else the DESIGN 3 ranking. */

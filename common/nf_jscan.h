@@ -49,8 +49,11 @@ typedef struct {
  * the place where the error was found, as far as the scan got, and the byte
  * offset in the message). Syntax, UTF-8 and depth errors stop the scan (one
  * record); duplicate members do not: every duplicate is reported (the
- * pointer names the object holding it, the message the name) and the scan
- * goes on. Returns true when the text is acceptable (no record added).
+ * pointer is the duplicated member's own, e.g. "/objects/3/offset"; the
+ * message gives the name as written) and the scan goes on. Running out of memory is `io`; an absurd number of
+ * big integers whose pointers would exceed 8x the text is `range`. Returns
+ * true when the text is acceptable (no record added). res is overwritten
+ * (free a previous result first).
  * max_depth 0 means NF_JSON_MAX_DEPTH. res may be NULL. Memory: O(len) in
  * the worst case (names of one huge object), freed before return except
  * for res. Never reads outside text[0..len); text need not be
