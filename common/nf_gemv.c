@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -71,6 +72,7 @@ static dot_fn pick_dot(void)
 }
 
 struct job {
+    uint64_t r0, r1;
     const nf_tensor_enc *t;
     const uint8_t *obj;
     uint64_t obj_bytes;
@@ -85,7 +87,7 @@ struct job {
 static void *worker(void *arg)
 {
     struct job *j = arg;
-    uint64_t K = j->t->cols, N = j->t->rows;
+    uint64_t K = j->t->cols, N = j->r1;
     float *buf = malloc(j->rows_per * K * sizeof *buf);
     if (!buf) {
         atomic_store(&j->err, NF_CODEC_ENOMEM);
@@ -93,7 +95,7 @@ static void *worker(void *arg)
     }
     for (;;) {
         uint64_t c = atomic_fetch_add(&j->next, 1);
-        uint64_t r0 = c * j->chunk;
+        uint64_t r0 = j->r0 + c * j->chunk;
         if (r0 >= N || atomic_load(&j->err))
             break;
         uint64_t r1 = r0 + j->chunk < N ? r0 + j->chunk : N;
@@ -106,22 +108,26 @@ static void *worker(void *arg)
             }
             if (j->y)
                 for (uint64_t k = r; k < re; k++)
-                    j->y[k] = j->dot(buf + (k - r) * K, j->x, K);
+                    j->y[k - j->r0] = j->dot(buf + (k - r) * K, j->x, K);
         }
     }
     free(buf);
     return NULL;
 }
 
-static int run(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, const float *x,
-               float *y, unsigned threads)
+static int run(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, uint64_t r0,
+               uint64_t r1, const float *x, float *y, unsigned threads)
 {
     if (!t || !obj)
         return NF_CODEC_EINVAL;
     if (obj_bytes < t->enc.encoded_bytes)
         return NF_CODEC_ESHORT;
+    if (r0 > r1 || r1 > t->rows)
+        return NF_CODEC_ERANGE;
     struct job j;
     memset(&j, 0, sizeof j);
+    j.r0 = r0;
+    j.r1 = r1;
     j.t = t;
     j.obj = obj;
     j.obj_bytes = obj_bytes;
@@ -135,7 +141,7 @@ static int run(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, c
     if (!threads)
         threads = nf_cpu_count();
     /* chunks of rows so threads share the tail evenly */
-    j.chunk = t->rows / (threads * 16) + 1;
+    j.chunk = (r1 - r0) / (threads * 16) + 1;
     if (j.chunk < j.rows_per)
         j.chunk = j.rows_per;
     pthread_t tid[64];
@@ -154,6 +160,12 @@ static int run(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, c
 int nf_gemv(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, const uint16_t *x,
             float *y, unsigned threads)
 {
+    return t ? nf_gemv_rows(t, obj, obj_bytes, 0, t->rows, x, y, threads) : NF_CODEC_EINVAL;
+}
+
+int nf_gemv_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, uint64_t r0,
+                 uint64_t r1, const uint16_t *x, float *y, unsigned threads)
+{
     if (!t || !x || !y)
         return NF_CODEC_EINVAL;
     float *xf = malloc((t->cols ? t->cols : 1) * sizeof *xf);
@@ -161,7 +173,7 @@ int nf_gemv(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, cons
         return NF_CODEC_ENOMEM;
     for (uint64_t k = 0; k < t->cols; k++)
         xf[k] = nf_bf16_to_f32(x[k]);
-    int rc = run(t, obj, obj_bytes, xf, y, threads);
+    int rc = run(t, obj, obj_bytes, r0, r1, xf, y, threads);
     free(xf);
     return rc;
 }
@@ -169,8 +181,16 @@ int nf_gemv(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, cons
 int nf_gemv_ref(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
                 const uint16_t *x, float *y)
 {
+    return t ? nf_gemv_ref_rows(t, obj, obj_bytes, 0, t->rows, x, y, NULL) : NF_CODEC_EINVAL;
+}
+
+int nf_gemv_ref_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                     uint64_t r0, uint64_t r1, const uint16_t *x, float *y, double *bound)
+{
     if (!t || !obj || !x || !y)
         return NF_CODEC_EINVAL;
+    if (r0 > r1 || r1 > t->rows)
+        return NF_CODEC_ERANGE;
     nf_isa prev = nf_codec_isa();
     float *row = malloc((t->cols ? t->cols : 1) * sizeof *row);
     if (!row)
@@ -179,12 +199,17 @@ int nf_gemv_ref(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
      * for bit, so this does not change results, only who computes them */
     nf_codec_set_isa(NF_ISA_SCALAR);
     int rc = 0;
-    for (uint64_t n = 0; n < t->rows && !rc; n++) {
+    for (uint64_t n = r0; n < r1 && !rc; n++) {
         rc = nf_decode_rows_f32(t, obj, obj_bytes, n, n + 1, row);
-        double s = 0;
-        for (uint64_t k = 0; !rc && k < t->cols; k++)
-            s += (double)row[k] * (double)nf_bf16_to_f32(x[k]);
-        y[n] = (float)s;
+        double s = 0, a = 0;
+        for (uint64_t k = 0; !rc && k < t->cols; k++) {
+            double p = (double)row[k] * (double)nf_bf16_to_f32(x[k]);
+            s += p;
+            a += fabs(p);
+        }
+        y[n - r0] = (float)s;
+        if (bound)
+            bound[n - r0] = (double)t->cols * 0x1p-24 * a + fabs(s) * 0x1p-24;
     }
     nf_codec_set_isa(prev);
     free(row);
@@ -194,7 +219,7 @@ int nf_gemv_ref(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
 int nf_decode_pass(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
                    unsigned threads)
 {
-    return run(t, obj, obj_bytes, NULL, NULL, threads);
+    return t ? run(t, obj, obj_bytes, 0, t->rows, NULL, NULL, threads) : NF_CODEC_EINVAL;
 }
 
 struct rjob {

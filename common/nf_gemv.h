@@ -26,6 +26,18 @@ extern "C" {
 int nf_gemv(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
             const uint16_t *x, float *y, unsigned threads);
 
+/* The same over the row range [r0, r1) only (a view of a fused parent,
+ * spec 7.3): y[0 .. r1-r0). */
+int nf_gemv_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, uint64_t r0,
+                 uint64_t r1, const uint16_t *x, float *y, unsigned threads);
+
+/* The reference over rows [r0, r1), with the error bound of an f32
+ * evaluation: bound[n] = K * 2^-24 * sum_k |w_nk x_k| (NULL: not wanted).
+ * A fast path that decodes bit-exactly and only sums in another order (or
+ * in f32) stays within it (Higham, the standard dot-product bound). */
+int nf_gemv_ref_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                     uint64_t r0, uint64_t r1, const uint16_t *x, float *y, double *bound);
+
 /* The reference: rows decoded by the scalar codec path, dot products in
  * double, rounded to f32 at the end. For checking nf_gemv and device
  * kernels; slow. Returns 0 or an NF_CODEC_E* error. */

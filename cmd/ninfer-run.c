@@ -1,0 +1,171 @@
+/* ninfer-run — materialize components as an engine would and run every projection. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_cli.h"
+#include "nf_device.h"
+#include "nf_run.h"
+#include "nf_util.h"
+
+static const char usage[] =
+    "usage: ninfer-run [OPTIONS] ARTIFACT\n"
+    "The engine's load path, made observable: select components, read each parent\n"
+    "object they reference once (every other object stays unread), build the row\n"
+    "views, and run every use's projection y = W x with the kernel for its\n"
+    "format/layout (A16: x in bf16, f32 accumulation), checked against the CPU\n"
+    "reference within the f32 dot-product bound K*2^-24*sum|w*x| per row.\n"
+    "\n"
+    "  --device cpu|cuda     host backing and CPU kernels, or device memory and CUDA\n"
+    "                        kernels (default: cuda when built with CUDA and a GPU is\n"
+    "                        present, else cpu, said on stderr)\n"
+    "  --component C,...     components to run (default text; mtp brings its target)\n"
+    "  --input FILE          little-endian bf16 activations (at least the largest K)\n"
+    "  --iters N             timed runs per projection, median reported (default 5)\n"
+    "  --threads N           CPU threads (default: all CPUs)\n"
+    "  --json                one JSON report on stdout\n"
+    "  -h, --help, --version\n"
+    "\n"
+    "Exit status: 0 every check passed, 1 a rule is broken or a result is outside\n"
+    "its bound, 2 usage, 3 I/O error, 4 unsupported (no device, no kernel).\n";
+
+/* The report as text: a summary, then one line per use. */
+static void print_text(nf_jval *rep)
+{
+    char b1[32];
+    nf_jval *comps = nf_jobj_get(rep, "components"), *uses = nf_jobj_get(rep, "uses");
+    printf("device %s, components", nf_jstr(nf_jobj_get(rep, "device"), NULL));
+    for (size_t i = 0; i < nf_jarr_len(comps); i++)
+        printf(" %s", nf_jstr(nf_jarr_get(comps, i), NULL));
+    printf("\nloaded %u parents, %s in %.3f s (%.2f GB/s); %zu objects left unread\n",
+           (unsigned)nf_jdouble(nf_jobj_get(rep, "parents_loaded")),
+           nf_human_bytes((uint64_t)nf_jdouble(nf_jobj_get(rep, "bytes_read")), b1),
+           nf_jdouble(nf_jobj_get(rep, "load_s")), nf_jdouble(nf_jobj_get(rep, "load_gbps")),
+           nf_jarr_len(nf_jobj_get(rep, "objects_unread")));
+    printf("%-52s %-20s %7s %7s %9s %8s %10s  %s\n", "parameter", "format", "rows", "K", "time_ms",
+           "GB/s", "max_rel", "status");
+    for (size_t i = 0; i < nf_jarr_len(uses); i++) {
+        nf_jval *u = nf_jarr_get(uses, i);
+        const char *st = nf_jstr(nf_jobj_get(u, "status"), NULL);
+        if (!nf_jobj_has(u, "format")) {
+            printf("%-52s %-20s %7s %7s %9s %8s %10s  %s\n", nf_jstr(nf_jobj_get(u, "parameter"), NULL),
+                   "-", "-", "-", "-", "-", "-", st);
+            continue;
+        }
+        printf("%-52s %-20s %7llu %7llu %9.4f %8.2f %10.3g  %s\n",
+               nf_jstr(nf_jobj_get(u, "parameter"), NULL), nf_jstr(nf_jobj_get(u, "format"), NULL),
+               (unsigned long long)nf_jdouble(nf_jobj_get(u, "rows")),
+               (unsigned long long)nf_jdouble(nf_jobj_get(u, "k")),
+               nf_jdouble(nf_jobj_get(u, "time_ms")), nf_jdouble(nf_jobj_get(u, "gbps")),
+               nf_jdouble(nf_jobj_get(u, "max_rel_error")), st);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_DEVICE = 256, O_COMPONENT, O_INPUT, O_ITERS, O_THREADS, O_JSON, O_VERSION };
+    static const struct option lo[] = {
+        {"device", required_argument, 0, O_DEVICE}, {"component", required_argument, 0, O_COMPONENT},
+        {"input", required_argument, 0, O_INPUT},   {"iters", required_argument, 0, O_ITERS},
+        {"threads", required_argument, 0, O_THREADS}, {"json", no_argument, 0, O_JSON},
+        {"help", no_argument, 0, 'h'},              {"version", no_argument, 0, O_VERSION},
+        {0, 0, 0, 0},
+    };
+    nf_prog = "ninfer-run";
+    nf_run_opts ro = {0};
+    const char *device = NULL, *input = NULL;
+    bool json = false;
+    uint64_t v;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (c) {
+        case O_DEVICE:
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
+                return nf_usage_error("--device is cpu or cuda");
+            device = optarg;
+            break;
+        case O_COMPONENT: ro.components = optarg; break;
+        case O_INPUT: input = optarg; break;
+        case O_ITERS:
+            if (!nf_parse_u64(optarg, &v) || !v || v > 1000)
+                return nf_usage_error("bad --iters '%s'", optarg);
+            ro.iters = (unsigned)v;
+            break;
+        case O_THREADS:
+            if (!nf_parse_u64(optarg, &v) || !v || v > 64)
+                return nf_usage_error("bad --threads '%s'", optarg);
+            ro.threads = (unsigned)v;
+            break;
+        case O_JSON: json = true; break;
+        case 'h': fputs(usage, stdout); return 0;
+        case O_VERSION: nf_print_version(); return 0;
+        default: return nf_usage_error("unknown option");
+        }
+    }
+    if (optind + 1 != argc)
+        return nf_usage_error(optind >= argc ? "no artifact given" : "one artifact at a time");
+    if (!device) {
+        FILE *null = fopen("/dev/null", "w");
+        ro.cuda = nf_device_built() && null && nf_device_init(null) == 0;
+        if (null)
+            fclose(null);
+        fprintf(stderr, "%s: running on the %s\n", nf_prog,
+                ro.cuda ? "CUDA device" : (nf_device_built() ? "CPU (no CUDA device found)"
+                                                             : "CPU (built without CUDA)"));
+    } else if (!strcmp(device, "cuda")) {
+        int e = nf_device_init(stderr);
+        if (e)
+            return e;
+        ro.cuda = true;
+    }
+    const char *path = argv[optind];
+    nf_diags d = NF_DIAGS_INIT;
+    d.file = path;
+    uint16_t *in = NULL;
+    if (input) {
+        FILE *f = fopen(input, "rb");
+        size_t cap = 0, n = 0;
+        if (!f) {
+            nf_diag_addf(&d, NF_C_IO, input, "", "cannot open: %s", strerror(errno));
+        } else {
+            for (;;) {
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 65536;
+                    uint16_t *ni = realloc(in, cap * sizeof *in);
+                    if (!ni)
+                        break;
+                    in = ni;
+                }
+                size_t k = fread(in + n, sizeof *in, cap - n, f);
+                n += k;
+                if (!k)
+                    break;
+            }
+            fclose(f);
+            ro.input = in;
+            ro.input_len = n;
+        }
+    }
+    nf_open_opts oo = {0};
+    nf_artifact *a = nf_diags_exit(&d) ? NULL : nf_artifact_open(path, &oo, &d);
+    nf_jval *rep = NULL;
+    if (a && !nf_diags_exit(&d))
+        nf_run(a, &ro, &rep, &d);
+    int ex = nf_diags_exit(&d);
+    if (rep && json) {
+        nf_jobj_set(rep, "file", nf_jnew_string(path));
+        nf_jobj_set(rep, "exit", nf_jnew_i64(ex));
+        nf_jobj_set(rep, "diagnostics", nf_diags_json(&d));
+        nf_print_json_line(rep);
+    } else if (rep) {
+        print_text(rep);
+    }
+    nf_jval_free(rep);
+    nf_artifact_close(a);
+    free(in);
+    nf_diags_print(&d, nf_prog, stderr);
+    nf_diags_free(&d);
+    return ex;
+}

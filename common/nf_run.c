@@ -1,0 +1,354 @@
+/* nf_run.c — selection, materialization and checked projections. */
+#include "nf_run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_cli.h"
+#include "nf_codec.h"
+#include "nf_device.h"
+#include "nf_gemv.h"
+#include "nf_util.h"
+
+typedef struct {
+    size_t obj;
+    uint64_t r0, r1;
+} view;
+
+static bool has_prefix(const char *name, const char *comp)
+{
+    size_t n = strlen(comp);
+    return !strncmp(name, comp, n) && name[n] == '/';
+}
+
+/* Which components run: the list, plus targets (spec 4.2: selecting mtp
+ * loads text). Returns a malloc'ed bool per component, or NULL. */
+static bool *select_components(const nf_catalog *c, const char *list, nf_diags *d)
+{
+    bool *sel = calloc(c->n_components ? c->n_components : 1, sizeof *sel);
+    if (!sel)
+        return NULL;
+    if (!list) {
+        bool text = false;
+        for (size_t i = 0; i < c->n_components; i++)
+            if (!strcmp(c->components[i].id, "text"))
+                sel[i] = text = true;
+        if (!text)
+            for (size_t i = 0; i < c->n_components; i++)
+                sel[i] = true;
+    } else {
+        char *copy = strdup(list), *save = NULL;
+        for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+            bool found = false;
+            for (size_t i = 0; i < c->n_components; i++)
+                if (!strcmp(c->components[i].id, t))
+                    sel[i] = found = true;
+            if (!found)
+                nf_diag_add(d, NF_C_COMPONENT_MISSING, "/components",
+                            "component \"%s\" was selected but the artifact does not provide it", t);
+        }
+        free(copy);
+    }
+    for (int pass = 0; pass < 8; pass++)
+        for (size_t i = 0; i < c->n_components; i++)
+            if (sel[i] && c->components[i].target)
+                for (size_t k = 0; k < c->n_components; k++)
+                    if (!strcmp(c->components[k].id, c->components[i].target))
+                        sel[k] = true;
+    return sel;
+}
+
+static bool binding_selected(const nf_catalog *c, const bool *sel, const char *name)
+{
+    for (size_t i = 0; i < c->n_components; i++)
+        if (sel[i] && (has_prefix(name, c->components[i].id) ||
+                       (!strcmp(c->components[i].id, "text") && has_prefix(name, "proposal"))))
+            return true;
+    return false;
+}
+
+static void mark_binding(const nf_binding *b, bool *need)
+{
+    if (!b->parts) {
+        if (b->obj != SIZE_MAX)
+            need[b->obj] = true;
+        return;
+    }
+    for (size_t k = 0; k < b->n_parts; k++)
+        if (b->parts[k].obj != SIZE_MAX)
+            need[b->parts[k].obj] = true;
+}
+
+/* Row views of a projection's binding (spec 7.3): the whole object, or parts
+ * that are whole rows of rank-2 parents with one K. Returns the number of
+ * views, 0 when the binding needs a gather. */
+static size_t row_views(const nf_catalog *c, const nf_binding *b, view *v, size_t max,
+                        uint64_t *K)
+{
+    if (!b->parts) {
+        const nf_object *o = &c->objects[b->obj];
+        if (o->rank != 2)
+            return 0;
+        *K = o->dims[1];
+        v[0] = (view){b->obj, 0, o->dims[0]};
+        return 1;
+    }
+    if (b->n_parts > max)
+        return 0;
+    for (size_t k = 0; k < b->n_parts; k++) {
+        const nf_object *o = &c->objects[b->parts[k].obj];
+        uint64_t kk = o->rank == 2 ? o->dims[1] : 0;
+        if (!kk || (k && kk != *K) || b->parts[k].begin % kk || b->parts[k].end % kk)
+            return 0;
+        *K = kk;
+        v[k] = (view){b->parts[k].obj, b->parts[k].begin / kk, b->parts[k].end / kk};
+    }
+    return b->n_parts;
+}
+
+static uint64_t h64(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void make_input(const char *name, uint16_t *x, uint64_t K)
+{
+    uint64_t s = h64(name) | 1;
+    for (uint64_t k = 0; k < K; k++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        /* values in [-2, 2) on a bf16 grid, so x converts exactly */
+        float f = (float)((int64_t)(s >> 40) - (1ll << 23)) / (float)(1 << 22);
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        x[k] = (uint16_t)(u >> 16);
+    }
+}
+
+int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
+{
+    const nf_catalog *c = nf_artifact_catalog(a);
+    *report = NULL;
+    bool *sel = select_components(c, o->components, d);
+    bool *need = calloc(c->n_objects ? c->n_objects : 1, sizeof *need);
+    size_t *objs = calloc(c->n_objects ? c->n_objects : 1, sizeof *objs);
+    size_t *slot = calloc(c->n_objects ? c->n_objects : 1, sizeof *slot);
+    uint8_t **host = calloc(c->n_objects ? c->n_objects : 1, sizeof *host);
+    nf_dbuf **dev = calloc(c->n_objects ? c->n_objects : 1, sizeof *dev);
+    int rc = -1;
+    nf_jval *rep = nf_jnew_object(), *uses = nf_jnew_array();
+    size_t nobj = 0;
+    if (!sel || !need || !objs || !slot || !host || !dev || !rep || !uses) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        goto out;
+    }
+    if (nf_diags_exit(d))
+        goto out;
+    /* parents of the selected bindings and of their uses' auxiliaries */
+    for (size_t b = 0; b < c->n_bindings; b++)
+        if (binding_selected(c, sel, c->bindings[b].name))
+            mark_binding(&c->bindings[b].b, need);
+    for (size_t u = 0; u < c->n_uses; u++)
+        if (c->uses[u].parameter && binding_selected(c, sel, c->uses[u].parameter))
+            for (size_t k = 0; k < c->uses[u].n_aux; k++)
+                mark_binding(&c->uses[u].aux[k].b, need);
+    for (size_t i = 0; i < c->n_objects; i++)
+        if (need[i]) {
+            slot[i] = nobj;
+            objs[nobj++] = i;
+        }
+    /* materialize: each parent once */
+    nf_load_stats ls = {0};
+    double t0 = nf_now();
+    if (o->cuda) {
+        if (nf_device_load(a, objs, nobj, dev, &ls, d) < 0)
+            goto out;
+    } else {
+        for (size_t k = 0; k < nobj; k++) {
+            const nf_object *ob = &c->objects[objs[k]];
+            host[k] = aligned_alloc(4096, nf_ceil_div_u64(ob->bytes, 4096) * 4096);
+            if (!host[k]) {
+                nf_diag_add(d, NF_C_IO, "", "out of memory for object \"%s\"", ob->id);
+                goto out;
+            }
+            if (nf_artifact_read(a, ob->offset, host[k], ob->bytes, d) < 0)
+                goto out;
+            ls.bytes += ob->bytes;
+            ls.parents++;
+        }
+        ls.read_s = nf_now() - t0;
+    }
+    nf_jobj_set(rep, "device", nf_jnew_string(o->cuda ? "cuda" : "cpu"));
+    nf_jval *comps = nf_jnew_array();
+    for (size_t i = 0; i < c->n_components; i++)
+        if (sel[i])
+            nf_jarr_push(comps, nf_jnew_string(c->components[i].id));
+    nf_jobj_set(rep, "components", comps);
+    nf_jobj_set(rep, "parents_loaded", nf_jnew_u64(ls.parents));
+    nf_jobj_set(rep, "bytes_read", nf_jnew_u64(ls.bytes));
+    nf_jobj_set(rep, "load_s", nf_jnew_double(ls.read_s));
+    nf_jobj_set(rep, "load_gbps", nf_jnew_double(ls.read_s > 0 ? ls.bytes / ls.read_s / 1e9 : 0));
+    nf_jval *loaded = nf_jnew_array(), *unread = nf_jnew_array();
+    for (size_t i = 0; i < c->n_objects; i++)
+        nf_jarr_push(need[i] ? loaded : unread, nf_jnew_string(c->objects[i].id));
+    nf_jobj_set(rep, "objects_loaded", loaded);
+    nf_jobj_set(rep, "objects_unread", unread);
+
+    /* every projection of the selected components */
+    bool failed = false;
+    for (size_t u = 0; u < c->n_uses; u++) {
+        const nf_use *use = &c->uses[u];
+        if (!use->parameter || !binding_selected(c, sel, use->parameter))
+            continue;
+        size_t bi = SIZE_MAX;
+        for (size_t b = 0; b < c->n_bindings; b++)
+            if (!strcmp(c->bindings[b].name, use->parameter)) {
+                bi = b;
+                break;
+            }
+        if (bi == SIZE_MAX)
+            continue;
+        nf_jval *rec = nf_jnew_object();
+        nf_jobj_set(rec, "parameter", nf_jnew_string(use->parameter));
+        nf_jobj_set(rec, "input", nf_jnew_string(use->input));
+        view v[64];
+        uint64_t K = 0;
+        size_t nv = row_views(c, &c->bindings[bi].b, v, 64, &K);
+        const char *status = NULL;
+        if (!use->activation_policy)
+            status = "lookup"; /* token ids index rows; no projection to run */
+        else if (!nv)
+            status = "gather"; /* not whole rows of rank-2 parents: no native view */
+        if (status) {
+            nf_jobj_set(rec, "status", nf_jnew_string(status));
+            nf_jarr_push(uses, rec);
+            continue;
+        }
+        uint64_t N = 0;
+        for (size_t k = 0; k < nv; k++)
+            N += v[k].r1 - v[k].r0;
+        uint16_t *x = malloc(K * sizeof *x);
+        float *y = malloc(N * sizeof *y), *yr = malloc(N * sizeof *yr);
+        double *bound = malloc(N * sizeof *bound);
+        if (!x || !y || !yr || !bound) {
+            free(x), free(y), free(yr), free(bound);
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            goto out;
+        }
+        if (o->input && o->input_len >= K)
+            memcpy(x, o->input, K * sizeof *x);
+        else
+            make_input(use->input, x, K);
+        double ms_total = 0, bytes = 0, maxrel = 0, maxref = 0;
+        bool ok = true;
+        const char *fmt = c->objects[v[0].obj].format_name;
+        for (size_t k = 0, row = 0; k < nv; row += v[k].r1 - v[k].r0, k++) {
+            const nf_object *ob = &c->objects[v[k].obj];
+            nf_tensor_enc te;
+            if (nf_tensor_enc_init(&te, ob->format, ob->layout, ob->dims, ob->rank, ob->divisors,
+                                   NULL) != NF_ENC_OK) {
+                nf_diag_add(d, NF_C_UNSUPPORTED, use->parameter, "no kernel for %s/%s",
+                            ob->format_name, ob->layout_name);
+                ok = false;
+                break;
+            }
+            const uint8_t *w = host[slot[v[k].obj]];
+            double ms = 0;
+            int e;
+            if (o->cuda) {
+                e = nf_device_gemv(&te, dev[slot[v[k].obj]], v[k].r0, v[k].r1, x, y + row,
+                                   o->iters ? o->iters : 5, &ms, d);
+            } else {
+                double best[64];
+                unsigned it = o->iters ? (o->iters > 64 ? 64 : o->iters) : 5;
+                e = 0;
+                for (unsigned i = 0; i < it && !e; i++) {
+                    double ts = nf_now();
+                    e = nf_gemv_rows(&te, w, ob->bytes, v[k].r0, v[k].r1, x, y + row, o->threads);
+                    best[i] = (nf_now() - ts) * 1e3;
+                }
+                for (unsigned i = 1; i < it; i++) /* insertion sort: a few values */
+                    for (unsigned j = i; j > 0 && best[j] < best[j - 1]; j--) {
+                        double tmp = best[j];
+                        best[j] = best[j - 1];
+                        best[j - 1] = tmp;
+                    }
+                ms = best[it / 2];
+            }
+            if (e) {
+                if (!o->cuda)
+                    nf_diag_add(d, NF_C_CODES, use->parameter, "kernel failed: %s", nf_codec_strerror(e));
+                ok = false;
+                break;
+            }
+            /* the reference needs host bytes; the device path keeps none */
+            uint8_t *hb = (uint8_t *)w;
+            if (o->cuda) {
+                hb = malloc(ob->bytes);
+                if (!hb || nf_artifact_read(a, ob->offset, hb, ob->bytes, d) < 0) {
+                    free(hb);
+                    ok = false;
+                    break;
+                }
+            }
+            e = nf_gemv_ref_rows(&te, hb, ob->bytes, v[k].r0, v[k].r1, x, yr + row, bound + row);
+            if (o->cuda)
+                free(hb);
+            if (e) {
+                ok = false;
+                break;
+            }
+            ms_total += ms;
+            bytes += (double)ob->bytes * (double)(v[k].r1 - v[k].r0) / (double)ob->dims[0];
+        }
+        for (uint64_t n = 0; ok && n < N; n++) {
+            double diff = fabs((double)y[n] - (double)yr[n]);
+            if (fabs(yr[n]) > maxref)
+                maxref = fabs(yr[n]);
+            if (!(diff <= bound[n])) {
+                ok = false;
+                nf_diag_add(d, NF_C_CODES, "",
+                            "%s: row %llu: kernel gives %.9g, the reference %.9g (bound %.3g)",
+                            use->parameter, (unsigned long long)n, y[n], yr[n], bound[n]);
+            }
+            if (diff > maxrel)
+                maxrel = diff;
+        }
+        maxrel = maxref > 0 ? maxrel / maxref : maxrel;
+        nf_jobj_set(rec, "format", nf_jnew_string(fmt));
+        nf_jobj_set(rec, "rows", nf_jnew_u64(N));
+        nf_jobj_set(rec, "k", nf_jnew_u64(K));
+        nf_jobj_set(rec, "parents", nf_jnew_u64(nv));
+        nf_jobj_set(rec, "view", nf_jnew_string("rows"));
+        nf_jobj_set(rec, "time_ms", nf_jnew_double(ms_total));
+        nf_jobj_set(rec, "gbps", nf_jnew_double(ms_total > 0 ? bytes / (ms_total * 1e-3) / 1e9 : 0));
+        nf_jobj_set(rec, "max_rel_error", nf_jnew_double(maxrel));
+        nf_jobj_set(rec, "status", nf_jnew_string(ok ? "ok" : "failed"));
+        nf_jarr_push(uses, rec);
+        failed |= !ok;
+        free(x), free(y), free(yr), free(bound);
+    }
+    nf_jobj_set(rep, "uses", uses);
+    uses = NULL;
+    rc = failed ? -1 : 0;
+out:
+    if (rc == 0 || nf_jobj_len(rep)) {
+        *report = rep;
+        rep = NULL;
+    }
+    nf_jval_free(uses);
+    nf_jval_free(rep);
+    for (size_t k = 0; k < nobj; k++) {
+        free(host ? host[k] : NULL);
+        if (dev && dev[k])
+            nf_device_free(dev[k]);
+    }
+    free(sel), free(need), free(objs), free(slot), free(host), free(dev);
+    return rc;
+}

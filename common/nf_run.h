@@ -1,0 +1,42 @@
+/* nf_run.h — the engine's load path made observable (DESIGN 11; spec 4.2,
+ * 5.3, 7.3, 11.2): select components, collect the parents their bindings
+ * and uses reference (every other object stays unread), read each parent
+ * once, build row views, and run every use's projection y = W x with the
+ * kernel for its format/layout, checked against the CPU reference.
+ */
+#ifndef NF_RUN_H
+#define NF_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "nf_artifact.h"
+#include "nf_diag.h"
+#include "nf_json.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    bool cuda;               /* device backing and kernels; else host + CPU kernels */
+    const char *components;  /* comma-separated IDs; NULL: "text" (or all without text) */
+    const uint16_t *input;   /* bf16 activations (at least the largest K), or NULL:
+                                a deterministic input per use */
+    size_t input_len;
+    unsigned threads;        /* CPU threads (0: all) */
+    unsigned iters;          /* timed runs per projection (median) */
+} nf_run_opts;
+
+/* Run. Fills *report (a JSON object: device, components, parents, bytes
+ * read, load rate, objects loaded and left unread, one record per use with
+ * time, GB/s, max relative error, bound check) and returns 0, or -1 with
+ * diagnostics: component-missing (a selected component absent), codes (a
+ * kernel result outside the reference bound), unsupported (a device or
+ * kernel this build lacks), io (read errors). */
+int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
