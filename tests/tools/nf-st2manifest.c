@@ -34,8 +34,11 @@ static char *slurp(const char *path, size_t *len)
 int main(int argc, char **argv)
 {
     bool list = argc == 3 && !strcmp(argv[1], "--list");
-    if ((argc != 2 && !list) || !strcmp(argv[1], "--help")) {
+    bool logical = argc == 3 && !strcmp(argv[1], "--logical");
+    if ((argc != 2 && !list && !logical) || !strcmp(argv[1], "--help")) {
         fprintf(stderr, "usage: nf-st2manifest CHECKPOINT_DIR > manifest.json\n"
+                        "       nf-st2manifest --logical CHECKPOINT_DIR  (bindings text/<tensor>, one\n"
+                        "                      A16Only use per rank-2 tensor, input text/<tensor>/input)\n"
                         "       nf-st2manifest --list CHECKPOINT_DIR  (name, offset, bytes per tensor)\n");
         return 2;
     }
@@ -83,6 +86,7 @@ int main(int argc, char **argv)
     char *abs_st = realpath(st_path, NULL);
     nf_jval *root = nf_jnew_object(), *comps = nf_jnew_object(), *text = nf_jnew_object();
     nf_jval *objs = nf_jnew_array(), *binds = nf_jnew_object(), *res = nf_jnew_object();
+    nf_jval *uses = nf_jnew_array();
     nf_jobj_set(text, "config", nf_jnew_raw(ctext + rs.start, rs.len));
     for (size_t i = 0; i < st->n_tensors; i++) {
         const nf_st_tensor *t = &st->tensors[i];
@@ -107,7 +111,18 @@ int main(int argc, char **argv)
         nf_jarr_push(objs, o);
         nf_jval *b = nf_jnew_object();
         nf_jobj_set(b, "object", nf_jnew_string(t->name));
-        nf_jobj_set(binds, t->name, b);
+        char pname[1024];
+        snprintf(pname, sizeof pname, "%s%s", logical ? "text/" : "", t->name);
+        nf_jobj_set(binds, pname, b);
+        if (logical && t->rank == 2) {
+            char in[1100];
+            snprintf(in, sizeof in, "%s/input", pname);
+            nf_jval *u = nf_jnew_object();
+            nf_jobj_set(u, "parameter", nf_jnew_string(pname));
+            nf_jobj_set(u, "input", nf_jnew_string(in));
+            nf_jobj_set(u, "activation_policy", nf_jnew_string("A16Only"));
+            nf_jarr_push(uses, u);
+        }
     }
     static const char *const frontend[] = {
         "config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
@@ -136,7 +151,7 @@ int main(int argc, char **argv)
     nf_jobj_set(root, "components", comps);
     nf_jobj_set(root, "objects", objs);
     nf_jobj_set(root, "bindings", binds);
-    nf_jobj_set(root, "uses", nf_jnew_array());
+    nf_jobj_set(root, "uses", uses);
     size_t n;
     char *out = nf_jval_to_text(root, true, &n);
     fwrite(out, 1, n, stdout);
