@@ -53,7 +53,8 @@ ifneq ($(NVCC),)
 ifneq ($(CU_SRC),)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 DEV_OBJ  := $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
-NF_LIBS  += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -ldl -lrt -lstdc++
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -ldl -lrt -lstdc++
+NF_LIBS  += $(CUDA_LIBS)
 endif
 endif
 ifeq ($(DEV_OBJ),)
@@ -72,7 +73,8 @@ all: deps-check $(LIB) $(CMDS)
 deps-check:
 	$(Q)scripts/install-deps.sh --check-or-install
 
-$(BUILD)/%.o: %.c
+# deps-check first, even under -j: nothing compiles before the headers exist
+$(BUILD)/%.o: %.c | deps-check
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(NF_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -135,6 +137,7 @@ install: all
 	$(if $(wildcard man/*.5),install -m 644 $(wildcard man/*.5) $(DESTDIR)$(MANDIR)/man5/)
 	$(if $(wildcard man/*.7),install -m 644 $(wildcard man/*.7) $(DESTDIR)$(MANDIR)/man7/)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	  -e 's|@EXTRA_LIBS@|$(CUDA_LIBS)|' \
 	  -e 's|@VERSION@|$(shell sed -n 's/^#define NF_VERSION "\(.*\)"/\1/p' common/nf_util.h)|' \
 	  ninfer.pc.in > $(DESTDIR)$(PCDIR)/ninfer.pc
 
