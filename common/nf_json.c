@@ -26,32 +26,52 @@ nf_jdoc *nf_jdoc_parse(const char *text, size_t len, unsigned max_depth,
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         return NULL;
     }
-    if (!nf_jscan(text, len, max_depth, d, &doc->scan)) {
-        nf_jdoc_free(doc);
-        return NULL;
-    }
-    /* json-c spends about 70 bytes per array element and 190 per object
-     * member: a catalog of tiny values ([0,0,0,...]) would cost 35x its size.
-     * Estimate the tree from the structural characters and refuse one that
-     * would need more than NF_JSON_MEM_FACTOR x its size (a real catalog
-     * needs about 10x). */
-    uint64_t tokens = 0;
+    /* json-c's tree costs, measured (json-c 0.16, malloc'ed bytes): a
+     * scalar value 64 plus 8 for its array slot, an object member about 180
+     * with its value, an array about 150 and an object about 790 (each
+     * starts with a 16-entry hash table), whatever their text. A catalog of
+     * tiny values ([0,0,...], or [{"k":0},...] at 36x) would cost many
+     * times its size. Estimate the tree from the structural characters and
+     * refuse one that would need more than NF_JSON_MEM_FACTOR x its size
+     * (a real catalog needs about 10x), or more than NF_JSON_MAX_TREE
+     * whatever its size (DESIGN 3: never gigabytes). Before the strict scan,
+     * which itself takes a few times the text. */
+    uint64_t tokens = 0, est = 0;
+    size_t deep_at = SIZE_MAX; /* the first bracket nested past max_depth */
+    unsigned depth = 0;
     for (size_t i = 0; i < len; i++) {
         char ch = text[i];
         if (ch == '"') {
             for (i++; i < len && text[i] != '"'; i++)
                 if (text[i] == '\\')
                     i++;
-        } else if (ch == ',' || ch == ':' || ch == '[' || ch == '{') {
+        } else if (ch == ',' || ch == ':') {
             tokens++;
+            est += 100;
+        } else if (ch == '[' || ch == '{') {
+            tokens++;
+            est += ch == '[' ? 160 : 800;
+            if (++depth > max_depth && deep_at == SIZE_MAX)
+                deep_at = i;
+        } else if ((ch == ']' || ch == '}') && depth) {
+            depth--;
         }
     }
-    if (tokens * 100 > (uint64_t)len * NF_JSON_MEM_FACTOR + (64u << 20)) {
+    if (est > (uint64_t)len * NF_JSON_MEM_FACTOR + (64u << 20) || est > NF_JSON_MAX_TREE) {
+        /* when it is also too deep, say so: the scan stops at that bracket */
+        if (deep_at != SIZE_MAX && !nf_jscan(text, deep_at + 1, max_depth, d, NULL)) {
+            nf_jdoc_free(doc);
+            return NULL;
+        }
         nf_diag_add(d, NF_C_JSON, "",
                     "%llu JSON values in %zu bytes would take about %llu MiB to parse, more than "
-                    "%d times the text; refused",
-                    (unsigned long long)tokens, len,
-                    (unsigned long long)(tokens * 100 >> 20), NF_JSON_MEM_FACTOR);
+                    "%d times the text or %llu MiB; refused",
+                    (unsigned long long)tokens, len, (unsigned long long)(est >> 20),
+                    NF_JSON_MEM_FACTOR, (unsigned long long)(NF_JSON_MAX_TREE >> 20));
+        nf_jdoc_free(doc);
+        return NULL;
+    }
+    if (!nf_jscan(text, len, max_depth, d, &doc->scan)) {
         nf_jdoc_free(doc);
         return NULL;
     }

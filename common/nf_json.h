@@ -39,11 +39,14 @@ typedef enum {
 
 /* Memory budget of a parsed document, as a multiple of its text. */
 #define NF_JSON_MEM_FACTOR 16
+/* ... and in bytes, whatever the text's size. */
+#define NF_JSON_MAX_TREE (1ull << 30)
 
 /* Parse text[0..len) (copied; the caller keeps its buffer). Runs nf_jscan
  * with max_depth (0: NF_JSON_MAX_DEPTH) and appends its findings to d; on
  * any finding returns NULL. A text whose tree would need more than
- * NF_JSON_MEM_FACTOR times its size (+64 MiB) is refused with `json`
+ * NF_JSON_MEM_FACTOR times its size (+64 MiB), or more than NF_JSON_MAX_TREE
+ * bytes, is refused with `json`
  * before json-c sees it. Returns NULL with a `json` record if json-c still
  * refuses, or an `io` record on allocation failure. */
 nf_jdoc *nf_jdoc_parse(const char *text, size_t len, unsigned max_depth,
