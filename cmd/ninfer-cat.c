@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "nf_cli.h"
+#include "nf_select.h"
 #include "nf_util.h"
 #include "nf_writer.h"
 
@@ -27,8 +28,9 @@ static const char usage[] =
     "  --resource ROLE       the bytes of a resource of --component (default text)\n"
     "  --range OFFSET:LENGTH logical payload bytes [OFFSET, OFFSET+LENGTH)\n"
     "Options:\n"
-    "  --component C         component for --resource, or limit --files to the files\n"
-    "                        holding the objects component C needs\n"
+    "  --component C[,C...]  component for --resource (default text); with --files,\n"
+    "                        only the files holding what these components need\n"
+    "                        (their bindings, auxiliaries and resources; targets too)\n"
     "  --zstd[=LEVEL]        compress what is written (default level 3)\n"
     "  --max-json-bytes N    refuse catalogs larger than N (default 256M)\n"
     "  -h, --help            this text\n"
@@ -196,38 +198,18 @@ static int files_out(nf_artifact *a)
     bool *need = calloc(c->n_files, sizeof *need);
     if (!need)
         return -1;
-    bool found = !opt.component;
-    for (size_t i = 0; opt.component && i < c->n_components; i++)
-        found |= strcmp(c->components[i].id, opt.component) == 0;
-    if (!found) {
-        nf_diag_add(&d, NF_C_COMPONENT_MISSING, "/components", "no component \"%s\"", opt.component);
-        free(need);
-        return -1;
-    }
     if (opt.component) {
-        /* files holding the objects bound by the component's names and resources */
-        size_t pl = strlen(opt.component);
-        for (size_t i = 0; i < c->n_bindings; i++) {
-            const nf_named_binding *b = &c->bindings[i];
-            if (strncmp(b->name, opt.component, pl) != 0 || b->name[pl] != '/')
-                continue;
-            if (!b->b.parts && b->b.obj != SIZE_MAX)
-                nf_artifact_files_touched(a, c->objects[b->b.obj].offset,
-                                          c->objects[b->b.obj].bytes, need);
-            for (size_t k = 0; k < b->b.n_parts; k++)
-                if (b->b.parts[k].obj != SIZE_MAX)
-                    nf_artifact_files_touched(a, c->objects[b->b.parts[k].obj].offset,
-                                              c->objects[b->b.parts[k].obj].bytes, need);
-        }
-        for (size_t i = 0; i < c->n_components; i++) {
-            if (strcmp(c->components[i].id, opt.component) != 0)
-                continue;
-            for (size_t k = 0; k < c->components[i].n_resources; k++) {
-                size_t o = c->components[i].resources[k].obj;
-                if (o != SIZE_MAX)
-                    nf_artifact_files_touched(a, c->objects[o].offset, c->objects[o].bytes,
-                                              need);
-            }
+        bool *comps = calloc(c->n_components ? c->n_components : 1, sizeof *comps);
+        bool *objs = calloc(c->n_objects ? c->n_objects : 1, sizeof *objs);
+        int rc = comps && objs ? nf_select(c, opt.component, true, comps, objs, &d) : -1;
+        for (size_t i = 0; rc == 0 && i < c->n_objects; i++)
+            if (objs[i])
+                nf_artifact_files_touched(a, c->objects[i].offset, c->objects[i].bytes, need);
+        free(comps);
+        free(objs);
+        if (rc < 0) {
+            free(need);
+            return -1;
         }
     }
     nf_jval *arr = nf_jnew_array();

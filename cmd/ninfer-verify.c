@@ -7,6 +7,7 @@
 #include "nf_cli.h"
 #include "nf_codec.h"
 #include "nf_digest.h"
+#include "nf_select.h"
 #include "nf_util.h"
 
 static const char usage[] =
@@ -21,6 +22,9 @@ static const char usage[] =
     "  --check-sums FILE    check every file of the artifact against FILE\n"
     "                       (names relative to FILE's directory)\n"
     "  --no-digests         skip object digests (structure only)\n"
+    "  --component C[,C...] check only what these components need: the files holding\n"
+    "                       their objects (a partial download) and those objects'\n"
+    "                       digests; targets come along (mtp brings text)\n"
     "  --deep               also decode every tensor and check its codes, scales,\n"
     "                       padding and plane gaps (files only, not streams)\n"
     "  --max-json-bytes N   refuse catalogs larger than N (default 256M)\n"
@@ -34,6 +38,7 @@ static const char usage[] =
     "missing or unreadable), 4 unsupported format/layout/encoding.\n";
 
 static struct {
+    const char *component;
     bool json, sums, no_digests, quiet, deep;
     int progress;
     const char *check_sums;
@@ -66,12 +71,12 @@ static int stream_digests(nf_artifact *a, const bool *want, char (*got)[65], nf_
 }
 
 /* --deep: every rule of the codec contract over every tensor (DESIGN 7, 13). */
-static void deep_check(nf_artifact *a, nf_diags *d)
+static void deep_check(nf_artifact *a, const bool *only, nf_diags *d)
 {
     const nf_catalog *c = nf_artifact_catalog(a);
     for (size_t i = 0; i < c->n_objects; i++) {
         const nf_object *o = &c->objects[i];
-        if (o->kind != NF_OBJ_TENSOR || o->enc_status != NF_ENC_OK || !o->has_bytes)
+        if ((only && !only[i]) || o->kind != NF_OBJ_TENSOR || o->enc_status != NF_ENC_OK || !o->has_bytes)
             continue;
         nf_tensor_enc te;
         if (nf_tensor_enc_init(&te, o->format, o->layout, o->dims, o->rank, o->divisors, NULL) !=
@@ -174,8 +179,23 @@ static int verify_one(const char *path)
         nf_artifact *a = op.a;
         const nf_catalog *c = nf_artifact_catalog(a);
         bool stream = nf_artifact_is_stream(a);
+        /* --component: only the objects (and so the files) the selection needs */
+        bool *only = NULL;
+        bool *files = calloc(c->n_files ? c->n_files : 1, sizeof *files);
+        if (opt.component && files) {
+            bool *comps = calloc(c->n_components ? c->n_components : 1, sizeof *comps);
+            only = calloc(c->n_objects ? c->n_objects : 1, sizeof *only);
+            if (comps && only)
+                nf_select(c, opt.component, true, comps, only, &d);
+            for (size_t i = 0; only && i < c->n_objects; i++)
+                if (only[i])
+                    nf_artifact_files_touched(a, c->objects[i].offset, c->objects[i].bytes, files);
+            free(comps);
+        }
         for (size_t i = 1; !stream && i < c->n_files; i++)
-            nf_artifact_file_fd(a, i, &d);
+            if (!opt.component || (files && files[i]))
+                nf_artifact_file_fd(a, i, &d);
+        free(files);
         for (size_t i = 0; i < c->n_objects; i++) {
             const nf_object *o = &c->objects[i];
             char ptr[64];
@@ -200,7 +220,8 @@ static int verify_one(const char *path)
         bool *want = calloc(c->n_objects ? c->n_objects : 1, sizeof *want);
         for (size_t i = 0; i < c->n_objects && want; i++) {
             want[i] = !opt.no_digests && c->objects[i].sha256[0] != 0 &&
-                      c->objects[i].has_offset && c->objects[i].has_bytes;
+                      c->objects[i].has_offset && c->objects[i].has_bytes &&
+                      (!only || only[i]);
             checked += want[i];
         }
         if (!got || !want) {
@@ -232,7 +253,8 @@ static int verify_one(const char *path)
         free(got);
         free(want);
         if (opt.deep && !stream && ranges_ok)
-            deep_check(a, &d);
+            deep_check(a, only, &d);
+        free(only);
         if (opt.check_sums && !stream)
             check_sums(a, &d);
         int ex = nf_diags_exit(&d);
@@ -278,8 +300,10 @@ static int verify_one(const char *path)
 
 int main(int argc, char **argv)
 {
-    enum { O_JSON = 256, O_SUMS, O_CHECK, O_NODIG, O_MAXJ, O_THREADS, O_PROG, O_VERSION, O_DEEP };
+    enum { O_JSON = 256, O_SUMS, O_CHECK, O_NODIG, O_MAXJ, O_THREADS, O_PROG, O_VERSION, O_DEEP,
+           O_COMPONENT };
     static const struct option lo[] = {
+        {"component", required_argument, 0, O_COMPONENT},
         {"deep", no_argument, 0, O_DEEP},
         {"json", no_argument, 0, O_JSON},
         {"sums", no_argument, 0, O_SUMS},
@@ -304,6 +328,7 @@ int main(int argc, char **argv)
         case O_CHECK: opt.check_sums = optarg; break;
         case O_NODIG: opt.no_digests = true; break;
         case O_DEEP: opt.deep = true; break;
+        case O_COMPONENT: opt.component = optarg; break;
         case O_MAXJ:
             if (!nf_parse_size(optarg, &v) || v == 0)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);
@@ -324,8 +349,9 @@ int main(int argc, char **argv)
     if (optind >= argc)
         return nf_usage_error("no artifact given");
     for (int i = optind; i < argc; i++)
-        if (!strcmp(argv[i], "-") && (opt.sums || opt.check_sums || opt.deep))
-            return nf_usage_error("--sums, --check-sums and --deep need artifact files, not '-'");
+        if (!strcmp(argv[i], "-") && (opt.sums || opt.check_sums || opt.deep || opt.component))
+            return nf_usage_error("--sums, --check-sums, --deep and --component need artifact "
+                                  "files, not '-'");
     if (opt.sums && opt.json)
         return nf_usage_error("--sums prints sha256sum lines; it does not combine with --json");
     int ex = 0, stdin_used = 0;

@@ -1,5 +1,6 @@
 /* nf_run.c — selection, materialization and checked projections. */
 #include "nf_run.h"
+#include "nf_select.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,70 +17,6 @@ typedef struct {
     size_t obj;
     uint64_t r0, r1;
 } view;
-
-static bool has_prefix(const char *name, const char *comp)
-{
-    size_t n = strlen(comp);
-    return !strncmp(name, comp, n) && name[n] == '/';
-}
-
-/* Which components run: the list, plus targets (spec 4.2: selecting mtp
- * loads text). Returns a malloc'ed bool per component, or NULL. */
-static bool *select_components(const nf_catalog *c, const char *list, nf_diags *d)
-{
-    bool *sel = calloc(c->n_components ? c->n_components : 1, sizeof *sel);
-    if (!sel)
-        return NULL;
-    if (!list) {
-        bool text = false;
-        for (size_t i = 0; i < c->n_components; i++)
-            if (!strcmp(c->components[i].id, "text"))
-                sel[i] = text = true;
-        if (!text)
-            for (size_t i = 0; i < c->n_components; i++)
-                sel[i] = true;
-    } else {
-        char *copy = strdup(list), *save = NULL;
-        for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
-            bool found = false;
-            for (size_t i = 0; i < c->n_components; i++)
-                if (!strcmp(c->components[i].id, t))
-                    sel[i] = found = true;
-            if (!found)
-                nf_diag_add(d, NF_C_COMPONENT_MISSING, "/components",
-                            "component \"%s\" was selected but the artifact does not provide it", t);
-        }
-        free(copy);
-    }
-    for (int pass = 0; pass < 8; pass++)
-        for (size_t i = 0; i < c->n_components; i++)
-            if (sel[i] && c->components[i].target)
-                for (size_t k = 0; k < c->n_components; k++)
-                    if (!strcmp(c->components[k].id, c->components[i].target))
-                        sel[k] = true;
-    return sel;
-}
-
-static bool binding_selected(const nf_catalog *c, const bool *sel, const char *name)
-{
-    for (size_t i = 0; i < c->n_components; i++)
-        if (sel[i] && (has_prefix(name, c->components[i].id) ||
-                       (!strcmp(c->components[i].id, "text") && has_prefix(name, "proposal"))))
-            return true;
-    return false;
-}
-
-static void mark_binding(const nf_binding *b, bool *need)
-{
-    if (!b->parts) {
-        if (b->obj != SIZE_MAX)
-            need[b->obj] = true;
-        return;
-    }
-    for (size_t k = 0; k < b->n_parts; k++)
-        if (b->parts[k].obj != SIZE_MAX)
-            need[b->parts[k].obj] = true;
-}
 
 /* Row views of a projection's binding (spec 7.3): the whole object, or parts
  * that are whole rows of rank-2 parents with one K. Returns the number of
@@ -135,7 +72,7 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
 {
     const nf_catalog *c = nf_artifact_catalog(a);
     *report = NULL;
-    bool *sel = select_components(c, o->components, d);
+    bool *sel = calloc(c->n_components ? c->n_components : 1, sizeof *sel);
     bool *need = calloc(c->n_objects ? c->n_objects : 1, sizeof *need);
     size_t *objs = calloc(c->n_objects ? c->n_objects : 1, sizeof *objs);
     size_t *slot = calloc(c->n_objects ? c->n_objects : 1, sizeof *slot);
@@ -148,16 +85,9 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         goto out;
     }
-    if (nf_diags_exit(d))
-        goto out;
     /* parents of the selected bindings and of their uses' auxiliaries */
-    for (size_t b = 0; b < c->n_bindings; b++)
-        if (binding_selected(c, sel, c->bindings[b].name))
-            mark_binding(&c->bindings[b].b, need);
-    for (size_t u = 0; u < c->n_uses; u++)
-        if (c->uses[u].parameter && binding_selected(c, sel, c->uses[u].parameter))
-            for (size_t k = 0; k < c->uses[u].n_aux; k++)
-                mark_binding(&c->uses[u].aux[k].b, need);
+    if (nf_select(c, o->components, false, sel, need, d) < 0 || nf_diags_exit(d))
+        goto out;
     for (size_t i = 0; i < c->n_objects; i++)
         if (need[i]) {
             slot[i] = nobj;
@@ -204,7 +134,7 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
     bool failed = false;
     for (size_t u = 0; u < c->n_uses; u++) {
         const nf_use *use = &c->uses[u];
-        if (!use->parameter || !binding_selected(c, sel, use->parameter))
+        if (!use->parameter || !nf_select_has(c, sel, use->parameter))
             continue;
         size_t bi = SIZE_MAX;
         for (size_t b = 0; b < c->n_bindings; b++)
