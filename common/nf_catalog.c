@@ -1225,14 +1225,37 @@ static bool is_lower_hex64(const char *s, size_t n)
 
 struct meta_ctx {
     pctx *x;
+    size_t cap; /* entries allocated in c->metadata */
 };
+
+static bool count_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
+{
+    (void)text;
+    (void)raw_name;
+    (void)value;
+    ((struct meta_ctx *)vctx)->cap++;
+    return true;
+}
 
 static bool meta_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
 {
-    pctx *x = ((struct meta_ctx *)vctx)->x;
+    struct meta_ctx *mc = vctx;
+    pctx *x = mc->x;
     nf_catalog *c = x->c;
-    /* raw names are compared escaped-insensitively through json-c's view */
-    char *rn = strndup(text + raw_name.start, raw_name.len);
+    if (c->n_metadata >= mc->cap)
+        return false;
+    /* a name without escapes is its own text; others are unescaped by
+     * parsing them as a JSON string */
+    const char *raw = text + raw_name.start;
+    if (!memchr(raw, '\\', raw_name.len)) {
+        if (raw_name.len != strlen("integrity") || memcmp(raw, "integrity", raw_name.len) != 0) {
+            nf_raw_member *r = &c->metadata[c->n_metadata++];
+            r->name = strndup(raw, raw_name.len);
+            r->raw_value = strndup(text + value.start, value.len);
+        }
+        return true;
+    }
+    char *rn = strndup(raw, raw_name.len);
     char *quoted = NULL;
     if (rn && asprintf(&quoted, "\"%s\"", rn) >= 0) {
         nf_diags tmp = NF_DIAGS_INIT;
@@ -1264,13 +1287,17 @@ static void parse_metadata(pctx *x, nf_jval *v)
         if (!s || n == 0)
             diag_at(x, NF_C_SCHEMA, "/metadata/name", "metadata name must be a non-empty string");
     }
-    size_t n = nf_jobj_len(v);
-    c->metadata = calloc(n ? n : 1, sizeof *c->metadata);
+    /* count the members in the text, not in json-c's tree: json-c merges
+     * names that differ only after a U+0000 ("a\u0000b", "a\u0000c") */
     static const char *const path[] = {"metadata", NULL};
     nf_span span;
-    struct meta_ctx mc = {x};
-    if (c->metadata && nf_jdoc_span(x->doc, path, &span))
-        nf_jspan_members(nf_jdoc_text(x->doc, NULL), span, meta_member, &mc);
+    struct meta_ctx mc = {x, 0};
+    if (nf_jdoc_span(x->doc, path, &span)) {
+        nf_jspan_members(nf_jdoc_text(x->doc, NULL), span, count_member, &mc);
+        c->metadata = calloc(mc.cap ? mc.cap : 1, sizeof *c->metadata);
+        if (c->metadata)
+            nf_jspan_members(nf_jdoc_text(x->doc, NULL), span, meta_member, &mc);
+    }
 
     if (!nf_jobj_has(v, "integrity"))
         return;
@@ -1376,13 +1403,11 @@ static void check_references(pctx *x)
             r->obj = nf_catalog_find(c, r->object);
             if (r->obj != SIZE_MAX && c->objects[r->obj].kind == NF_OBJ_RESOURCE)
                 continue;
-            char *p = ptr_fmt("%s/resources/%s", base, r->role ? r->role : "");
             char *pp = ptr_key(base, "resources");
             char *p2 = nf_ptr_join(pp, r->role ? r->role : "", r->role ? strlen(r->role) : 0);
             diag_at(x, NF_C_REFERENCE, p2, r->obj == SIZE_MAX ? "no object \"%s\""
                                                               : "\"%s\" is a tensor, not a resource",
                     r->object);
-            free(p);
             free(pp);
             free(p2);
         }
@@ -1463,14 +1488,7 @@ nf_catalog *nf_catalog_parse(const char *text, size_t len, nf_cat_mode mode,
             c->has_provenance = true;
         }
     }
-    if (mode == NF_CAT_ARTIFACT)
-        for (size_t i = 0; i < c->n_objects; i++) {
-            nf_object *o = &c->objects[i];
-            if (o->kind == NF_OBJ_RESOURCE && o->encoding_name &&
-                strcmp(o->encoding_name, "raw_bytes_v1") != 0) {
-                /* unknown encodings are reported when interpreted (DESIGN 13) */
-            }
-        }
+    /* unknown resource encodings are reported when interpreted (DESIGN 13) */
     check_ranges(&x, c->has_files ? c->payload_bytes : UINT64_MAX);
     check_references(&x);
     idmap_free(x.bindmap);
