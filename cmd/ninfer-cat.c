@@ -212,20 +212,7 @@ static int files_out(nf_artifact *a)
             return -1;
         }
     }
-    nf_jval *arr = nf_jnew_array();
-    for (size_t i = 0; i < c->n_files; i++) {
-        if (opt.component && !need[i])
-            continue;
-        nf_jval *f = nf_jnew_object();
-        nf_jobj_set(f, "index", nf_jnew_u64(i));
-        nf_jobj_set(f, "path", nf_jnew_string(i == 0 ? nf_basename(nf_artifact_path(a))
-                                                     : c->files[i].path));
-        nf_jobj_set(f, "payload_bytes", nf_jnew_u64(c->files[i].payload_bytes));
-        nf_jobj_set(f, "logical_offset", nf_jnew_u64(c->files[i].logical_offset));
-        nf_jobj_set(f, "file_bytes",
-                    nf_jnew_u64(nf_artifact_file_payload_start(a, i) + c->files[i].payload_bytes));
-        nf_jarr_push(arr, f);
-    }
+    nf_jval *arr = nf_files_json(a, opt.component ? need : NULL);
     free(need);
     size_t n;
     char *t = nf_jval_to_text(arr, true, &n);

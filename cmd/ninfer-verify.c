@@ -276,7 +276,7 @@ static int verify_one(const char *path)
             nf_jobj_set(rec, "artifact_id", nf_jnew_string(id));
             nf_jobj_set(rec, "json_bytes", nf_jnew_u64(h->json_bytes));
             nf_jobj_set(rec, "payload_bytes", nf_jnew_u64(c->payload_bytes));
-            nf_jobj_set(rec, "files", nf_jnew_u64(c->n_files));
+            nf_jobj_set(rec, "files", nf_files_json(a, NULL));
             nf_jobj_set(rec, "objects", nf_jnew_u64(c->n_objects));
             nf_jobj_set(rec, "digests_checked", nf_jnew_u64(checked));
         }

@@ -9,6 +9,8 @@
 
 #include "nf_util.h"
 
+#include <stdbool.h>
+
 const char *nf_prog = "ninfer";
 
 int nf_usage_error(const char *fmt, ...)
@@ -50,6 +52,26 @@ void nf_operand_close(nf_operand *op)
     nf_input_close(op->in);
     op->a = NULL;
     op->in = NULL;
+}
+
+nf_jval *nf_files_json(const nf_artifact *a, const bool *need)
+{
+    const nf_catalog *c = nf_artifact_catalog(a);
+    nf_jval *arr = nf_jnew_array();
+    for (size_t i = 0; arr && i < c->n_files; i++) {
+        if (need && !need[i])
+            continue;
+        nf_jval *f = nf_jnew_object();
+        nf_jobj_set(f, "index", nf_jnew_u64(i));
+        nf_jobj_set(f, "path", nf_jnew_string(i == 0 ? nf_basename(nf_artifact_path(a))
+                                                     : c->files[i].path ? c->files[i].path : ""));
+        nf_jobj_set(f, "payload_bytes", nf_jnew_u64(c->files[i].payload_bytes));
+        nf_jobj_set(f, "logical_offset", nf_jnew_u64(c->files[i].logical_offset));
+        nf_jobj_set(f, "file_bytes",
+                    nf_jnew_u64(nf_artifact_file_payload_start(a, i) + c->files[i].payload_bytes));
+        nf_jarr_push(arr, f);
+    }
+    return arr;
 }
 
 nf_jval *nf_diags_json(const nf_diags *d)

@@ -40,6 +40,12 @@ typedef struct {
 int nf_operand_open(nf_operand *op, const char *path, const nf_open_opts *o, nf_diags *d);
 void nf_operand_close(nf_operand *op);
 
+/* The files table as ninfer-cat --files shows it (DESIGN 6): an array of
+ * {"index", "path" (the entry's own file name for index 0),
+ * "payload_bytes", "logical_offset", "file_bytes"}; only files with
+ * need[i] when need is not NULL. */
+nf_jval *nf_files_json(const nf_artifact *a, const bool *need);
+
 /* The diagnostics as a JSON array of {"code","pointer","file","message"}. */
 nf_jval *nf_diags_json(const nf_diags *d);
 
