@@ -312,6 +312,35 @@ static int mkdir_p(const char *dir)
     return rc;
 }
 
+/* Temporaries of an earlier run that was killed (SIGKILL cannot clean up):
+ * ".<entry>[.part-N].tmp-<pid>-XXXXXX" whose writer process is gone. */
+static void remove_stale_temps(const char *dir, const char *entry)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return;
+    size_t el = strlen(entry);
+    struct dirent *de;
+    while ((de = readdir(dp)) != NULL) {
+        const char *n = de->d_name;
+        if (n[0] != '.' || strncmp(n + 1, entry, el) != 0)
+            continue;
+        const char *t = strstr(n + 1 + el, ".tmp-");
+        if (!t)
+            continue;
+        char *end = NULL;
+        long pid = strtol(t + 5, &end, 10);
+        if (pid <= 0 || !end || *end != '-' || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue;
+        char *full = nf_path_join(dir, n);
+        if (full) {
+            unlink(full);
+            free(full);
+        }
+    }
+    closedir(dp);
+}
+
 static bool same_file(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
@@ -417,6 +446,7 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
         writer_free(w);
         return NULL;
     }
+    remove_stale_temps(w->dir, w->entry_name);
     if (lstat(target, &st) == 0) {
         if (!o->force) {
             nf_diag_addf(d, NF_C_IO, target, "", "output exists; use --force to replace it");
