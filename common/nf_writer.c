@@ -218,8 +218,8 @@ static int temp_register(char *path)
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
-        int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-        for (int i = 0; i < 3; i++) {
+        int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+        for (int i = 0; i < 4; i++) {
             struct sigaction prev;
             sigaction(sigs[i], NULL, &prev);
             if (prev.sa_handler != SIG_IGN)
