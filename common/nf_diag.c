@@ -82,9 +82,34 @@ int nf_exit_combine(int a, int b)
     return rank(a) >= rank(b) ? a : b;
 }
 
+/* A pointer, file or message longer than this (one that quotes a hostile
+ * 50 MB name, say) is cut at a UTF-8 boundary and ends in "...": a full
+ * list of records stays a few MB, never gigabytes (DESIGN 3). */
+#define NF_DIAG_MAX_TEXT 4096
+
+static size_t capped_len(const char *s, size_t n)
+{
+    if (n <= NF_DIAG_MAX_TEXT)
+        return n;
+    n = NF_DIAG_MAX_TEXT - 3;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
 static char *dupn(const char *s)
 {
-    return strdup(s ? s : "");
+    if (!s)
+        s = "";
+    size_t n = strlen(s), k = capped_len(s, n);
+    char *r = malloc(k + (k < n ? 4 : 1));
+    if (!r)
+        return NULL;
+    memcpy(r, s, k);
+    if (k < n)
+        memcpy(r + k, "...", 3), k += 3;
+    r[k] = 0;
+    return r;
 }
 
 static void add_record(nf_diags *d, nf_code code, const char *file,
@@ -113,6 +138,11 @@ static void add_record(nf_diags *d, nf_code code, const char *file,
     r->code = code;
     r->pointer = dupn(pointer);
     r->file = dupn(file ? file : d->file);
+    if (msg && strlen(msg) > NF_DIAG_MAX_TEXT) {
+        char *m = dupn(msg);
+        free(msg);
+        msg = m;
+    }
     r->message = msg ? msg : strdup("(out of memory)");
     if (!r->pointer || !r->file || !r->message) {
         free(r->pointer);
