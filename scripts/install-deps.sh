@@ -7,7 +7,7 @@
 #       we are root or sudo works without a password; else stop with the
 #       exact command to run.
 set -u
-PKGS="build-essential pkg-config libjson-c-dev libzstd-dev libssl-dev bats zstd openssl"
+PKGS="build-essential pkg-config libjson-c-dev libzstd-dev libssl-dev bats zstd openssl time"
 mode=${1:-install}
 
 missing=""
