@@ -2,6 +2,7 @@
 #include "nf_io.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -237,6 +238,10 @@ ssize_t nf_pread_full(int fd, void *buf, size_t n, uint64_t off)
 
 nf_output *nf_output_open_fd(int fd, int zstd_level, bool own_fd)
 {
+    /* a stream redirected to a file past RLIMIT_FSIZE (ulimit -f): the write
+     * fails with EFBIG, an I/O error the caller reports, instead of SIGXFSZ
+     * killing the process */
+    signal(SIGXFSZ, SIG_IGN);
     nf_output *o = calloc(1, sizeof *o);
     if (!o)
         return NULL;

@@ -341,6 +341,38 @@ static void remove_stale_temps(const char *dir, const char *entry)
     closedir(dp);
 }
 
+/* Without an entry, parts named "<entry>.part-N" are leftovers of an
+ * interrupted run (DESIGN 3): the new set replaced those it names; the rest
+ * would only confuse the next reader, so they go too. */
+static void remove_surplus_leftovers(nf_writer *w)
+{
+    DIR *dp = opendir(w->dir);
+    if (!dp)
+        return;
+    size_t el = strlen(w->entry_name);
+    struct dirent *de;
+    while ((de = readdir(dp)) != NULL) {
+        const char *n = de->d_name;
+        if (strncmp(n, w->entry_name, el) != 0 || strncmp(n + el, ".part-", 6) != 0)
+            continue;
+        const char *q = n + el + 6;
+        if (!*q || strspn(q, "0123456789") != strlen(q))
+            continue;
+        bool ours = false;
+        for (size_t i = 1; i < w->n_files; i++)
+            ours |= w->plan.files[i].path && strcmp(w->plan.files[i].path, n) == 0;
+        if (ours)
+            continue;
+        char *full = nf_path_join(w->dir, n);
+        if (full) {
+            fprintf(stderr, "%s: %s: removing a leftover part with no entry\n", g_prog, full);
+            unlink(full);
+            free(full);
+        }
+    }
+    closedir(dp);
+}
+
 static bool same_file(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
@@ -366,6 +398,10 @@ static void collect_old_parts(nf_writer *w)
 
 static nf_writer *writer_new(const nf_plan *plan, nf_diags *d)
 {
+    /* a write past RLIMIT_FSIZE (ulimit -f) must fail with EFBIG, which is
+     * reported (io, exit 3) and cleaned up, rather than kill the process
+     * with SIGXFSZ and leave its temporaries behind */
+    signal(SIGXFSZ, SIG_IGN);
     nf_writer *w = calloc(1, sizeof *w);
     if (!w)
         goto oom;
@@ -469,16 +505,24 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
             writer_free(w);
             return NULL;
         }
+        /* create and register with signals blocked: no moment where a
+         * signal could leave an unregistered temporary behind */
+        sigset_t old;
+        block_signals(&old);
         int fd = mkostemp(t, O_CLOEXEC);
+        int e = errno;
+        if (fd >= 0) {
+            w->tmp[i] = t;
+            temp_register(t);
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
         if (fd < 0) {
             nf_diag_addf(d, NF_C_IO, w->final[i], "", "cannot create a temporary file in %s: %s",
-                         w->dir, strerror(errno));
+                         w->dir, strerror(e));
             free(t);
             writer_free(w);
             return NULL;
         }
-        w->tmp[i] = t;
-        temp_register(t);
         w->fds[i] = fd;
         fchmod(fd, 0644 & ~0u);
         /* the full length up front: gaps between objects read as zeros */
@@ -784,6 +828,8 @@ int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d)
         if (w->n_files == 1)
             break;
     }
+    if (!w->replace_entry)
+        remove_surplus_leftovers(w);
     for (size_t j = 0; j < w->n_old_parts; j++) {
         bool keep = false;
         for (size_t i = 1; i < w->n_files; i++)
