@@ -124,8 +124,22 @@ static int seg_out(void *ctx, size_t file, int fd, uint64_t foff, uint64_t roff,
 /* Payload range from a file artifact or (in order) from a stream. */
 static int range_out(nf_artifact *a, uint64_t off, uint64_t len)
 {
-    if (!nf_artifact_is_stream(a))
+    if (!nf_artifact_is_stream(a)) {
+        /* open (and check) every file the range needs before writing a byte */
+        const nf_catalog *c = nf_artifact_catalog(a);
+        bool *need = calloc(c->n_files, sizeof *need);
+        if (!need)
+            return -1;
+        nf_artifact_files_touched(a, off, len, need);
+        int bad = 0;
+        for (size_t i = 0; i < c->n_files; i++)
+            if (need[i] && nf_artifact_file_fd(a, i, &d) < 0)
+                bad = 1;
+        free(need);
+        if (bad)
+            return -1;
         return nf_artifact_segments(a, off, len, seg_out, NULL, &d) ? -1 : 0;
+    }
     uint64_t end;
     const nf_catalog *c = nf_artifact_catalog(a);
     if (!nf_add_u64(off, len, &end) || end > c->payload_bytes) {
@@ -212,6 +226,7 @@ static int files_out(nf_artifact *a)
             return -1;
         }
     }
+    need[0] = true; /* the entry: header and catalog are always read */
     nf_jval *arr = nf_files_json(a, opt.component ? need : NULL);
     free(need);
     size_t n;

@@ -1,4 +1,5 @@
 /* ninfer-verify — check artifacts: framing, catalog, files, fill, digests. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,7 +362,9 @@ int main(int argc, char **argv)
     }
     for (int i = optind; i < argc; i++)
         ex = nf_exit_combine(ex, verify_one(argv[i]));
-    if (fflush(stdout) != 0)
-        return NF_EXIT_IO;
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "%s: write error on standard output: %s\n", nf_prog, strerror(errno));
+        return nf_exit_combine(ex, NF_EXIT_IO);
+    }
     return ex;
 }

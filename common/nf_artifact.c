@@ -142,9 +142,11 @@ static int setup_files(nf_artifact *a, nf_diags *d)
     }
     for (size_t i = 0; i < a->n_files; i++) {
         a->fds[i] = -1;
+        /* an entry named without a directory keeps its parts' names bare */
         a->file_paths[i] = i == 0 ? strdup(a->path)
-                                  : (c->files[i].path ? nf_path_join(a->dir, c->files[i].path)
-                                                      : NULL);
+                           : !c->files[i].path ? NULL
+                           : strchr(a->path, '/') ? nf_path_join(a->dir, c->files[i].path)
+                                                  : strdup(c->files[i].path);
         if (i > 0 && !c->files[i].path)
             a->fstate[i] = F_FAILED; /* invalid path already reported */
     }
