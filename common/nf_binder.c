@@ -1072,3 +1072,95 @@ unsigned nf_part_spans(const nf_tensor_enc *te, uint64_t begin, uint64_t end, nf
     }
     return n;
 }
+
+/* ---- extraction ---------------------------------------------------------------- */
+
+int nf_binding_extract(nf_artifact *a, const nf_binding *b, nf_extract_dtype dt,
+                       nf_extract_sink sink, void *ctx, nf_diags *d)
+{
+    const nf_catalog *c = nf_artifact_catalog(a);
+    size_t np = b->parts ? b->n_parts : 1, cached = SIZE_MAX;
+    uint8_t *obj = NULL;
+    nf_tensor_enc te;
+    int rc = 0;
+    enum { CHUNK = 1 << 16 };
+    void *out = malloc(CHUNK * 4);
+    if (!out) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < np && rc == 0; i++) {
+        size_t oi = b->parts ? b->parts[i].obj : b->obj;
+        if (oi >= c->n_objects || c->objects[oi].kind != NF_OBJ_TENSOR) {
+            nf_diag_add(d, NF_C_REFERENCE, "", "binding refers to no tensor object");
+            rc = -1;
+            break;
+        }
+        const nf_object *o = &c->objects[oi];
+        char *ptr = nf_ptr_index("/objects", oi);
+        if (oi != cached) {
+            const char *why = NULL;
+            nf_enc_status st = nf_tensor_enc_init(&te, o->format, o->layout, o->dims, o->rank,
+                                                  o->divisors, &why);
+            if (st != NF_ENC_OK) {
+                nf_diag_add(d, st == NF_ENC_UNSUPPORTED ? NF_C_UNSUPPORTED : NF_C_ENCODING,
+                            ptr ? ptr : "", "object \"%s\": cannot decode %s/%s%s%s", o->id,
+                            o->format_name, o->layout_name, why ? ": " : "", why ? why : "");
+                free(ptr);
+                rc = -1;
+                break;
+            }
+            if (dt == NF_EXTRACT_I32 && o->format != NF_FMT_INT32) {
+                nf_diag_add(d, NF_C_UNSUPPORTED, ptr ? ptr : "",
+                            "object \"%s\" is %s; --dtype i32 takes int32 objects", o->id,
+                            o->format_name);
+                free(ptr);
+                rc = -1;
+                break;
+            }
+            free(obj);
+            obj = o->bytes <= SIZE_MAX ? malloc(o->bytes ? (size_t)o->bytes : 1) : NULL;
+            if (!obj) {
+                nf_diag_add(d, NF_C_IO, ptr ? ptr : "", "out of memory for object \"%s\"", o->id);
+                free(ptr);
+                rc = -1;
+                break;
+            }
+            if (nf_artifact_read(a, o->offset, obj, (size_t)o->bytes, d) < 0) {
+                free(ptr);
+                rc = -1;
+                break;
+            }
+            cached = oi;
+        }
+        uint64_t e0 = b->parts ? b->parts[i].begin : 0;
+        uint64_t e1 = b->parts ? b->parts[i].end : te.enc.elements;
+        for (uint64_t e = e0; e < e1 && rc == 0; e += CHUNK) {
+            uint64_t n = e1 - e < CHUNK ? e1 - e : CHUNK;
+            int r;
+            size_t bytes;
+            if (dt == NF_EXTRACT_I32) {
+                memcpy(out, obj + e * 4, (size_t)n * 4);
+                r = 0;
+                bytes = (size_t)n * 4;
+            } else if (dt == NF_EXTRACT_BF16) {
+                r = nf_decode_elems_bf16(&te, obj, o->bytes, e, e + n, out);
+                bytes = (size_t)n * 2;
+            } else {
+                r = nf_decode_elems_f32(&te, obj, o->bytes, e, e + n, out);
+                bytes = (size_t)n * 4;
+            }
+            if (r) {
+                nf_diag_add(d, NF_C_CODES, ptr ? ptr : "", "object \"%s\": %s", o->id,
+                            nf_codec_strerror(r));
+                rc = -1;
+            } else {
+                rc = sink(ctx, out, bytes);
+            }
+        }
+        free(ptr);
+    }
+    free(obj);
+    free(out);
+    return rc;
+}

@@ -220,6 +220,27 @@ typedef struct {
 unsigned nf_part_spans(const nf_tensor_enc *te, uint64_t begin, uint64_t end,
                        nf_plane_span *out, bool *view);
 
+/* ---- extraction (ninfer-bind --extract; spec 7.1, 11.2) ------------------- */
+
+typedef enum {
+    NF_EXTRACT_F32,  /* decoded values as little-endian binary32 */
+    NF_EXTRACT_BF16, /* decoded values rounded to bf16 (bf16 objects: their words) */
+    NF_EXTRACT_I32,  /* the int32 words of int32 objects (others: unsupported) */
+} nf_extract_dtype;
+
+/* Decode the logical elements of binding b (whole object, or its parts
+ * joined in order, spec 7.1) of the file artifact a and hand them to sink
+ * in order, in chunks (sink returns 0 to go on; non-zero stops with that
+ * result). Objects are read with range reads (a part's object once, however
+ * many parts use it in a row) and decoded with nf_codec (any format).
+ * Returns 0, the sink's non-zero result, or -1 with diagnostics:
+ * unsupported (an unknown format/layout; i32 from a non-int32 object),
+ * reference (an unresolved object), io/part-missing/length (reads), and
+ * codes for a failing decode. */
+typedef int (*nf_extract_sink)(void *ctx, const void *buf, size_t bytes);
+int nf_binding_extract(nf_artifact *a, const nf_binding *b, nf_extract_dtype dt,
+                       nf_extract_sink sink, void *ctx, nf_diags *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,1401 @@
+/* nf_import.c — checkpoints (Hugging Face safetensors, GGUF) to manifests
+ * with the binder's logical names. */
+#include "nf_import.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nf_binder.h"
+#include "nf_digest.h"
+#include "nf_gguf.h"
+#include "nf_io.h"
+#include "nf_json.h"
+#include "nf_safetensors.h"
+#include "nf_util.h"
+
+#define MAX_CONFIG_BYTES (64ull << 20)
+#define MAX_INDEX_BYTES (256ull << 20)
+
+static const char *const frontend_files[] = {
+    "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "chat_template.json",
+    "generation_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
+    "merges.txt", "tokenizer.model", "vocab.txt", NULL,
+};
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static void warnf(const nf_import_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void warnf(const nf_import_opts *o, const char *fmt, ...)
+{
+    if (!o->warn)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    o->warn(o->warn_ctx, msg);
+}
+
+static bool is_file(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static bool ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* Read a whole file of at most cap bytes. NULL with an io/header
+ * diagnostic naming the file. */
+static char *slurp(const char *path, uint64_t cap, size_t *len, nf_diags *d)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot read: %s",
+                     fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if ((uint64_t)sb.st_size > cap) {
+        nf_diag_addf(d, NF_C_RANGE, path, "", "%llu bytes is over the %llu-byte cap",
+                     (unsigned long long)sb.st_size, (unsigned long long)cap);
+        close(fd);
+        return NULL;
+    }
+    char *t = malloc((size_t)sb.st_size + 1);
+    ssize_t n = t ? nf_pread_full(fd, t, (size_t)sb.st_size, 0) : -ENOMEM;
+    close(fd);
+    if (n != sb.st_size) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot read: %s", n < 0 ? strerror((int)-n) : "short read");
+        free(t);
+        return NULL;
+    }
+    t[n] = 0;
+    *len = (size_t)n;
+    return t;
+}
+
+static char *absdup(const char *p)
+{
+    char buf[PATH_MAX];
+    return realpath(p, buf) ? strdup(buf) : strdup(p);
+}
+
+/* A string -> index map (open addressing, FNV-1a). */
+typedef struct {
+    char **k;
+    size_t *v;
+    size_t cap, n;
+} strmap;
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool sm_grow(strmap *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 1024;
+    char **k = calloc(cap, sizeof *k);
+    size_t *v = calloc(cap, sizeof *v);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return false;
+    }
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->k[i]) {
+            size_t j = fnv(m->k[i]) & (cap - 1);
+            while (k[j])
+                j = (j + 1) & (cap - 1);
+            k[j] = m->k[i];
+            v[j] = m->v[i];
+        }
+    free(m->k);
+    free(m->v);
+    m->k = k;
+    m->v = v;
+    m->cap = cap;
+    return true;
+}
+
+static size_t sm_get(const strmap *m, const char *key)
+{
+    if (!m->cap)
+        return SIZE_MAX;
+    for (size_t j = fnv(key) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1))
+        if (strcmp(m->k[j], key) == 0)
+            return m->v[j];
+    return SIZE_MAX;
+}
+
+static bool sm_put(strmap *m, const char *key, size_t val)
+{
+    if ((m->n + 1) * 2 > m->cap && !sm_grow(m))
+        return false;
+    size_t j = fnv(key) & (m->cap - 1);
+    while (m->k[j]) {
+        if (strcmp(m->k[j], key) == 0) {
+            m->v[j] = val;
+            return true;
+        }
+        j = (j + 1) & (m->cap - 1);
+    }
+    if (!(m->k[j] = strdup(key)))
+        return false;
+    m->v[j] = val;
+    m->n++;
+    return true;
+}
+
+static void sm_free(strmap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->k[i]);
+    free(m->k);
+    free(m->v);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- the checkpoint ----------------------------------------------------------- */
+
+typedef enum { DT_F32, DT_F16, DT_BF16, DT_OTHER } src_dt;
+
+typedef struct {
+    bool gguf;
+    char *dir;                /* directory of the checkpoint files (absolute) */
+    nf_gguf *g;
+    char *gguf_path;
+    nf_safetensors **st;
+    char **st_path;           /* absolute */
+    size_t n_st;
+    bool **used;              /* per shard (or [0] for GGUF), per tensor */
+    strmap where;             /* tensor name -> shard << 32 | index (safetensors) */
+} ckpt;
+
+typedef struct {
+    const char *name;         /* as found in the checkpoint */
+    const char *path;         /* absolute file */
+    unsigned rank;
+    uint64_t dims[NF_MAX_RANK];
+    src_dt dt;
+    const char *dt_name;
+    char tb[32];
+} ck_t;
+
+static void ck_free(ckpt *c)
+{
+    for (size_t i = 0; i < c->n_st; i++) {
+        nf_safetensors_free(c->st[i]);
+        free(c->st_path[i]);
+        if (c->used)
+            free(c->used[i]);
+    }
+    if (c->gguf && c->used)
+        free(c->used[0]);
+    free(c->used);
+    free(c->st);
+    free(c->st_path);
+    nf_gguf_free(c->g);
+    free(c->gguf_path);
+    free(c->dir);
+    sm_free(&c->where);
+}
+
+static bool ck_find_exact(ckpt *c, const char *name, ck_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c->gguf) {
+        const nf_gguf_tensor *t = nf_gguf_find_tensor(c->g, name);
+        if (!t)
+            return false;
+        out->name = t->name;
+        out->path = c->gguf_path;
+        out->rank = t->n_dims;
+        nf_gguf_hf_dims(t, out->dims);
+        out->dt = t->type == NF_GGML_F32 ? DT_F32 : t->type == NF_GGML_F16 ? DT_F16
+                : t->type == NF_GGML_BF16 ? DT_BF16 : DT_OTHER;
+        out->dt_name = nf_ggml_type_name(t->type, out->tb);
+        c->used[0][t - c->g->tensors] = true;
+        return true;
+    }
+    size_t w = sm_get(&c->where, name);
+    if (w == SIZE_MAX)
+        return false;
+    size_t s = w >> 32, i = w & 0xffffffffu;
+    const nf_st_tensor *t = &c->st[s]->tensors[i];
+    out->name = t->name;
+    out->path = c->st_path[s];
+    out->rank = t->rank;
+    memcpy(out->dims, t->dims, sizeof out->dims);
+    out->dt = !strcmp(t->dtype, "F32") ? DT_F32 : !strcmp(t->dtype, "F16") ? DT_F16
+            : !strcmp(t->dtype, "BF16") ? DT_BF16 : DT_OTHER;
+    out->dt_name = t->dtype;
+    c->used[s][i] = true;
+    return true;
+}
+
+/* Hugging Face names may carry the multimodal prefix model.language_model. */
+static bool ck_find(ckpt *c, const char *name, ck_t *out)
+{
+    if (ck_find_exact(c, name, out))
+        return true;
+    if (!c->gguf && strncmp(name, "model.", 6) == 0) {
+        char alt[1024];
+        snprintf(alt, sizeof alt, "model.language_model.%s", name + 6);
+        return ck_find_exact(c, alt, out);
+    }
+    return false;
+}
+
+static bool ck_add_shard(ckpt *c, const char *path, nf_diags *d)
+{
+    nf_diags local = NF_DIAGS_INIT;
+    local.file = path;
+    nf_safetensors *st = nf_safetensors_open(path, &local);
+    nf_diags_move(d, &local);
+    nf_diags_free(&local);
+    if (!st)
+        return false;
+    size_t n = c->n_st;
+    nf_safetensors **v = realloc(c->st, (n + 1) * sizeof *v);
+    char **p = v ? realloc(c->st_path, (n + 1) * sizeof *p) : NULL;
+    bool **u = p ? realloc(c->used, (n + 1) * sizeof *u) : NULL;
+    if (v)
+        c->st = v;
+    if (p)
+        c->st_path = p;
+    if (u)
+        c->used = u;
+    if (!u || !(c->used[n] = calloc(st->n_tensors + 1, 1)) || !(c->st_path[n] = absdup(path))) {
+        nf_safetensors_free(st);
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    c->st[n] = st;
+    c->n_st = n + 1;
+    for (size_t i = 0; i < st->n_tensors; i++) {
+        if (sm_get(&c->where, st->tensors[i].name) != SIZE_MAX) {
+            nf_diag_addf(d, NF_C_DUPLICATE_MEMBER, path, "",
+                         "tensor \"%s\" is also in another shard", st->tensors[i].name);
+            return false;
+        }
+        if (!sm_put(&c->where, st->tensors[i].name, (n << 32) | i)) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            return false;
+        }
+    }
+    return true;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The shards an index lists, in order of first appearance; every one must
+ * exist (a missing shard is `io`, exit 3, naming it). */
+static bool open_index(ckpt *c, const char *index_path, nf_diags *d)
+{
+    size_t len;
+    char *text = slurp(index_path, MAX_INDEX_BYTES, &len, d);
+    if (!text)
+        return false;
+    nf_diags local = NF_DIAGS_INIT;
+    local.file = index_path;
+    nf_jdoc *doc = nf_jdoc_parse(text, len, 0, &local);
+    free(text);
+    nf_jval *wm = doc ? nf_jobj_get(nf_jdoc_root(doc), "weight_map") : NULL;
+    if (doc && nf_jtype_of(wm) != NF_J_OBJECT)
+        nf_diag_add(&local, NF_C_SCHEMA, "/weight_map", "the index needs a \"weight_map\" object");
+    bool ok = doc && nf_jtype_of(wm) == NF_J_OBJECT;
+    char **shards = NULL;
+    size_t n = 0;
+    if (ok) {
+        shards = calloc(nf_jobj_len(wm) + 1, sizeof *shards);
+        strmap seen = {0};
+        nf_jiter it = nf_jobj_iter(wm);
+        const char *k;
+        nf_jval *v;
+        while (ok && shards && nf_jobj_next(&it, &k, &v)) {
+            const char *f = nf_jstr(v, NULL);
+            if (!f || !*f || strchr(f, '/')) {
+                char *q = nf_ptr_join("/weight_map", k, strlen(k));
+                nf_diag_add(&local, NF_C_SCHEMA, q ? q : "",
+                            "a shard must be a file name in the checkpoint's directory");
+                free(q);
+                ok = false;
+            } else if (sm_get(&seen, f) == SIZE_MAX) {
+                sm_put(&seen, f, n);
+                shards[n++] = (char *)f;
+            }
+        }
+        sm_free(&seen);
+        ok = ok && shards;
+    }
+    if (ok)
+        qsort(shards, n, sizeof *shards, str_cmp);
+    size_t missing = 0, first_missing = 0;
+    for (size_t i = 0; ok && i < n; i++) {
+        char *p = nf_path_join(c->dir, shards[i]);
+        if (p && !is_file(p) && missing++ == 0)
+            first_missing = i;
+        free(p);
+    }
+    if (missing) {
+        char *p = nf_path_join(c->dir, shards[first_missing]);
+        nf_diag_addf(&local, NF_C_IO, p ? p : shards[first_missing], "",
+                     "shard \"%s\" of %s is missing%s", shards[first_missing],
+                     nf_basename(index_path), missing > 1 ? " (and others)" : "");
+        free(p);
+    }
+    ok = ok && !nf_diags_exit(&local);
+    for (size_t i = 0; ok && i < n; i++) {
+        char *p = nf_path_join(c->dir, shards[i]);
+        ok = p && ck_add_shard(c, p, &local);
+        free(p);
+    }
+    /* every name of the map is where the map says */
+    nf_jiter it = nf_jobj_iter(wm);
+    const char *k;
+    nf_jval *v;
+    while (ok && nf_jobj_next(&it, &k, &v)) {
+        size_t w = sm_get(&c->where, k);
+        if (w == SIZE_MAX || strcmp(nf_basename(c->st_path[w >> 32]), nf_jstr(v, NULL)) != 0) {
+            char *q = nf_ptr_join("/weight_map", k, strlen(k));
+            nf_diag_add(&local, NF_C_REFERENCE, q ? q : "", "tensor \"%s\" is not in shard \"%s\"", k,
+                        nf_jstr(v, NULL));
+            free(q);
+            ok = false;
+        }
+    }
+    free(shards);
+    nf_jdoc_free(doc);
+    nf_diags_move(d, &local);
+    nf_diags_free(&local);
+    return ok;
+}
+
+/* ---- configs ------------------------------------------------------------------ */
+
+typedef struct {
+    nf_jval *obj;
+    const char *text;
+} cfg_copy_ctx;
+
+/* Copy every member of the object at span obj as raw text, leaving out
+ * names in skip (NULL-ended). */
+static nf_jval *copy_members(const nf_jdoc *doc, const char *const *path, const char *const *skip)
+{
+    size_t tl;
+    const char *text = nf_jdoc_text(doc, &tl);
+    nf_jval *src = nf_jdoc_root(doc);
+    for (const char *const *p = path; *p; p++)
+        src = nf_jobj_get(src, *p);
+    nf_jval *out = nf_jnew_object();
+    if (!out || nf_jtype_of(src) != NF_J_OBJECT)
+        return out;
+    nf_jiter it = nf_jobj_iter(src);
+    const char *k;
+    nf_jval *v;
+    while (nf_jobj_next(&it, &k, &v)) {
+        bool skipped = false;
+        for (const char *const *s = skip; s && *s; s++)
+            skipped |= strcmp(*s, k) == 0;
+        if (skipped)
+            continue;
+        const char *mp[8];
+        size_t n = 0;
+        for (const char *const *p = path; *p && n < 6; p++)
+            mp[n++] = *p;
+        mp[n++] = k;
+        mp[n] = NULL;
+        nf_span sp;
+        if (nf_jdoc_span(doc, mp, &sp))
+            nf_jobj_set(out, k, nf_jnew_raw(text + sp.start, sp.len));
+    }
+    (void)v;
+    return out;
+}
+
+/* The normalised text config (spec 4.2) of a Hugging Face config.json:
+ * returned as JSON text; NULL with diagnostics. */
+static char *hf_config(const char *path, nf_diags *d)
+{
+    size_t len;
+    char *text = slurp(path, MAX_CONFIG_BYTES, &len, d);
+    if (!text)
+        return NULL;
+    nf_diags local = NF_DIAGS_INIT;
+    local.file = path;
+    nf_jdoc *doc = nf_jdoc_parse(text, len, 0, &local);
+    free(text);
+    char *out = NULL;
+    if (doc && nf_jtype_of(nf_jdoc_root(doc)) != NF_J_OBJECT)
+        nf_diag_add(&local, NF_C_SCHEMA, "", "config must be a JSON object");
+    else if (doc) {
+        nf_jval *root = nf_jdoc_root(doc);
+        nf_jval *tc = nf_jobj_get(root, "text_config");
+        if (nf_jtype_of(tc) == NF_J_OBJECT) {
+            static const char *const tp[] = {"text_config", NULL};
+            nf_jval *o = copy_members(doc, tp, NULL);
+            if (o && !nf_jobj_has(tc, "architectures")) {
+                nf_jval *a = nf_jobj_get(root, "architectures");
+                const char *top = nf_jtype_of(a) == NF_J_ARRAY ? nf_jstr(nf_jarr_get(a, 0), NULL) : NULL;
+                char name[256];
+                if (top && ends_with(top, "ForConditionalGeneration") && strlen(top) < 200) {
+                    snprintf(name, sizeof name, "%.*sForCausalLM",
+                             (int)(strlen(top) - strlen("ForConditionalGeneration")), top);
+                    nf_jval *arr = nf_jnew_array();
+                    nf_jarr_push(arr, nf_jnew_string(name));
+                    nf_jobj_set(o, "architectures", arr);
+                }
+            }
+            if (o && !nf_jobj_has(tc, "tie_word_embeddings")) {
+                static const char *const p2[] = {"tie_word_embeddings", NULL};
+                nf_span sp;
+                size_t tl;
+                const char *t = nf_jdoc_text(doc, &tl);
+                if (nf_jdoc_span(doc, p2, &sp))
+                    nf_jobj_set(o, "tie_word_embeddings", nf_jnew_raw(t + sp.start, sp.len));
+            }
+            out = o ? nf_jval_to_text(o, false, NULL) : NULL;
+            nf_jval_free(o);
+        } else {
+            size_t tl;
+            const char *t = nf_jdoc_text(doc, &tl);
+            nf_span sp = nf_jspan_root(t, tl);
+            out = strndup(t + sp.start, sp.len);
+        }
+        if (!out)
+            nf_diag_add(&local, NF_C_IO, "", "out of memory");
+    }
+    nf_jdoc_free(doc);
+    nf_diags_move(d, &local);
+    nf_diags_free(&local);
+    return out;
+}
+
+/* llama.cpp architecture -> Hugging Face architecture and model_type. */
+static const struct {
+    const char *gguf, *arch, *model_type;
+} gguf_archs[] = {
+    {"llama", "LlamaForCausalLM", "llama"},       {"qwen2", "Qwen2ForCausalLM", "qwen2"},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3"},       {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"phi3", "Phi3ForCausalLM", "phi3"},          {"gpt2", "GPT2LMHeadModel", "gpt2"},
+    {"mistral", "MistralForCausalLM", "mistral"}, {"gemma", "GemmaForCausalLM", "gemma"},
+};
+
+static void set_kv(nf_jval *o, const nf_gguf *g, const char *hf_key, const char *arch,
+                   const char *suffix)
+{
+    char key[256];
+    snprintf(key, sizeof key, "%s%s%s", arch ? arch : "", arch ? "." : "", suffix);
+    const nf_gguf_kv *kv = nf_gguf_find_kv(g, key);
+    if (!kv || kv->type == NF_GGUF_ARRAY)
+        return;
+    size_t len;
+    char *j = nf_gguf_kv_json(g, kv, &len);
+    if (j)
+        nf_jobj_set(o, hf_key, nf_jnew_raw(j, len));
+    free(j);
+}
+
+/* A Hugging Face-style config from a GGUF's keys (as JSON text). */
+static char *gguf_config(const nf_gguf *g, const char *arch, nf_diags *d)
+{
+    nf_jval *o = nf_jnew_object();
+    if (!o) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof gguf_archs / sizeof *gguf_archs; i++)
+        if (strcmp(gguf_archs[i].gguf, arch) == 0) {
+            nf_jval *a = nf_jnew_array();
+            nf_jarr_push(a, nf_jnew_string(gguf_archs[i].arch));
+            nf_jobj_set(o, "architectures", a);
+            nf_jobj_set(o, "model_type", nf_jnew_string(gguf_archs[i].model_type));
+        }
+    if (!nf_jobj_has(o, "model_type"))
+        nf_jobj_set(o, "model_type", nf_jnew_string(arch));
+    static const struct {
+        const char *hf, *suffix;
+    } keys[] = {
+        {"hidden_size", "embedding_length"},
+        {"intermediate_size", "feed_forward_length"},
+        {"num_hidden_layers", "block_count"},
+        {"num_attention_heads", "attention.head_count"},
+        {"num_key_value_heads", "attention.head_count_kv"},
+        {"head_dim", "attention.key_length"},
+        {"max_position_embeddings", "context_length"},
+        {"rms_norm_eps", "attention.layer_norm_rms_epsilon"},
+        {"layer_norm_epsilon", "attention.layer_norm_epsilon"},
+        {"rope_theta", "rope.freq_base"},
+        {"num_experts", "expert_count"},
+        {"num_experts_per_tok", "expert_used_count"},
+        {"moe_intermediate_size", "expert_feed_forward_length"},
+        {"vocab_size", "vocab_size"},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        set_kv(o, g, keys[i].hf, arch, keys[i].suffix);
+    if (!nf_jobj_has(o, "vocab_size")) {
+        const nf_gguf_tensor *e = nf_gguf_find_tensor(g, "token_embd.weight");
+        const nf_gguf_kv *tok = nf_gguf_find_kv(g, "tokenizer.ggml.tokens");
+        if (e && e->n_dims == 2)
+            nf_jobj_set(o, "vocab_size", nf_jnew_u64(e->ne[1]));
+        else if (tok && tok->type == NF_GGUF_ARRAY)
+            nf_jobj_set(o, "vocab_size", nf_jnew_u64(tok->n_elems));
+    }
+    if (strcmp(arch, "qwen3moe") == 0 && nf_jobj_has(o, "num_experts")) {
+        nf_jobj_set(o, "decoder_sparse_step", nf_jnew_u64(1));
+        nf_jobj_set(o, "mlp_only_layers", nf_jnew_array());
+    }
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    const nf_gguf_kv *rs = nf_gguf_find_kv(g, key);
+    if (rs) {
+        nf_jval *r = nf_jnew_object();
+        set_kv(r, g, "rope_type", arch, "rope.scaling.type");
+        set_kv(r, g, "factor", arch, "rope.scaling.factor");
+        nf_jobj_set(o, "rope_scaling", r);
+    }
+    set_kv(o, g, "bos_token_id", NULL, "tokenizer.ggml.bos_token_id");
+    set_kv(o, g, "eos_token_id", NULL, "tokenizer.ggml.eos_token_id");
+    if (g->n_tensors)
+        nf_jobj_set(o, "tie_word_embeddings", nf_jnew_bool(!nf_gguf_find_tensor(g, "output.weight")));
+    char *t = nf_jval_to_text(o, false, NULL);
+    nf_jval_free(o);
+    if (!t)
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    return t;
+}
+
+/* ---- the manifest --------------------------------------------------------------- */
+
+typedef struct {
+    const nf_import_opts *o;
+    nf_diags *d;
+    ckpt *c;
+    nf_jval *objects, *bindings, *uses;
+    strmap objs;      /* object ID -> index in objects */
+    size_t n_objects;
+    strmap bound;     /* parameter name -> 1 (bound) */
+    nf_jval **bjson;  /* binding values by order of binding, for shares */
+    strmap bidx;      /* parameter name -> index into bjson */
+    size_t n_b, cap_b;
+    size_t n_missing;
+} mb;
+
+static const char *fmt_of(const mb *m, src_dt dt)
+{
+    switch (dt) {
+    case DT_F32: return "fp32";
+    case DT_BF16: return "bf16";
+    case DT_F16: return m->o->f16_as == NF_FMT_BF16 ? "bf16" : "fp32";
+    default: return NULL;
+    }
+}
+
+static nf_jval *shape_json(unsigned rank, const uint64_t *dims)
+{
+    nf_jval *a = nf_jnew_array();
+    for (unsigned i = 0; a && i < rank; i++)
+        nf_jarr_push(a, nf_jnew_u64(dims[i]));
+    return a;
+}
+
+/* The source object of one checkpoint tensor (optionally rows [r0,r1)). */
+static nf_jval *tensor_source(const mb *m, const ck_t *t, uint64_t unpermute, bool rows,
+                              uint64_t r0, uint64_t r1)
+{
+    nf_jval *s = nf_jnew_object();
+    if (!s)
+        return NULL;
+    nf_jobj_set(s, m->c->gguf ? "gguf" : "safetensors", nf_jnew_string(t->path));
+    nf_jobj_set(s, "tensor", nf_jnew_string(t->name));
+    if (rows) {
+        nf_jval *r = nf_jnew_array();
+        nf_jarr_push(r, nf_jnew_u64(r0));
+        nf_jarr_push(r, nf_jnew_u64(r1));
+        nf_jobj_set(s, "rows", r);
+    }
+    if (unpermute) {
+        nf_jval *u = nf_jnew_object();
+        nf_jobj_set(u, "scheme", nf_jnew_string("llama-rope"));
+        nf_jobj_set(u, "heads", nf_jnew_u64(unpermute));
+        nf_jobj_set(s, "unpermute", u);
+    }
+    return s;
+}
+
+static bool push_binding(mb *m, const char *name, nf_jval *b)
+{
+    if (m->n_b == m->cap_b) {
+        size_t cap = m->cap_b ? m->cap_b * 2 : 1024;
+        nf_jval **v = realloc(m->bjson, cap * sizeof *v);
+        if (!v)
+            return false;
+        m->bjson = v;
+        m->cap_b = cap;
+    }
+    m->bjson[m->n_b] = nf_jval_ref(b);
+    if (!sm_put(&m->bidx, name, m->n_b)) {
+        nf_jval_free(b);
+        return false;
+    }
+    m->n_b++;
+    return nf_jobj_set(m->bindings, name, nf_jval_ref(b));
+}
+
+/* Look up and check the checkpoint tensor of a parameter's mapping. */
+static bool find_src(mb *m, const nf_arch_plan *plan, const nf_param *p, nf_naming nm, ck_t *t)
+{
+    const nf_src_map *map = &p->src[nm];
+    if (map->tensor == SIZE_MAX) {
+        nf_diag_add(m->d, NF_C_UNSUPPORTED, "",
+                    "%s: no %s tensor maps to \"%s\"", plan->architecture,
+                    nm == NF_NAMING_GGUF ? "GGUF" : "checkpoint", p->name);
+        return false;
+    }
+    const nf_src_tensor *want = &plan->tensors[nm][map->tensor];
+    if (!ck_find(m->c, want->name, t)) {
+        if (m->n_missing++ < 20)
+            nf_diag_add(m->d, NF_C_COVERAGE, "",
+                        "the checkpoint has no tensor \"%s\" for parameter \"%s\"", want->name,
+                        p->name);
+        return false;
+    }
+    if (t->rank != want->rank || memcmp(t->dims, want->dims, want->rank * sizeof *t->dims)) {
+        char a[128], b[128];
+        nf_shape_str(t->dims, t->rank, a, sizeof a);
+        nf_shape_str(want->dims, want->rank, b, sizeof b);
+        nf_diag_addf(m->d, NF_C_COVERAGE, t->path, "",
+                     "tensor \"%s\" is [%s]; the config implies [%s] for \"%s\"", t->name, a, b,
+                     p->name);
+        return false;
+    }
+    if (!fmt_of(m, t->dt)) {
+        nf_diag_addf(m->d, NF_C_UNSUPPORTED, t->path, "",
+                     "tensor \"%s\" is %s; import takes F32, F16 and BF16 tensors", t->name,
+                     t->dt_name);
+        return false;
+    }
+    return true;
+}
+
+/* One object per checkpoint tensor; the parameter binds it whole or in parts. */
+static nf_jval *bind_plain(mb *m, const nf_arch_plan *plan, const nf_param *p, nf_naming nm)
+{
+    ck_t t;
+    if (!find_src(m, plan, p, nm, &t))
+        return NULL;
+    const nf_src_map *map = &p->src[nm];
+    const nf_src_tensor *want = &plan->tensors[nm][map->tensor];
+    if (sm_get(&m->objs, t.name) == SIZE_MAX) {
+        nf_jval *o = nf_jnew_object();
+        nf_jobj_set(o, "id", nf_jnew_string(t.name));
+        nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
+        nf_jobj_set(o, "shape", shape_json(t.rank, t.dims));
+        nf_jobj_set(o, "format", nf_jnew_string(fmt_of(m, t.dt)));
+        nf_jobj_set(o, "layout", nf_jnew_string("contiguous_le_v1"));
+        nf_jobj_set(o, "source", tensor_source(m, &t, want->unpermute_heads, false, 0, 0));
+        nf_jarr_push(m->objects, o);
+        sm_put(&m->objs, t.name, m->n_objects++);
+    }
+    nf_jval *b = nf_jnew_object();
+    bool same_shape = t.rank == p->rank && !memcmp(t.dims, p->dims, p->rank * sizeof *p->dims);
+    if (map->n_ranges == 0 && same_shape) {
+        nf_jobj_set(b, "object", nf_jnew_string(t.name));
+        return b;
+    }
+    nf_jval *parts = nf_jnew_array();
+    size_t nr = map->n_ranges ? map->n_ranges : 1;
+    for (size_t i = 0; i < nr; i++) {
+        uint64_t b0 = map->n_ranges ? map->ranges[i].begin : 0;
+        uint64_t b1 = map->n_ranges ? map->ranges[i].end : want->elements;
+        nf_jval *pt = nf_jnew_object(), *r = nf_jnew_array();
+        nf_jobj_set(pt, "object", nf_jnew_string(t.name));
+        nf_jarr_push(r, nf_jnew_u64(b0));
+        nf_jarr_push(r, nf_jnew_u64(b1));
+        nf_jobj_set(pt, "range", r);
+        nf_jarr_push(parts, pt);
+    }
+    nf_jobj_set(b, "parts", parts);
+    return b;
+}
+
+/* A fused parent for group gi; binds every member. Returns false on error. */
+static bool bind_group(mb *m, const nf_arch_plan *plan, size_t gi, nf_naming nm)
+{
+    const nf_fuse_group *g = &plan->groups[gi];
+    uint64_t K = plan->params[g->members[0]].dims[1], rows = 0;
+    nf_jval *items = nf_jnew_array();
+    const char *fmt = NULL;
+    bool mixed = false, ok = true;
+    uint64_t *first = calloc(g->n_members, sizeof *first);
+    if (!items || !first) {
+        nf_jval_free(items);
+        free(first);
+        nf_diag_add(m->d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    for (size_t k = 0; k < g->n_members && ok; k++) {
+        const nf_param *p = &plan->params[g->members[k]];
+        ck_t t;
+        if (!find_src(m, plan, p, nm, &t)) {
+            ok = false;
+            break;
+        }
+        const nf_src_map *map = &p->src[nm];
+        const nf_src_tensor *want = &plan->tensors[nm][map->tensor];
+        const char *f = fmt_of(m, t.dt);
+        if (fmt && strcmp(fmt, f) != 0)
+            mixed = true;
+        fmt = f;
+        first[k] = rows;
+        uint64_t cols = want->elements / want->dims[0];
+        size_t nr = map->n_ranges ? map->n_ranges : 1;
+        for (size_t i = 0; i < nr; i++) {
+            uint64_t b0 = map->n_ranges ? map->ranges[i].begin : 0;
+            uint64_t b1 = map->n_ranges ? map->ranges[i].end : want->elements;
+            bool whole = map->n_ranges == 0;
+            nf_jarr_push(items, tensor_source(m, &t, want->unpermute_heads, !whole, b0 / cols,
+                                              b1 / cols));
+        }
+        rows += p->dims[0];
+    }
+    if (ok) {
+        nf_jval *o = nf_jnew_object(), *src = nf_jnew_object();
+        nf_jobj_set(o, "id", nf_jnew_string(g->id));
+        nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
+        nf_jobj_set(o, "shape", shape_json(2, (const uint64_t[]){rows, K}));
+        nf_jobj_set(o, "format", nf_jnew_string(mixed ? "fp32" : fmt));
+        nf_jobj_set(o, "layout", nf_jnew_string("contiguous_le_v1"));
+        nf_jobj_set(src, "concat", items);
+        items = NULL;
+        nf_jobj_set(o, "source", src);
+        nf_jarr_push(m->objects, o);
+        sm_put(&m->objs, g->id, m->n_objects++);
+        for (size_t k = 0; k < g->n_members; k++) {
+            const nf_param *p = &plan->params[g->members[k]];
+            nf_jval *b = nf_jnew_object(), *parts = nf_jnew_array(), *pt = nf_jnew_object(),
+                    *r = nf_jnew_array();
+            nf_jobj_set(pt, "object", nf_jnew_string(g->id));
+            nf_jarr_push(r, nf_jnew_u64(first[k] * K));
+            nf_jarr_push(r, nf_jnew_u64(first[k] * K + p->elements));
+            nf_jobj_set(pt, "range", r);
+            nf_jarr_push(parts, pt);
+            nf_jobj_set(b, "parts", parts);
+            if (!push_binding(m, p->name, b))
+                ok = false;
+            nf_jval_free(b);
+        }
+    }
+    nf_jval_free(items);
+    free(first);
+    return ok;
+}
+
+/* A group can be fused when every member reads rank-2 rows of the same K. */
+static bool fusable(const nf_arch_plan *plan, const nf_fuse_group *g, nf_naming nm)
+{
+    uint64_t K = plan->params[g->members[0]].dims[1];
+    for (size_t k = 0; k < g->n_members; k++) {
+        const nf_param *p = &plan->params[g->members[k]];
+        const nf_src_map *map = &p->src[nm];
+        if (p->rank != 2 || p->dims[1] != K || map->tensor == SIZE_MAX ||
+            plan->tensors[nm][map->tensor].rank != 2)
+            return false;
+    }
+    return true;
+}
+
+static bool add_plan(mb *m, const nf_arch_plan *plan, nf_naming nm)
+{
+    bool ok = true;
+    bool *done = calloc(plan->n_groups + 1, 1);
+    if (!done)
+        return false;
+    for (size_t i = 0; i < plan->n_params; i++) {
+        const nf_param *p = &plan->params[i];
+        if (p->shares)
+            continue;
+        if (m->o->fuse && p->group != SIZE_MAX && fusable(plan, &plan->groups[p->group], nm)) {
+            if (!done[p->group]) {
+                done[p->group] = true;
+                ok &= bind_group(m, plan, p->group, nm);
+            }
+            continue;
+        }
+        nf_jval *b = bind_plain(m, plan, p, nm);
+        if (!b) {
+            ok = false;
+            continue;
+        }
+        ok &= push_binding(m, p->name, b);
+        nf_jval_free(b);
+    }
+    free(done);
+    return ok;
+}
+
+static bool add_shares_and_uses(mb *m, const nf_arch_plan *plan)
+{
+    for (size_t i = 0; i < plan->n_params; i++) {
+        const nf_param *p = &plan->params[i];
+        if (p->shares) {
+            size_t j = sm_get(&m->bidx, p->shares);
+            if (j == SIZE_MAX) {
+                nf_diag_add(m->d, NF_C_COVERAGE, "", "\"%s\" shares \"%s\", which is not bound",
+                            p->name, p->shares);
+                return false;
+            }
+            nf_jval *b = nf_jval_ref(m->bjson[j]);
+            if (!push_binding(m, p->name, b)) {
+                nf_jval_free(b);
+                return false;
+            }
+            nf_jval_free(b);
+        }
+    }
+    for (size_t i = 0; i < plan->n_params; i++) {
+        const nf_param *p = &plan->params[i];
+        if (!p->input)
+            continue;
+        nf_jval *u = nf_jnew_object();
+        nf_jobj_set(u, "parameter", nf_jnew_string(p->name));
+        nf_jobj_set(u, "input", nf_jnew_string(p->input));
+        if (p->needs_policy)
+            nf_jobj_set(u, "activation_policy", nf_jnew_string("A16Only"));
+        nf_jarr_push(m->uses, u);
+    }
+    return true;
+}
+
+/* ---- sources, provenance ---------------------------------------------------------- */
+
+typedef struct {
+    nf_jval *files;
+    const char *dir;
+} prov;
+
+static bool prov_file(prov *pv, const char *path, nf_diags *d)
+{
+    struct stat sb;
+    char hex[65];
+    if (stat(path, &sb) != 0) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot stat: %s", strerror(errno));
+        return false;
+    }
+    int rc = nf_digest_file(path, hex);
+    if (rc) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot read: %s", strerror(-rc));
+        return false;
+    }
+    char *abs = absdup(path);
+    size_t dl = pv->dir ? strlen(pv->dir) : 0;
+    const char *shown = abs && pv->dir && strncmp(abs, pv->dir, dl) == 0 && abs[dl] == '/'
+                            ? abs + dl + 1 : abs;
+    nf_jval *f = nf_jnew_object();
+    nf_jobj_set(f, "path", nf_jnew_string(shown ? shown : path));
+    nf_jobj_set(f, "bytes", nf_jnew_u64((uint64_t)sb.st_size));
+    nf_jobj_set(f, "sha256", nf_jnew_string(hex));
+    nf_jarr_push(pv->files, f);
+    free(abs);
+    return true;
+}
+
+static nf_jval *resource_obj(const char *role, const char *path, bool has_range, uint64_t off,
+                             uint64_t len)
+{
+    char id[300];
+    snprintf(id, sizeof id, "r.%s", role);
+    nf_jval *o = nf_jnew_object(), *s = nf_jnew_object();
+    nf_jobj_set(o, "id", nf_jnew_string(id));
+    nf_jobj_set(o, "kind", nf_jnew_string("resource"));
+    nf_jobj_set(o, "encoding", nf_jnew_string("raw_bytes_v1"));
+    if (has_range)
+        nf_jobj_set(o, "bytes", nf_jnew_u64(len));
+    nf_jobj_set(s, "file", nf_jnew_string(path));
+    if (has_range)
+        nf_jobj_set(s, "offset", nf_jnew_u64(off));
+    nf_jobj_set(o, "source", s);
+    return o;
+}
+
+static void add_resource(mb *m, nf_jval *res, const char *role, nf_jval *obj)
+{
+    char id[300];
+    snprintf(id, sizeof id, "r.%s", role);
+    nf_jarr_push(m->objects, obj);
+    sm_put(&m->objs, id, m->n_objects++);
+    nf_jobj_set(res, role, nf_jnew_string(id));
+}
+
+/* Write text to dir/name atomically; returns the absolute path or NULL. */
+static char *write_side_file(const char *dir, const char *name, const char *text, size_t len,
+                             nf_diags *d)
+{
+    char *path = nf_path_join(dir, name);
+    char *tmp = NULL;
+    if (!path || asprintf(&tmp, "%s.tmp-%d", path, (int)getpid()) < 0) {
+        free(path);
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int rc = fd < 0 ? -errno : nf_write_all(fd, text, len);
+    if (fd >= 0 && close(fd) != 0 && !rc)
+        rc = -errno;
+    if (!rc && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot write: %s", strerror(-rc));
+        unlink(tmp);
+        free(tmp);
+        free(path);
+        return NULL;
+    }
+    free(tmp);
+    char *abs = absdup(path);
+    free(path);
+    return abs;
+}
+
+/* The GGUF tokenizer as resources (roles of the header comment). */
+static bool gguf_resources(mb *m, const nf_gguf *g, nf_jval *res, prov *pv)
+{
+    const nf_gguf_kv *ct = nf_gguf_find_kv(g, "tokenizer.chat_template");
+    const nf_gguf_kv *hj = nf_gguf_find_kv(g, "tokenizer.huggingface.json");
+    if (hj && hj->type == NF_GGUF_STRING && hj->value_bytes > 8)
+        add_resource(m, res, "tokenizer.json",
+                     resource_obj("tokenizer.json", m->c->gguf_path, true, hj->value_offset + 8,
+                                  hj->value_bytes - 8));
+    if (ct && ct->type == NF_GGUF_STRING && ct->value_bytes > 8)
+        add_resource(m, res, "chat_template.jinja",
+                     resource_obj("chat_template.jinja", m->c->gguf_path, true,
+                                  ct->value_offset + 8, ct->value_bytes - 8));
+    /* everything else under tokenizer.* as one JSON object */
+    char *buf = NULL;
+    size_t blen = 0, n = 0;
+    FILE *f = open_memstream(&buf, &blen);
+    if (!f) {
+        nf_diag_add(m->d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    fputc('{', f);
+    for (size_t i = 0; i < g->n_kv; i++) {
+        const nf_gguf_kv *kv = &g->kv[i];
+        if (strncmp(kv->key, "tokenizer.", 10) != 0 || kv == ct || kv == hj)
+            continue;
+        size_t jl;
+        char *j = nf_gguf_kv_json(g, kv, &jl);
+        char *q = nf_json_quote(kv->key, strlen(kv->key));
+        if (!j || !q) {
+            free(j);
+            free(q);
+            fclose(f);
+            free(buf);
+            nf_diag_addf(m->d, NF_C_IO, m->c->gguf_path, "", "cannot read key/value \"%s\"", kv->key);
+            return false;
+        }
+        fprintf(f, "%s\n  %s: ", n++ ? "," : "", q);
+        fwrite(j, 1, jl, f);
+        free(j);
+        free(q);
+    }
+    fputs(n ? "\n}\n" : "}\n", f);
+    fclose(f);
+    bool ok = true;
+    if (n) {
+        char name[PATH_MAX];
+        const char *base = nf_basename(m->c->gguf_path);
+        size_t bl = strlen(base);
+        if (ends_with(base, ".gguf"))
+            bl -= 5;
+        snprintf(name, sizeof name, "%.*s.gguf_tokenizer.json", (int)bl, base);
+        char *path = write_side_file(m->o->resource_dir ? m->o->resource_dir : ".", name, buf,
+                                     blen, m->d);
+        if (path) {
+            add_resource(m, res, "gguf_tokenizer.json",
+                         resource_obj("gguf_tokenizer.json", path, false, 0, 0));
+            ok = prov_file(pv, path, m->d);
+        } else {
+            ok = false;
+        }
+        free(path);
+    }
+    free(buf);
+    return ok;
+}
+
+/* ---- the import ------------------------------------------------------------------- */
+
+static nf_jval *component_json(const char *config, nf_jval *resources, const char *target)
+{
+    nf_jval *c = nf_jnew_object();
+    nf_jobj_set(c, "config", nf_jnew_raw(config, strlen(config)));
+    if (target)
+        nf_jobj_set(c, "target", nf_jnew_string(target));
+    if (resources && nf_jobj_len(resources))
+        nf_jobj_set(c, "resources", nf_jval_ref(resources));
+    return c;
+}
+
+/* Unused checkpoint tensors: one warning line. */
+static void warn_unused(const nf_import_opts *o, ckpt *c)
+{
+    size_t n = 0;
+    const char *first = NULL;
+    if (c->gguf) {
+        for (size_t i = 0; i < c->g->n_tensors; i++)
+            if (!c->used[0][i] && n++ == 0)
+                first = c->g->tensors[i].name;
+    } else {
+        for (size_t s = 0; s < c->n_st; s++)
+            for (size_t i = 0; i < c->st[s]->n_tensors; i++)
+                if (!c->used[s][i] && !ends_with(c->st[s]->tensors[i].name, "rotary_emb.inv_freq") &&
+                    n++ == 0)
+                    first = c->st[s]->tensors[i].name;
+    }
+    if (n)
+        warnf(o, "warning: %zu checkpoint tensor%s no parameter uses (\"%s\"%s) left out", n,
+              n == 1 ? "" : "s", first, n > 1 ? " and others" : "");
+}
+
+char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
+{
+    ckpt c;
+    memset(&c, 0, sizeof c);
+    mb m;
+    memset(&m, 0, sizeof m);
+    m.o = o;
+    m.d = d;
+    m.c = &c;
+    char *config = NULL, *config_path = NULL, *out = NULL, *index_path = NULL;
+    nf_arch_plan plan, mtp;
+    bool have_plan = false, have_mtp = false;
+    nf_jval *root = NULL, *res = nf_jnew_object(), *comps = NULL, *meta = NULL;
+    prov pv = {nf_jnew_array(), NULL};
+    const char *cp = o->checkpoint;
+    m.objects = nf_jnew_array();
+    m.bindings = nf_jnew_object();
+    m.uses = nf_jnew_array();
+    comps = nf_jnew_object();
+    if (!res || !pv.files || !m.objects || !m.bindings || !m.uses || !comps) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        goto done;
+    }
+
+    /* what kind of checkpoint */
+    if (is_dir(cp)) {
+        c.dir = absdup(cp);
+        config_path = o->config ? strdup(o->config) : nf_path_join(cp, "config.json");
+        char *single = nf_path_join(cp, "model.safetensors");
+        index_path = nf_path_join(cp, "model.safetensors.index.json");
+        if (single && is_file(single)) {
+            free(index_path);
+            index_path = NULL;
+            if (!ck_add_shard(&c, single, d)) {
+                free(single);
+                goto done;
+            }
+        } else if (!index_path || !is_file(index_path)) {
+            nf_diag_addf(d, NF_C_IO, cp, "",
+                         "no model.safetensors or model.safetensors.index.json in the directory");
+            free(single);
+            goto done;
+        } else if (!open_index(&c, index_path, d)) {
+            free(single);
+            goto done;
+        }
+        free(single);
+    } else if (ends_with(cp, ".gguf") || ends_with(cp, ".GGUF")) {
+        nf_diags local = NF_DIAGS_INIT;
+        local.file = cp;
+        c.gguf = true;
+        c.g = nf_gguf_open(cp, &local);
+        nf_diags_move(d, &local);
+        nf_diags_free(&local);
+        if (!c.g)
+            goto done;
+        c.gguf_path = absdup(cp);
+        char *dir = nf_dirname_dup(cp);
+        c.dir = dir ? absdup(dir) : NULL;
+        free(dir);
+        c.used = calloc(1, sizeof *c.used);
+        if (!c.used || !(c.used[0] = calloc(c.g->n_tensors + 1, 1))) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            goto done;
+        }
+    } else if (ends_with(cp, ".safetensors")) {
+        char *dir = nf_dirname_dup(cp);
+        c.dir = dir ? absdup(dir) : NULL;
+        free(dir);
+        config_path = o->config ? strdup(o->config) : nf_path_join(c.dir, "config.json");
+        if (!o->config && (!config_path || !is_file(config_path))) {
+            nf_diag_addf(d, NF_C_USAGE, cp, "", "a single .safetensors file needs --config FILE");
+            goto done;
+        }
+        if (!ck_add_shard(&c, cp, d))
+            goto done;
+    } else if (!is_file(cp)) {
+        nf_diag_addf(d, NF_C_IO, cp, "", "no such checkpoint: %s", strerror(errno ? errno : ENOENT));
+        goto done;
+    } else {
+        nf_diag_addf(d, NF_C_UNSUPPORTED, cp, "",
+                     "not a checkpoint this build reads (a Hugging Face directory, a .safetensors "
+                     "file with --config, or a .gguf file)");
+        goto done;
+    }
+    pv.dir = c.dir;
+
+    /* the config */
+    const char *gguf_arch = NULL;
+    char *garch_buf = NULL;
+    if (c.gguf) {
+        garch_buf = nf_gguf_kv_string(c.g, nf_gguf_find_kv(c.g, "general.architecture"), NULL);
+        gguf_arch = garch_buf;
+        if (!gguf_arch) {
+            nf_diag_addf(d, NF_C_SCHEMA, cp, "/kv/general.architecture",
+                         "the GGUF has no general.architecture string");
+            goto done;
+        }
+        config = gguf_config(c.g, gguf_arch, d);
+        if (!config) {
+            free(garch_buf);
+            goto done;
+        }
+        char *name = nf_gguf_kv_string(c.g, nf_gguf_find_kv(c.g, "general.name"), NULL);
+        if (name && *name) {
+            meta = nf_jnew_object();
+            nf_jobj_set(meta, "name", nf_jnew_string(name));
+        }
+        free(name);
+    } else {
+        config = hf_config(config_path, d);
+        if (!config)
+            goto done;
+    }
+
+    /* resources and provenance files first (they do not depend on the arch) */
+    if (!c.gguf) {
+        if (!prov_file(&pv, config_path, d))
+            goto done;
+        if (index_path && !prov_file(&pv, index_path, d))
+            goto done;
+        for (size_t s = 0; s < c.n_st; s++)
+            if (!prov_file(&pv, c.st_path[s], d))
+                goto done;
+        for (const char *const *f = frontend_files; *f; f++) {
+            char *p = nf_path_join(c.dir, *f);
+            struct stat sb;
+            if (p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) {
+                if (sb.st_size == 0) {
+                    warnf(o, "warning: %s is empty; left out (a resource has positive length)", p);
+                } else {
+                    char *abs = absdup(p);
+                    add_resource(&m, res, *f, resource_obj(*f, abs, false, 0, 0));
+                    free(abs);
+                    if (!prov_file(&pv, p, d)) {
+                        free(p);
+                        goto done;
+                    }
+                }
+            }
+            free(p);
+        }
+    } else if (!prov_file(&pv, c.gguf_path, d) || !gguf_resources(&m, c.g, res, &pv)) {
+        free(garch_buf);
+        goto done;
+    }
+
+    /* the resources come last in the payload: take them out and re-add after */
+    nf_jval *resource_objs = m.objects;
+    m.objects = nf_jnew_array();
+    size_t n_resources = m.n_objects;
+
+    bool weights = !c.gguf || c.g->n_tensors > 0;
+    if (weights) {
+        nf_arch_input in;
+        memset(&in, 0, sizeof in);
+        in.component = "text";
+        in.config_raw = config;
+        in.config_len = strlen(config);
+        if (c.gguf) {
+            bool known = false;
+            for (size_t i = 0; i < sizeof gguf_archs / sizeof *gguf_archs; i++)
+                known |= strcmp(gguf_archs[i].gguf, gguf_arch) == 0;
+            if (!known) {
+                nf_diag_addf(d, NF_C_UNSUPPORTED, cp, "/kv/general.architecture",
+                             "GGUF architecture \"%s\" is not supported", gguf_arch);
+                free(garch_buf);
+                goto done;
+            }
+        }
+        nf_diags local = NF_DIAGS_INIT;
+        local.file = c.gguf ? cp : config_path;
+        have_plan = nf_arch_derive(&in, &plan, &local) == 0;
+        nf_diags_move(d, &local);
+        nf_diags_free(&local);
+        if (!have_plan) {
+            free(garch_buf);
+            goto done;
+        }
+        if (c.gguf && (!plan.gguf_arch || strcmp(plan.gguf_arch, gguf_arch) != 0)) {
+            nf_diag_addf(d, NF_C_UNSUPPORTED, cp, "/kv/general.architecture",
+                         "GGUF import of %s is not supported", plan.architecture);
+            free(garch_buf);
+            goto done;
+        }
+        /* quantized tensors: one line per type */
+        if (c.gguf) {
+            for (size_t i = 0; i < c.g->n_tensors; i++) {
+                uint32_t ty = c.g->tensors[i].type;
+                if (ty == NF_GGML_F32 || ty == NF_GGML_F16 || ty == NF_GGML_BF16)
+                    continue;
+                bool seen = false;
+                size_t more = 0;
+                for (size_t j = 0; j < i; j++)
+                    seen |= c.g->tensors[j].type == ty;
+                if (seen)
+                    continue;
+                for (size_t j = i + 1; j < c.g->n_tensors; j++)
+                    more += c.g->tensors[j].type == ty;
+                char tb[32];
+                nf_diag_addf(d, NF_C_UNSUPPORTED, cp, "",
+                             "GGUF tensor type %s (\"%s\"%s) is not supported yet: import takes "
+                             "F32, F16 and BF16 tensors", nf_ggml_type_name(ty, tb),
+                             c.g->tensors[i].name, more ? " and others" : "");
+            }
+            if (nf_diags_exit(d)) {
+                free(garch_buf);
+                goto done;
+            }
+        }
+        nf_naming nm = c.gguf ? NF_NAMING_GGUF : NF_NAMING_HF;
+        bool ok = add_plan(&m, &plan, nm);
+        /* an mtp component for hybrid checkpoints that carry mtp.* tensors */
+        const char *mtp_arch = !strcmp(plan.architecture, "Qwen3NextForCausalLM") ? "Qwen3NextMTP"
+                             : !strcmp(plan.architecture, "Qwen3_5ForCausalLM") ? "Qwen3_5MTP"
+                             : NULL;
+        ck_t probe;
+        char mtp_cfg[96] = "";
+        if (ok && mtp_arch && !c.gguf && ck_find(&c, "mtp.fc.weight", &probe)) {
+            snprintf(mtp_cfg, sizeof mtp_cfg, "{\"architectures\":[\"%s\"]}", mtp_arch);
+            nf_arch_input mi;
+            memset(&mi, 0, sizeof mi);
+            mi.component = "mtp";
+            mi.config_raw = mtp_cfg;
+            mi.config_len = strlen(mtp_cfg);
+            mi.target_component = "text";
+            mi.target_config_raw = config;
+            mi.target_config_len = strlen(config);
+            have_mtp = nf_arch_derive(&mi, &mtp, d) == 0;
+            ok = have_mtp && add_plan(&m, &mtp, nm);
+        }
+        ok = ok && add_shares_and_uses(&m, &plan) && (!have_mtp || add_shares_and_uses(&m, &mtp));
+        if (!ok || nf_diags_exit(d)) {
+            if (m.n_missing > 20)
+                nf_diag_add(d, NF_C_COVERAGE, "", "%zu more tensors missing", m.n_missing - 20);
+            if (!nf_diags_exit(d))
+                nf_diag_add(d, NF_C_IO, "", "out of memory");
+            nf_jval_free(resource_objs);
+            free(garch_buf);
+            goto done;
+        }
+        warn_unused(o, &c);
+        nf_jobj_set(comps, "text", component_json(config, res, NULL));
+        if (have_mtp)
+            nf_jobj_set(comps, "mtp", component_json(mtp_cfg, NULL, "text"));
+    } else {
+        nf_jobj_set(comps, "text", component_json(config, res, NULL));
+    }
+    free(garch_buf);
+    for (size_t i = 0; i < n_resources; i++)
+        nf_jarr_push(m.objects, nf_jval_ref(nf_jarr_get(resource_objs, i)));
+    nf_jval_free(resource_objs);
+    if (nf_jarr_len(m.objects) == 0) {
+        nf_diag_addf(d, NF_C_SCHEMA, cp, "", "nothing to import: no tensors and no tokenizer");
+        goto done;
+    }
+
+    nf_jval *conv = nf_jnew_object(), *opts = nf_jnew_object(), *src = nf_jnew_object(),
+            *provn = nf_jnew_object();
+    nf_jobj_set(conv, "tool", nf_jnew_string("ninfer-import"));
+    nf_jobj_set(conv, "version", nf_jnew_string(NF_VERSION));
+    nf_jobj_set(opts, "fuse", nf_jnew_bool(o->fuse));
+    nf_jobj_set(opts, "f16_as", nf_jnew_string(o->f16_as == NF_FMT_BF16 ? "bf16" : "fp32"));
+    nf_jobj_set(conv, "options", opts);
+    nf_jobj_set(src, "format", nf_jnew_string(c.gguf ? "gguf" : "safetensors"));
+    char *abs = absdup(cp);
+    nf_jobj_set(src, "path", nf_jnew_string(abs ? abs : cp));
+    free(abs);
+    nf_jobj_set(src, "files", pv.files);
+    pv.files = NULL;
+    nf_jobj_set(conv, "source", src);
+    nf_jobj_set(provn, "converter", conv);
+
+    root = nf_jnew_object();
+    nf_jobj_set(root, "components", comps);
+    comps = NULL;
+    nf_jobj_set(root, "objects", m.objects);
+    nf_jobj_set(root, "bindings", m.bindings);
+    nf_jobj_set(root, "uses", m.uses);
+    m.objects = m.bindings = m.uses = NULL;
+    if (meta) {
+        nf_jobj_set(root, "metadata", meta);
+        meta = NULL;
+    }
+    nf_jobj_set(root, "provenance", provn);
+    out = nf_jval_to_text(root, true, len);
+    if (!out)
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+done:
+    nf_jval_free(root);
+    nf_jval_free(comps);
+    nf_jval_free(meta);
+    nf_jval_free(res);
+    nf_jval_free(pv.files);
+    nf_jval_free(m.objects);
+    nf_jval_free(m.bindings);
+    nf_jval_free(m.uses);
+    for (size_t i = 0; i < m.n_b; i++)
+        nf_jval_free(m.bjson[i]);
+    free(m.bjson);
+    sm_free(&m.objs);
+    sm_free(&m.bound);
+    sm_free(&m.bidx);
+    if (have_plan)
+        nf_arch_plan_free(&plan);
+    if (have_mtp)
+        nf_arch_plan_free(&mtp);
+    free(config);
+    free(config_path);
+    free(index_path);
+    ck_free(&c);
+    return out;
+}

@@ -1,0 +1,86 @@
+/* nf_import.h — a checkpoint to a manifest (DESIGN 5, 6, 10; spec 4.2, 5.3,
+ * 7, 8, 9.1, 10): what ninfer-import prints and ninfer-pack packs unedited.
+ *
+ * Checkpoints:
+ *  - a Hugging Face directory: config.json, and model.safetensors or shards
+ *    listed by model.safetensors.index.json (every shard must exist: a
+ *    missing one is `io`, exit 3, naming it); frontend files present in the
+ *    directory (tokenizer.json, tokenizer_config.json, chat_template.jinja,
+ *    chat_template.json, generation_config.json, special_tokens_map.json,
+ *    added_tokens.json, vocab.json, merges.txt, tokenizer.model, vocab.txt)
+ *    become resources of the text component under their file names (spec
+ *    9.1); empty files are skipped with a warning;
+ *  - one .safetensors file with a config (opts.config, else config.json
+ *    beside it), frontend files taken from its directory;
+ *  - a GGUF file (v2/v3): F32, F16 and BF16 tensors of the llama, qwen2,
+ *    qwen3 and qwen3moe architectures, mapped to the logical names with the
+ *    binder's GGUF naming (llama q/k rows carry "unpermute" llama-rope
+ *    sources, DESIGN 5); its config keys normalised into a Hugging
+ *    Face-style config; tokenizer.chat_template as resource
+ *    chat_template.jinja and tokenizer.huggingface.json as tokenizer.json
+ *    (byte ranges of the GGUF itself), every other tokenizer.* key/value as
+ *    one JSON object {"tokenizer.ggml.model": ..., ...} in resource
+ *    gguf_tokenizer.json, written as a file into opts.resource_dir. A GGUF
+ *    without tensors imports as resources only (empty bindings and uses).
+ *    Quantized tensor types are `unsupported` (exit 4), naming the type.
+ *
+ * The manifest: components.text.config is the checkpoint's config (its
+ * text_config for multimodal configs, with architectures mapped from
+ * *ForConditionalGeneration to *ForCausalLM and a top-level
+ * tie_word_embeddings carried over), every value's text kept; a checkpoint
+ * with mtp.* tensors of a hybrid family adds the mtp component
+ * ({"architectures": ["Qwen3NextMTP"|"Qwen3_5MTP"]}, target text). Objects:
+ * one per checkpoint tensor used (ID = the tensor's name), in first-use
+ * order, fp32 for F32, bf16 for BF16, and opts.f16_as for F16 (the packer
+ * converts); with opts.fuse, every fuse group of the binder becomes one
+ * parent (ID = the group's ID) whose source is a "concat" of row ranges,
+ * and its members bind their row ranges with parts — never mixing
+ * components (spec 5.3). Bindings: every logical parameter, a whole object
+ * when the object's shape is the parameter's, parts otherwise; shared
+ * parameters (tied head, mtp embedding/head) bind the same objects as the
+ * parameter they share (spec 12.4). Uses: one per parameter with an input,
+ * activation_policy A16Only for projections (the embedding's without).
+ * provenance.converter records tool, version, options and every source
+ * file with its size and SHA-256; metadata.name is the GGUF's general.name.
+ * Source paths are absolute.
+ *
+ * Tensors of the checkpoint that no parameter uses are reported as one
+ * warning line (warnings go to the `warn` callback, not to diagnostics).
+ */
+#ifndef NF_IMPORT_H
+#define NF_IMPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "nf_diag.h"
+#include "nf_layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const char *checkpoint;    /* directory, .safetensors or .gguf path */
+    const char *config;        /* --config FILE, or NULL */
+    bool fuse;                 /* build the fused parents of spec 12.1/12.3 */
+    nf_format f16_as;          /* NF_FMT_FP32 (lossless, default) or NF_FMT_BF16 */
+    const char *resource_dir;  /* where generated resources are written (GGUF
+                                  gguf_tokenizer.json); NULL: "." */
+    void (*warn)(void *ctx, const char *msg); /* may be NULL */
+    void *warn_ctx;
+} nf_import_opts;
+
+/* Import the checkpoint and return the manifest as pretty JSON text (a
+ * malloc'ed, NUL-terminated string; *len its length). NULL with
+ * diagnostics: io (unreadable files, a missing shard: exit 3), json/schema
+ * (bad config or index), coverage (a parameter's tensor missing, or a
+ * tensor whose shape is not the one the config implies), unsupported (an
+ * unknown architecture, a dtype or GGUF tensor type import cannot take,
+ * exit 4), and the binder's config diagnostics. Diagnostics about a file
+ * name that file. */
+char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
