@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nf_cli.h"
 #include "nf_pack.h"
@@ -114,6 +115,14 @@ int main(int argc, char **argv)
     if (!nf_diags_exit(&d) && len > maxj)
         nf_diag_add(&d, NF_C_HEADER, "", "manifest is larger than %llu bytes (--max-json-bytes)",
                     (unsigned long long)maxj);
+    /* the manifest is an input too: -o naming it is refused before anything
+     * is written (DESIGN 3), as the writer refuses -o naming a source */
+    struct stat sm, so;
+    if (!nf_diags_exit(&d) && strcmp(path, "-") != 0 && wc.out && strcmp(wc.out, "-") != 0 &&
+        stat(path, &sm) == 0 && stat(wc.out, &so) == 0 && sm.st_dev == so.st_dev &&
+        sm.st_ino == so.st_ino)
+        nf_diag_addf(&d, NF_C_USAGE, wc.out, "",
+                     "output names an input file (%s); refusing to write", path);
     if (!nf_diags_exit(&d)) {
         char *base = strcmp(path, "-") == 0 ? strdup(".") : nf_dirname_dup(path);
         nf_pack(text, len, base ? base : ".", &po, &d);
