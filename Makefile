@@ -118,7 +118,7 @@ $(BUILD)/tests/unit/%.o: tests/unit/%.c
 # `make test` builds everything and runs every C unit test and bats suite;
 # the last line is "N passed, N failed[, N skipped]".
 test: all $(UNITS) $(TOOLS) $(SHIMS)
-	$(Q)NF_BIN=$(abspath $(BIN)) NF_TOOLS=$(abspath $(BUILD)/tools) \
+	$(Q)NF_BIN=$(abspath $(BIN)) NF_TOOLS=$(abspath $(BUILD)/tools) NF_SANITIZE=$(filter 1,$(SANITIZE)) \
 	  scripts/run-tests.sh $(UNITS) -- $(sort $(wildcard tests/*.bats))
 
 unit: all $(UNITS)

@@ -43,7 +43,12 @@ int nf_operand_open(nf_operand *op, const char *path, const nf_open_opts *o, nf_
     } else {
         op->a = nf_artifact_open(path, o, d);
     }
-    return op->a ? 0 : -1;
+    if (!op->a) {
+        nf_input_close(op->in);
+        op->in = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 void nf_operand_close(nf_operand *op)

@@ -55,6 +55,7 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
     nf_plan plan = {0};
     unsigned char *buf = NULL;
     nf_seqhash *h = NULL;
+    nf_output *out_stream = NULL; /* the stream writer does not own it */
     if (!want || !got || !carried) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         goto out;
@@ -85,14 +86,10 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
         goto out;
     }
     if (stream_out) {
-        nf_output *o = nf_output_open_fd(1, wc->zstd, false);
-        w = o ? nf_writer_open_stream(o, &plan, d) : NULL;
-        if (!w) {
-            nf_output_close(o);
+        out_stream = nf_output_open_fd(1, wc->zstd, false);
+        w = out_stream ? nf_writer_open_stream(out_stream, &plan, d) : NULL;
+        if (!w)
             goto out;
-        }
-        /* the writer does not own o; closed after finish below */
-        (void)0;
     } else {
         const char **inputs = calloc(c->n_files ? c->n_files : 1, sizeof *inputs);
         size_t ni = 0;
@@ -176,6 +173,7 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
 out_w:
     nf_writer_abort(w);
 out:
+    nf_output_close(out_stream);
     nf_seqhash_free(h);
     free(buf);
     nf_plan_free(&plan);
