@@ -341,9 +341,9 @@ static void remove_stale_temps(const char *dir, const char *entry)
     closedir(dp);
 }
 
-/* Without an entry, parts named "<entry>.part-N" are leftovers of an
- * interrupted run (DESIGN 3): the new set replaced those it names; the rest
- * would only confuse the next reader, so they go too. */
+/* Parts named "<entry>.part-N" beside a newly published entry that does not
+ * list them belong to no artifact (DESIGN 3: leftovers are replaced): they
+ * would only confuse the next reader, so they go. */
 static void remove_surplus_leftovers(nf_writer *w)
 {
     DIR *dp = opendir(w->dir);
@@ -365,7 +365,8 @@ static void remove_surplus_leftovers(nf_writer *w)
             continue;
         char *full = nf_path_join(w->dir, n);
         if (full) {
-            fprintf(stderr, "%s: %s: removing a leftover part with no entry\n", g_prog, full);
+            if (!w->replace_entry)
+                fprintf(stderr, "%s: %s: removing a leftover part with no entry\n", g_prog, full);
             unlink(full);
             free(full);
         }
@@ -828,8 +829,10 @@ int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d)
         if (w->n_files == 1)
             break;
     }
-    if (!w->replace_entry)
-        remove_surplus_leftovers(w);
+    /* parts named like ours that the new set does not list: leftovers of an
+     * interrupted run, or the surplus of a replaced set whose entry could
+     * not be read */
+    remove_surplus_leftovers(w);
     for (size_t j = 0; j < w->n_old_parts; j++) {
         bool keep = false;
         for (size_t i = 1; i < w->n_files; i++)
