@@ -66,7 +66,7 @@ all: deps-check $(LIB) $(CMDS)
 
 .SECONDARY:
 
-.PHONY: all deps-check test unit bats demo install uninstall clean fuzz bench
+.PHONY: all deps-check test test-long unit bats demo install uninstall clean fuzz bench
 
 # Stop early, with the exact command to run, when a library is missing; when
 # we may install (root, or sudo without a password), do it.
@@ -120,6 +120,11 @@ $(BUILD)/tests/unit/%.o: tests/unit/%.c
 test: all $(UNITS) $(TOOLS) $(SHIMS)
 	$(Q)NF_BIN=$(abspath $(BIN)) NF_TOOLS=$(abspath $(BUILD)/tools) NF_SANITIZE=$(filter 1,$(SANITIZE)) \
 	  scripts/run-tests.sh $(UNITS) -- $(sort $(wildcard tests/*.bats))
+
+# The exhaustive conversions: every one of the 2^32 f32 patterns through each
+# encoder (DESIGN 12), about 6 minutes; not part of `make test`.
+test-long: $(BUILD)/tests/t_fp
+	$(Q)$(BUILD)/tests/t_fp --all
 
 unit: all $(UNITS)
 	$(Q)scripts/run-tests.sh $(UNITS) --
