@@ -1,0 +1,342 @@
+#!/usr/bin/env bats
+# ninfer-import: checkpoints (Hugging Face directories, single safetensors,
+# GGUF) to manifests that ninfer-pack packs unedited; every parameter's
+# extracted values equal the source tensor's (compared as f32), with and
+# without --fuse; the real checkpoints of ../shared/realdata (skipped with a
+# message where absent) and tiny generated ones of every family (nf-mkarch).
+
+load helper
+
+REALDATA="${NF_REALDATA:-$REPO/../shared/realdata}"
+
+need() {
+    [ -e "$REALDATA/$1" ] || skip "real data absent: $REALDATA/$1 (see the project's shared/realdata)"
+}
+
+# import_pack SRC NAME [IMPORT OPTIONS] — import to NAME.json, pack NAME.ninfer,
+# verify it and pass the binder's checks.
+import_pack() {
+    local src=$1 name=$2
+    shift 2
+    run -0 --separate-stderr ninfer-import "$@" -o "$name.json" "$src"
+    run -0 --separate-stderr ninfer-pack -q -o "$name.ninfer" "$name.json"
+    run -0 --separate-stderr ninfer-verify "$name.ninfer"
+    run -0 --separate-stderr ninfer-bind --check "$name.ninfer"
+}
+
+# extract_equals_source ART FILE [QHEADS KHEADS] — every parameter of the
+# unfused artifact ART binds one whole source tensor (its parent object is
+# named after it): --extract equals nf-srcdump of that tensor in FILE, with
+# llama.cpp's q/k permutation undone for GGUF attn_q/attn_k.
+extract_equals_source() {
+    local art=$1 file=$2 qh=${3:-} kh=${4:-} name shape el fl parent vg n=0 opt
+    while IFS=$'\t' read -r name shape el fl parent vg; do
+        opt=()
+        case "$parent" in
+            *attn_q.weight) [ -n "$qh" ] && opt=(--unpermute "$qh") ;;
+            *attn_k.weight) [ -n "$kh" ] && opt=(--unpermute "$kh") ;;
+        esac
+        ninfer-bind --extract "$name" "$art" > got.bin
+        nf-srcdump "${opt[@]}" "$file" "$parent" > want.bin
+        cmp got.bin want.bin || { echo "$name differs from $parent" >&2; return 1; }
+        [ "$(nf_size got.bin)" -eq $((el * 4)) ]
+        n=$((n + 1))
+    done < <(ninfer-bind "$art")
+    echo "$n parameters equal their source tensors"
+    [ "$n" -gt 0 ]
+}
+
+# same_params A B — every parameter of A extracts to the same values from B.
+same_params() {
+    local name rest n=0
+    while IFS=$'\t' read -r name rest; do
+        cmp <(ninfer-bind --extract "$name" "$1") <(ninfer-bind --extract "$name" "$2") ||
+            { echo "$name differs between $1 and $2" >&2; return 1; }
+        n=$((n + 1))
+    done < <(ninfer-bind "$1")
+    [ "$n" -eq "$(ninfer-bind "$2" | wc -l)" ]
+    echo "$n parameters identical"
+}
+
+@test "--help, --version and usage errors" {
+    run -0 ninfer-import --help
+    [[ "$output" == usage:* ]]
+    run -0 ninfer-import --version
+    [[ "$output" == *"0."* ]]
+    run -2 ninfer-import
+    run -2 ninfer-import --f16-as fp16 x.gguf
+    run -2 ninfer-import a b
+    run -2 ninfer-import --bogus x
+}
+
+@test "realdata: stories260K hf-f32 and hf-bf16 import, pack, verify, check; values equal the source, fused too" {
+    need stories260K/hf-f32/model.safetensors
+    need stories260K/hf-bf16/model.safetensors
+    local d
+    for d in hf-f32 hf-bf16; do
+        import_pack "$REALDATA/stories260K/$d" "$d"
+        extract_equals_source "$d.ninfer" "$REALDATA/stories260K/$d/model.safetensors"
+        import_pack "$REALDATA/stories260K/$d" "$d-fused" --fuse
+        same_params "$d.ninfer" "$d-fused.ninfer"
+    done
+    # bf16 objects keep their words exactly
+    ninfer-bind --extract text/layers/2/mlp/up --dtype bf16 hf-bf16.ninfer > got.bin
+    ninfer-cat --object model.layers.2.mlp.up_proj.weight hf-bf16.ninfer | cmp - got.bin
+    # the tied head binds the embedding's object (spec 12.4)
+    run -0 ninfer-bind hf-f32.ninfer
+    [[ "$output" == *$'text/head\t512x64\t32768\tfp32/contiguous_le_v1\tmodel.embed_tokens.weight\tview'* ]]
+    # fused parents: Q/K/V [128,64] and MLP gate/up [344,64], bound by parts
+    run -0 ninfer-bind hf-f32-fused.ninfer
+    [[ "$output" == *$'text/layers/0/attention/key\t32x64\t2048\tfp32/contiguous_le_v1\ttext/layers/0/attention/qkv\tview'* ]]
+    ninfer-cat --catalog hf-f32-fused.ninfer | grep -qF '"id":"text/layers/4/mlp/gate_up","kind":"tensor","shape":[344,64]'
+}
+
+@test "realdata: the manifest's config, uses and provenance" {
+    need stories260K/hf-f32/model.safetensors
+    local d="$REALDATA/stories260K/hf-f32"
+    run -0 ninfer-import "$d"
+    printf '%s\n' "$output" > m.json
+    # the config's own text (1e-05, 10000.0) travels unchanged
+    grep -qF '"rms_norm_eps": 1e-05' m.json
+    grep -qF '"rope_theta": 10000.0' m.json
+    # 5 layers x 7 projections + head use A16Only; the embedding's use has no policy
+    [ "$(grep -c '"activation_policy": "A16Only"' m.json)" -eq 36 ]
+    grep -qF '"input": "text/token_ids"' m.json
+    # provenance: tool, version and every source file's SHA-256
+    grep -qF '"tool": "ninfer-import"' m.json
+    grep -qF "\"sha256\": \"$(nf_sha256 "$d/model.safetensors")\"" m.json
+    grep -qF "\"sha256\": \"$(nf_sha256 "$d/config.json")\"" m.json
+    grep -qF "\"safetensors\": \"$(cd "$d" && pwd -P)/model.safetensors\"" m.json
+}
+
+@test "realdata: stories260K-F32.gguf equals hf-f32 parameter by parameter (q/k unpermuted)" {
+    need stories260K-gguf/stories260K-F32.gguf
+    need stories260K/hf-f32/model.safetensors
+    import_pack "$REALDATA/stories260K-gguf/stories260K-F32.gguf" gguf
+    extract_equals_source gguf.ninfer "$REALDATA/stories260K-gguf/stories260K-F32.gguf" 8 4
+    import_pack "$REALDATA/stories260K/hf-f32" hf
+    same_params gguf.ninfer hf.ninfer
+    import_pack "$REALDATA/stories260K-gguf/stories260K-F32.gguf" gguf-fused --fuse
+    same_params gguf.ninfer gguf-fused.ninfer
+    grep -qF '"unpermute": {' gguf.json
+    grep -qF '"name": "stories260K F32"' gguf.json
+    grep -qF '"tie_word_embeddings":true' gguf.json
+    grep -qF '"rms_norm_eps":1e-05,"rope_theta":10000.0' gguf.json
+}
+
+@test "realdata: the ollama tiny GGUF (F16 and F32) imports; F16 becomes fp32, or bf16 on request" {
+    need ollama-llama-2-tiny-random-gguf/llama-2-tiny-random.gguf
+    local g="$REALDATA/ollama-llama-2-tiny-random-gguf/llama-2-tiny-random.gguf"
+    import_pack "$g" oll
+    extract_equals_source oll.ninfer "$g" 2 2
+    run -0 ninfer-bind oll.ninfer
+    [[ "$output" == *$'text/head\t32000x8\t256000\tfp32/contiguous_le_v1\toutput.weight\tview'* ]]
+    # the tokenizer key/values as one JSON resource
+    run -0 ninfer-cat --resource gguf_tokenizer.json oll.ninfer
+    [[ "$output" == *'"tokenizer.ggml.model": "llama"'* ]]
+    [[ "$output" == *'"tokenizer.ggml.tokens": ["<unk>","<s>","</s>"'* ]]
+    [ -f llama-2-tiny-random.gguf_tokenizer.json ]
+    import_pack "$g" oll-bf16 --f16-as bf16 --fuse
+    run -0 ninfer-bind oll-bf16.ninfer
+    [[ "$output" == *$'text/embedding\t32000x8\t256000\tbf16/contiguous_le_v1'* ]]
+    # the packer's F16 -> bf16 rounds as the decoder rounds fp32 to bf16
+    ninfer-bind --extract text/layers/0/mlp/down --dtype bf16 oll-bf16.ninfer > a.bin
+    ninfer-bind --extract text/layers/0/mlp/down --dtype bf16 oll.ninfer > b.bin
+    cmp a.bin b.bin
+}
+
+@test "realdata: quantized stories260K GGUFs exit 4 naming their tensor type" {
+    need stories260K-gguf/stories260K-Q8_0.gguf
+    local t
+    for t in Q8_0 Q4_0 Q5_0 Q4_1 IQ4_NL; do
+        run -4 --separate-stderr ninfer-import "$REALDATA/stories260K-gguf/stories260K-$t.gguf"
+        expect_only_codes unsupported
+        [[ "$stderr" == *"GGUF tensor type $t "* ]]
+        [ -z "$output" ]
+    done
+}
+
+@test "realdata: vocabulary-only GGUFs give resource-only artifacts" {
+    need llamacpp-vocab-gguf/ggml-vocab-phi-3.gguf
+    local v
+    for v in llama-spm phi-3 gpt-2 deepseek-coder; do
+        run -0 --separate-stderr ninfer-import -o "$v.json" "$REALDATA/llamacpp-vocab-gguf/ggml-vocab-$v.gguf"
+        run -0 ninfer-pack -q -o "$v.ninfer" "$v.json"
+        run -0 ninfer-verify "$v.ninfer"
+        run -0 ninfer-bind "$v.ninfer"
+        [ -z "$output" ]
+        ninfer-cat --catalog "$v.ninfer" | grep -qF '"bindings":{},"uses":[]'
+        ninfer-cat --resource gguf_tokenizer.json "$v.ninfer" | grep -qF '"tokenizer.ggml.tokens": ['
+    done
+    # phi-3 carries a chat template: its own resource, byte for byte the GGUF's string
+    run -0 ninfer-cat --resource chat_template.jinja phi-3.ninfer
+    [[ "$output" == "{{ bos_token }}{% for message in messages %}"* ]]
+    ! ninfer-cat --resource gguf_tokenizer.json phi-3.ninfer | grep -qF chat_template
+    ninfer-cat --catalog gpt-2.ninfer | grep -qF '"architectures":["GPT2LMHeadModel"]'
+}
+
+@test "realdata: qwen2.5-14b-frontend (an index without its shards) fails with exit 3 naming the first shard" {
+    need qwen2.5-14b-frontend/model.safetensors.index.json
+    run -3 --separate-stderr ninfer-import "$REALDATA/qwen2.5-14b-frontend"
+    expect_only_codes io
+    [[ "$stderr" == *'shard "model-00001-of-00006.safetensors" of model.safetensors.index.json is missing'* ]]
+    [ -z "$output" ]
+}
+
+@test "realdata: frontend files of a sharded checkpoint travel as resources under their names" {
+    need qwen2.5-14b-frontend/config.json
+    # a tiny Qwen2 checkpoint with Qwen2.5's real frontend files beside it
+    nf-mkarch --arch qwen2 ck
+    rm ck/tokenizer.json ck/chat_template.jinja
+    local f
+    for f in tokenizer_config.json generation_config.json special_tokens_map.json added_tokens.json vocab.json merges.txt; do
+        cp "$REALDATA/qwen2.5-14b-frontend/$f" ck/
+    done
+    import_pack ck q
+    for f in tokenizer_config.json generation_config.json special_tokens_map.json added_tokens.json vocab.json merges.txt; do
+        ninfer-cat --resource "$f" q.ninfer | cmp - "ck/$f"
+    done
+}
+
+@test "a sharded checkpoint: the index's shards are read and hashed; a name the shard lacks is refused" {
+    nf-mkarch --arch qwen3 ck
+    local names
+    names=$(nf-st2manifest --list ck | cut -f1)
+    mv ck/model.safetensors ck/model-00001-of-00001.safetensors
+    {
+        echo '{"metadata": {"total_size": 1}, "weight_map": {'
+        sed 's/.*/"&": "model-00001-of-00001.safetensors"/' <<< "$names" | paste -sd, -
+        echo '}}'
+    } > ck/model.safetensors.index.json
+    import_pack ck s
+    grep -qF "\"sha256\": \"$(nf_sha256 ck/model-00001-of-00001.safetensors)\"" s.json
+    grep -qF '"path": "model.safetensors.index.json"' s.json
+    sed -i 's/"weight_map": {/"weight_map": {"model.extra.weight": "model-00001-of-00001.safetensors", /' ck/model.safetensors.index.json
+    run -1 --separate-stderr ninfer-import ck
+    expect_only_codes reference
+}
+
+@test "a single .safetensors file with --config; without a config it is a usage error" {
+    nf-mkarch --arch llama ck
+    mkdir other
+    mv ck/model.safetensors other/w.safetensors
+    import_pack other/w.safetensors w --config ck/config.json
+    extract_equals_source w.ninfer other/w.safetensors
+    run -2 --separate-stderr ninfer-import other/w.safetensors
+    expect_only_codes usage
+}
+
+@test "generated families import and pass --check with and without --fuse; fused equals unfused" {
+    local a d
+    for a in llama "llama --tied" qwen2 qwen3 qwen3moe "qwen3next --mtp" qwen3next "qwen3_5 --mtp" "qwen3_5 --tied"; do
+        d=$(tr -d ' -' <<< "$a")
+        nf-mkarch --arch $a "$d"
+        import_pack "$d" "$d"
+        import_pack "$d" "$d-fused" --fuse
+        same_params "$d.ninfer" "$d-fused.ninfer"
+    done
+    # dense families: every parameter is its source tensor
+    extract_equals_source llama.ninfer llama/model.safetensors
+    extract_equals_source qwen2.ninfer qwen2/model.safetensors
+    extract_equals_source qwen3moe.ninfer qwen3moe/model.safetensors
+    # MTP: a component with target text whose embedding and head are the text's objects
+    grep -qF '"architectures":["Qwen3NextMTP"]' qwen3nextmtp.json
+    run -0 ninfer-bind qwen3nextmtp.ninfer
+    [[ "$output" == *$'mtp/embedding\t96x64\t6144\tbf16/contiguous_le_v1\tmodel.embed_tokens.weight\tview'* ]]
+    [[ "$output" == *$'mtp/head\t96x64\t6144\tbf16/contiguous_le_v1\tlm_head.weight\tview'* ]]
+    ! grep -qF '"mtp"' qwen3next.json
+}
+
+@test "hybrid layers bind their rows of the shared projections (DESIGN 10)" {
+    nf-mkarch --arch qwen3next --mtp n
+    import_pack n n
+    local q=model.layers.1.self_attn.q_proj.weight s=n/model.safetensors
+    # q_proj [2 heads x (32 query + 32 gate), 64]
+    cat <(nf-srcdump --rows 0:32 $s $q) <(nf-srcdump --rows 64:96 $s $q) | cmp - <(ninfer-bind --extract text/layers/1/attention/query n.ninfer)
+    cat <(nf-srcdump --rows 32:64 $s $q) <(nf-srcdump --rows 96:128 $s $q) | cmp - <(ninfer-bind --extract text/layers/1/attention/gate n.ninfer)
+    # in_proj_qkvz per key-head group (2 groups of 16 q, 16 k, 16 v, 16 z rows)
+    local z=model.layers.0.linear_attn.in_proj_qkvz.weight ba=model.layers.0.linear_attn.in_proj_ba.weight
+    cat <(nf-srcdump --rows 16:32 $s $z) <(nf-srcdump --rows 80:96 $s $z) | cmp - <(ninfer-bind --extract text/layers/0/linear_attention/key n.ninfer)
+    cat <(nf-srcdump --rows 48:64 $s $z) <(nf-srcdump --rows 112:128 $s $z) | cmp - <(ninfer-bind --extract text/layers/0/linear_attention/z n.ninfer)
+    # in_proj_ba per group: 2 b rows then 2 a rows
+    cat <(nf-srcdump --rows 2:4 $s $ba) <(nf-srcdump --rows 6:8 $s $ba) | cmp - <(ninfer-bind --extract text/layers/0/linear_attention/a n.ninfer)
+    # conv1d [96,1,4] is the parameter [96,4]
+    nf-srcdump $s model.layers.0.linear_attn.conv1d.weight | cmp - <(ninfer-bind --extract text/layers/0/linear_attention/conv1d n.ninfer)
+    run -0 ninfer-bind n.ninfer
+    [[ "$output" == *$'text/layers/0/linear_attention/conv1d\t96x4\t384\tbf16/contiguous_le_v1\tmodel.layers.0.linear_attn.conv1d.weight\tview'* ]]
+    [[ "$output" == *$'text/layers/1/attention/query\t64x64\t4096\tbf16/contiguous_le_v1\tmodel.layers.1.self_attn.q_proj.weight\tgather'* ]]
+    # Qwen3.5: in_proj_qkv holds all q rows, then all k, then all v
+    nf-mkarch --arch qwen3_5 --language-model f
+    import_pack f f
+    grep -qF '"architectures":["Qwen3_5ForCausalLM"]' f.json
+    s=f/model.safetensors
+    nf-srcdump --rows 32:64 $s model.language_model.layers.0.linear_attn.in_proj_qkv.weight |
+        cmp - <(ninfer-bind --extract text/layers/0/linear_attention/key f.ninfer)
+}
+
+@test "--fuse never puts text and MTP-private parameters in one parent (spec 5.3)" {
+    nf-mkarch --arch qwen3next --mtp n
+    import_pack n n --fuse
+    local text_parents mtp_parents p
+    text_parents=$(ninfer-bind --component text n.ninfer | grep -v '^mtp/' | cut -f5 | tr , '\n' | sort -u)
+    mtp_parents=$(ninfer-bind n.ninfer | grep '^mtp/' | grep -v -e '^mtp/embedding' -e '^mtp/head' | cut -f5 | tr , '\n' | sort -u)
+    [ -n "$mtp_parents" ]
+    for p in $mtp_parents; do
+        ! grep -qxF "$p" <<< "$text_parents"
+    done
+    grep -qF '"id": "mtp/layers/0/attention/qkgv"' n.json
+}
+
+@test "the spec 12.1 Text example: Q/K/gate/V and gate/up parents of [512,128], four resources" {
+    nf-mkarch --arch spec121 ck
+    import_pack ck ex --fuse
+    run -0 ninfer-bind ex.ninfer
+    [ "${#lines[@]}" -eq 15 ]
+    [[ "$output" == *$'text/layers/0/attention/gate\t128x128\t16384\tbf16/contiguous_le_v1\ttext/layers/0/attention/qkgv\tview'* ]]
+    [[ "$output" == *$'text/head\t248320x128\t31784960\tbf16/contiguous_le_v1\tlm_head.weight\tview'* ]]
+    ninfer-cat --catalog ex.ninfer | grep -qF '"id":"text/layers/0/attention/qkgv","kind":"tensor","shape":[512,128]'
+    ninfer-cat --catalog ex.ninfer | grep -qF '"id":"text/layers/0/mlp/gate_up","kind":"tensor","shape":[512,128]'
+    # spec 12.3's order in one parent: query, key, gate, value
+    ninfer-cat --catalog ex.ninfer | grep -qF '"text/layers/0/attention/gate":{"parts":[{"object":"text/layers/0/attention/qkgv","range":[32768,49152]}]}'
+    local r
+    for r in tokenizer.json tokenizer_config.json chat_template.jinja generation_config.json; do
+        ninfer-cat --resource "$r" ex.ninfer | cmp - "ck/$r"
+    done
+    [ "$(ninfer-cat --catalog ex.ninfer | grep -o '"activation_policy":"A16Only"' | wc -l)" -eq 9 ]
+}
+
+@test "checkpoint faults: a missing tensor or a wrong shape (1), an unknown architecture or dtype (4)" {
+    nf-mkarch --arch llama ck
+    # rename one tensor in the safetensors header (same length keeps offsets)
+    sed -i '0,/model.layers.1.mlp.up_proj.weight/s//model.layers.1.mlp.up_proj.weighz/' ck/model.safetensors
+    run -1 --separate-stderr ninfer-import ck
+    expect_only_codes coverage
+    [[ "$stderr" == *'no tensor "model.layers.1.mlp.up_proj.weight" for parameter "text/layers/1/mlp/up"'* ]]
+    nf-mkarch --arch llama ck
+    sed -i 's/"intermediate_size": 96/"intermediate_size": 48/' ck/config.json
+    run -1 --separate-stderr ninfer-import ck
+    expect_code coverage
+    [[ "$stderr" == *'tensor "model.layers.0.mlp.gate_proj.weight" is [96x64]; the config implies [48x64]'* ]]
+    nf-mkarch --arch llama ck
+    sed -i 's/LlamaForCausalLM/MambaForCausalLM/' ck/config.json
+    run -4 --separate-stderr ninfer-import ck
+    expect_only_codes unsupported
+    [[ "$stderr" == *'unknown architecture "MambaForCausalLM"'* ]]
+    nf-mkarch --arch llama ck
+    sed -i 's/"hidden_size": 64,/"hidden_size": "64",/' ck/config.json
+    run -1 --separate-stderr ninfer-import ck
+    expect_only_codes schema
+    run -3 --separate-stderr ninfer-import no-such-dir
+    run -3 --separate-stderr ninfer-import "$BATS_TEST_TMPDIR"
+    expect_only_codes io
+}
+
+@test "a checkpoint's unused tensors are one warning; -q silences it" {
+    nf-mkarch --arch llama --tied ck
+    nf-mkarch --arch llama ck2
+    cp ck2/model.safetensors ck/model.safetensors  # has lm_head.weight; config says tied
+    run -0 --separate-stderr ninfer-import -o m.json ck
+    [[ "$stderr" == *'warning: 1 checkpoint tensor no parameter uses ("lm_head.weight") left out'* ]]
+    run -0 --separate-stderr ninfer-import -q -o m.json ck
+    [ -z "$stderr" ]
+}
