@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh — the main job end to end on a checkpoint made here (no network, no
-# ../shared needed): a small Hugging Face-layout Llama checkpoint → manifest →
-# ninfer-pack → ninfer-split into parts → ninfer-verify → ninfer-cat.
+# ../shared needed): a small Hugging Face-layout Llama checkpoint →
+# ninfer-import → ninfer-pack → ninfer-split into parts → ninfer-verify →
+# ninfer-bind --check → ninfer-cat, then a quantized copy run on the CPU.
 # Run through `make demo` (which builds everything first).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,9 +22,9 @@ step "1. a small checkpoint in Hugging Face layout (deterministic, seed 7)"
 run nf-mkckpt --seed 7 --layers 2 ckpt
 ls -l ckpt
 
-step "2. a manifest: one tensor object per safetensors tensor, frontend files as resources"
-run sh -c 'nf-st2manifest ckpt > manifest.json'
-printf 'manifest: %s objects\n' "$(grep -c '"kind"' manifest.json)"
+step "2. import it: a manifest with the architecture's logical names, config and frontend resources"
+run sh -c 'ninfer-import ckpt > manifest.json'
+printf 'manifest: %s objects, %s uses\n' "$(grep -c '"kind"' manifest.json)" "$(grep -c '"parameter"' manifest.json)"
 
 step "3. pack it into one artifact (digests of every object in metadata.integrity)"
 run ninfer-pack -q -o model.ninfer manifest.json
@@ -33,10 +34,12 @@ step "4. split it into an entry and parts of at most 1 MiB (tensors cross file b
 run ninfer-split -q --max-file-bytes 1M -o shards/model.ninfer model.ninfer
 run ninfer-cat --files shards/model.ninfer
 
-step "5. verify the parts: headers, lengths, fill, every object digest"
+step "5. verify the parts: headers, lengths, fill, every object digest; bind the logical names"
 run ninfer-verify shards/model.ninfer
 run sh -c 'ninfer-verify --sums shards/model.ninfer > shards/SHA256SUMS'
 (cd shards && run sha256sum -c SHA256SUMS)
+run ninfer-bind --check shards/model.ninfer
+run sh -c 'ninfer-bind shards/model.ninfer | head -4'
 
 step "6. read every tensor back from the parts: byte-identical to the checkpoint's"
 n=0
@@ -57,5 +60,12 @@ run ninfer-verify merged.ninfer
 cmp <(ninfer-cat --range 0:$(ninfer-cat --files merged.ninfer | sed -n 's/.*"payload_bytes": \([0-9]*\).*/\1/p' | head -1) merged.ninfer) \
     <(ninfer-cat --range 0:$(ninfer-cat --files merged.ninfer | sed -n 's/.*"payload_bytes": \([0-9]*\).*/\1/p' | head -1) model.ninfer)
 echo "merged payload identical to the original"
+
+step "8. quantize (q4 MLPs, q8 attention, fp8 head), pack, and run every projection on the CPU"
+run sh -c "ninfer-quant 'text/layers/*/mlp/*=q4_g64_fp16' 'text/layers/*/attention/*=q8_g32_fp16' \\
+    'text/head=fp8_e4m3fn_row_bf16' < manifest.json > quantized.json"
+run ninfer-pack -q --report -o quantized.ninfer quantized.json
+run ninfer-verify --deep quantized.ninfer
+run ninfer-run --device cpu --iters 1 quantized.ninfer
 
 printf '\ndemo: done; files are in %s\n' "$out"
