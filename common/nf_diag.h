@@ -98,7 +98,9 @@ typedef struct {
 #define NF_DIAGS_INIT {0}
 
 /* Append a record. pointer may be NULL (stored as ""). Formats message with
- * printf rules. On allocation failure the record is counted in `dropped`. */
+ * printf rules. Pointer, file and message are each cut to 4 KiB (ending in
+ * "...", at a UTF-8 boundary) so hostile names cost bounded memory. On
+ * allocation failure the record is counted in `dropped`. */
 void nf_diag_add(nf_diags *d, nf_code code, const char *pointer,
                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void nf_diag_vadd(nf_diags *d, nf_code code, const char *pointer,

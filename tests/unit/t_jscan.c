@@ -959,9 +959,11 @@ static void test_bigint(void)
     sb_rep(&b, ",\"a\":0", 100);
     sb_str(&b, "}}");
     scan_n(&t, b.p, b.n, 0);
-    CHECK(!t.ok && t.d.n == 100 && strlen(t.d.v[0].pointer) > (1u << 20) &&
-          strcmp(t.d.v[99].pointer, "") == 0,
-          "many duplicates under a 1 MiB name: later ones lose their pointer");
+    /* nf_diag keeps at most 4 KiB of a pointer (ending in "..."): the first
+     * record holds a cut pointer, later ones none once the scanner's cap is hit */
+    CHECK(!t.ok && t.d.n == 100 && strlen(t.d.v[0].pointer) <= 4096 &&
+          strlen(t.d.v[0].pointer) > 4000 && strcmp(t.d.v[99].pointer, "") == 0,
+          "many duplicates under a 1 MiB name: pointers cut, later ones lost");
     scan_done(&t);
     free(b.p);
 }
