@@ -290,3 +290,28 @@ check_fails() {
     run -1 --separate-stderr ninfer-bind --extract text/nothing m.ninfer
     expect_only_codes reference
 }
+
+# man_cmd PAGE N — the Nth "$ " command of man/PAGE's EXAMPLES (mdoc escapes undone).
+man_cmd() {
+    sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$REPO/man/$1" | sed -e 's/\\e/\\/g' -e 's/\\-/-/g' |
+        sed -n 's/^\$ //p' | sed -n "$2p"
+}
+
+@test "ninfer-bind(1): every EXAMPLES command runs and prints what the page shows" {
+    [ "$(sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$REPO/man/ninfer-bind.1" | grep -c '^\$ ')" -eq 5 ]
+    base llama
+    ninfer-split -q --max-file-bytes 64K -o shards/m.ninfer m.ninfer
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-bind.1 1)"
+    [ "${lines[0]}" = $'text/embedding\t128x64\t8192\tbf16/contiguous_le_v1\tmodel.embed_tokens.weight\tview' ]
+    [ "${lines[1]}" = $'text/layers/0/input_norm\t64\t64\tfp32/contiguous_le_v1\tmodel.layers.0.input_layernorm.weight\tview' ]
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-bind.1 2)"
+    [ "$output" = "m.ninfer: OK (21 parameters, 16 uses)" ]
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-bind.1 3)"
+    grep -qF '"file": "shards/m.ninfer.part-0001"' plan.json
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-bind.1 4)"
+    nf-srcdump ck/model.safetensors model.layers.1.mlp.down_proj.weight | cmp - down.f32
+    nf-mkarch --arch qwen3next --mtp nck
+    ninfer-import -q nck | ninfer-pack -q -o next.ninfer -
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-bind.1 5)"
+    [ "$output" = "next.ninfer: OK (147 parameters, 119 uses)" ]
+}

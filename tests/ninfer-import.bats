@@ -340,3 +340,29 @@ same_params() {
     run -0 --separate-stderr ninfer-import -q -o m.json ck
     [ -z "$stderr" ]
 }
+
+# man_cmd PAGE N — the Nth "$ " command of man/PAGE's EXAMPLES (mdoc escapes undone).
+man_cmd() {
+    sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$REPO/man/$1" | sed -e 's/\\e/\\/g' -e 's/\\-/-/g' |
+        sed -n 's/^\$ //p' | sed -n "$2p"
+}
+
+@test "ninfer-import(1): every EXAMPLES command runs and prints what the page shows" {
+    [ "$(sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$REPO/man/ninfer-import.1" | grep -c '^\$ ')" -eq 7 ]
+    nf-mkarch --arch llama ckpt
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 1)"
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 2)"
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 3)"
+    [ "$output" = "m.ninfer: OK (21 parameters, 16 uses)" ]
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 4)"
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 5)"
+    [ "$output" = $'text/layers/0/attention/key\t32x64\t2048\tbf16/contiguous_le_v1\ttext/layers/0/attention/qkv\tview' ]
+    need ollama-llama-2-tiny-random-gguf/llama-2-tiny-random.gguf
+    need stories260K-gguf/stories260K-Q4_0.gguf
+    ln -s "$REALDATA/ollama-llama-2-tiny-random-gguf/llama-2-tiny-random.gguf" tiny.gguf
+    ln -s "$REALDATA/stories260K-gguf/stories260K-Q4_0.gguf" stories260K-Q4_0.gguf
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 6)"
+    grep -qF '"format": "bf16"' tiny.json
+    run -4 --separate-stderr bash -o pipefail -c "$(man_cmd ninfer-import.1 7)"
+    [ "$stderr" = 'ninfer-import: stories260K-Q4_0.gguf: unsupported: GGUF tensor type Q4_0 ("token_embd.weight" and others) is not supported yet: import takes F32, F16 and BF16 tensors' ]
+}
