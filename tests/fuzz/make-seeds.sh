@@ -16,8 +16,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-mkdir -p "$OUT/reader" "$OUT/catalog" "$OUT/safetensors"
-rm -f "$OUT"/reader/* "$OUT"/catalog/* "$OUT"/safetensors/*
+mkdir -p "$OUT/reader" "$OUT/catalog" "$OUT/safetensors" "$OUT/gguf"
+rm -f "$OUT"/reader/* "$OUT"/catalog/* "$OUT"/safetensors/* "$OUT"/gguf/*
 
 # deterministic bytes
 bytes() { head -c "$1" /dev/zero | openssl enc -aes-128-ctr -nosalt \
@@ -128,6 +128,38 @@ hl=$(od -An -tu8 -N8 ck/model.safetensors | tr -d ' ')
 if [ "$hl" -lt 4096 ]; then
     head -c $((8 + hl)) ck/model.safetensors > "$OUT/safetensors/real-header-cut"
 fi
+
+# ---- gguf ----
+# g8 N, g32 N, g64 N: little-endian integers; gstr S: u64 length + bytes
+g8() { printf "\\$(printf %03o $(($1 & 255)))"; }
+g32() { local i; for i in 0 8 16 24; do g8 $(($1 >> i)); done; }
+g64() { local i; for i in 0 8 16 24 32 40 48 56; do g8 $(($1 >> i)); done; }
+gstr() { g64 ${#1}; printf '%s' "$1"; }
+gkey() { gstr "$1"; g32 "$2"; } # NAME TYPE
+gpad() { local n=$1 a=$2; head -c $(((a - n % a) % a)) /dev/zero; }
+{
+    printf GGUF; g32 3; g64 2; g64 9
+    gkey general.architecture 8; gstr llama
+    gkey general.alignment 4; g32 64
+    gkey t.u8 0; g8 200
+    gkey t.i16 3; g8 255; g8 255
+    gkey t.f32 6; g32 0x3dcccccd
+    gkey t.bool 7; g8 1
+    gkey t.i64 11; g64 -9223372036854775808
+    gkey t.f64 12; g64 0x40c3880000000000
+    gkey t.nested 9; g32 9; g64 2; g32 8; g64 2; gstr a; gstr 'b"'; g32 5; g64 1; g32 7
+    gstr w; g32 2; g64 64; g64 3; g32 30; g64 0
+    gstr v; g32 1; g64 5; g32 0; g64 384
+} > g.head
+{ cat g.head; gpad "$(stat -c %s g.head)" 64; head -c 404 /dev/zero; } > "$OUT/gguf/small"
+{
+    printf GGUF; g32 2; g64 1; g64 1
+    gkey tokenizer.ggml.tokens 9; g32 8; g64 3; gstr '<s>'; gstr '</s>'; gstr 'hello'
+    gstr q; g32 2; g64 32; g64 2; g32 2; g64 0
+} > g2.head
+{ cat g2.head; gpad "$(stat -c %s g2.head)" 32; head -c 36 /dev/zero; } > "$OUT/gguf/v2-q4"
+real=/work/shared/realdata/ollama-llama-2-tiny-random-gguf/llama-2-tiny-random.gguf
+[ -r "$real" ] && head -c 3000 "$real" > "$OUT/gguf/real-head-cut"
 
 du -sh "$OUT"
 ls -l "$OUT"/*
