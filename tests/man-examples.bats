@@ -452,12 +452,117 @@ json_num() {
     [ "$output" = "$(printf '"bytes":%s\n' 19496960 24084480 73428992 41287684)" ]
 }
 
+# ---- ninfer-quant(1) ----------------------------------------------------------
+
+@test "ninfer-quant(1): q8 everywhere, q4 MLPs, an nvfp4 head with AllowA4; pack; the divisor" {
+    run -0 man_example ninfer-quant.1 1
+    grep -q '"parameter": "text/layers/1/mlp/down"' manifest.json
+    run -0 --separate-stderr man_example ninfer-quant.1 2
+    [ -z "$output" ]
+    [ -z "$stderr" ]
+    run -0 man_example ninfer-quant.1 3
+    [ "$output" = 6 ]  # gate, up, down of two layers
+    # 16 matrices: 6 in q4, the head in nvfp4, the other 9 in q8; the
+    # norms untouched
+    [ "$(grep -c '"format": "q8_g32_fp16"' q.json)" -eq 9 ]
+    [ "$(grep -c '"format": "nvfp4"' q.json)" -eq 1 ]
+    [ "$(grep -c '"format": "fp32"' q.json)" -eq 6 ]  # 5 norms, the divisor
+    grep -q '"activation_policy": "AllowA4"' q.json
+    grep -q '"quantization":{"tool":"ninfer-quant ' q.json
+    run -0 man_example ninfer-quant.1 4
+    run -0 man_example ninfer-quant.1 5
+    [ "$output" = " 00 00 80 3f" ]  # 1.0f
+    run -0 ninfer-verify --deep q.ninfer
+    [ "$output" = "q.ninfer: OK (25 digests checked)" ]
+}
+
+@test "ninfer-quant(1): the recipe gives the same manifest; shapes and fused parents that cannot be" {
+    run -0 man_example ninfer-quant.1 1
+    run -0 man_example ninfer-quant.1 2
+    man_block ninfer-quant.1 3 > recipe.json
+    grep -q '"rules"' recipe.json
+    run -0 man_example ninfer-quant.1 6
+    [ -z "$output" ]
+    run -0 --separate-stderr man_example ninfer-quant.1 7
+    [ "$output" = 1 ]
+    [ "${#stderr_lines[@]}" -eq 2 ]
+    [ "${stderr_lines[0]}" = 'ninfer-quant: manifest.json: encoding: parameter "text/layers/0/mlp/gate" (object "model.layers.0.mlp.gate_proj.weight", 688x256) cannot be nvfp4: nvfp4 needs N % 128 == 0, got N=688' ]
+    [[ "${stderr_lines[1]}" == 'ninfer-quant: manifest.json: encoding: parameter "text/layers/1/mlp/gate" '* ]]
+    run -1 --separate-stderr man_example ninfer-quant.1 8
+    [ -z "$output" ]
+    [ "${#stderr_lines[@]}" -eq 2 ]
+    [ "${stderr_lines[0]}" = 'ninfer-quant: -: encoding: object "text/layers/0/attention/qkv" is asked for q4_g64_fp16 by "text/layers/0/attention/query" and for q8_g32_fp16 by "text/layers/0/attention/key"' ]
+    [ "${stderr_lines[1]}" = 'ninfer-quant: -: encoding: object "text/layers/0/attention/qkv" is asked for q4_g64_fp16 by "text/layers/0/attention/query" and for q8_g32_fp16 by "text/layers/0/attention/value"' ]
+}
+
+# ---- ninfer-run(1) ------------------------------------------------------------
+
+@test "ninfer-run(1): import, quantize, pack, run every projection on the CPU" {
+    run -0 man_example ninfer-run.1 1
+    [ -f run.ninfer ]
+    run -0 --separate-stderr man_example ninfer-run.1 2
+    [ -z "$stderr" ]
+    [ "${lines[0]}" = "device cpu, components text" ]
+    [[ "${lines[1]}" =~ ^loaded\ 21\ parents,\ .*\;\ 3\ objects\ left\ unread$ ]]
+    [[ "${lines[2]}" == "parameter "*" format "*" status" ]]
+    [ "${#lines[@]}" -eq 19 ]  # 16 uses
+    [[ "${lines[3]}" =~ ^text/embedding\ .*\ lookup$ ]]
+    [[ "${lines[4]}" =~ ^text/layers/0/attention/query\ +q4_g64_fp16\ +256\ +256\ .*\ ok$ ]]
+    [[ "${lines[17]}" =~ ^text/layers/1/mlp/down\ +fp8_e4m3fn_row_bf16\ +256\ +688\ .*\ ok$ ]]
+    [[ "${lines[18]}" =~ ^text/head\ +nvfp4\ +2048\ +256\ .*\ ok$ ]]
+    [ "$(printf '%s\n' "${lines[@]:4}" | grep -c ' ok$')" -eq 15 ]
+}
+
+@test "ninfer-run(1): the JSON report, fused parents, a missing component (exit 1)" {
+    run -0 man_example ninfer-run.1 1
+    run -0 man_example ninfer-run.1 3
+    [ "$output" = "$(printf '%s\n' '      1 "status":"lookup"' '     15 "status":"ok"')" ]
+    run -0 man_example ninfer-run.1 4
+    [ "$output" = '"objects_unread":["r.tokenizer.json","r.tokenizer_config.json","r.generation_config.json"]' ]
+    run -0 man_example ninfer-run.1 5
+    run -0 --separate-stderr ninfer-run --device cpu --json fused.ninfer
+    [ "$(grep -o '"status":"ok"' <<< "$output" | wc -l)" -eq 15 ]
+    [[ "$output" == *'"parameter":"text/layers/0/attention/key","input":"text/layers/0/mixer_input","format":"nvfp4","rows":128,"k":256,"parents":1,"view":"rows",'* ]]
+    run -0 man_example ninfer-run.1 6
+    [ "$output" = '"parents_loaded":15' ]  # 2 x (qkv, output, gate_up, down, 2 norms), embedding, norm, head
+    run -1 --separate-stderr man_example ninfer-run.1 7
+    [ -z "$output" ]
+    [ "$stderr" = 'ninfer-run: run.ninfer: /components: component-missing: component "mtp" was selected but the artifact does not provide it' ]
+}
+
+# ---- ninfer-bench(1) ----------------------------------------------------------
+
+@test "ninfer-bench(1): q4 GEMV as a table, nvfp4 decode as JSON" {
+    run -0 --separate-stderr man_example ninfer-bench.1 1
+    [ "${#lines[@]}" -eq 3 ]
+    [[ "${lines[0]}" =~ ^#\ peak\ [0-9.]+\ GB/s ]]
+    read -r op dev fmt n k bytes rest <<< "${lines[2]}"
+    [ "$op $dev $fmt $n $k $bytes" = "gemv cpu q4_g64_fp16 4096 4096 8912896" ]
+    run -0 --separate-stderr man_example ninfer-bench.1 2
+    [ "${#lines[@]}" -eq 1 ]
+    # 9437188 = 4096 * 4096 / 2 codes + 4096 * 4096 / 16 scales + one divisor
+    [[ "$output" == '{"case":"4096x4096","op":"decode","device":"cpu","format":"nvfp4","layout":"block_scale_k16_m128x4_v1","n":4096,"k":4096,"encoded_bytes":9437188,"iters":3,'* ]]
+    # the three samples
+    [ "$(grep -o '"samples_s":\[[^]]*\]' <<< "$output" | tr ',' '\n' | wc -l)" -eq 3 ]
+}
+
+@test "ninfer-bench(1): an artifact's own objects as CSV" {
+    run -0 man_example ninfer-bench.1 3
+    run -0 --separate-stderr man_example ninfer-bench.1 4
+    [ "${#lines[@]}" -eq 4 ]
+    [ "${lines[0]}" = "case,op,device,format,layout,n,k,encoded_bytes,median_s,p10_s,p90_s,gbps,pct_of_peak" ]
+    [[ "${lines[1]}" == model.layers.0.mlp.gate_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,688,256,93568,* ]]
+    [[ "${lines[2]}" == model.layers.0.mlp.up_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,688,256,93568,* ]]
+    [[ "${lines[3]}" == model.layers.0.mlp.down_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,256,688,104448,* ]]
+}
+
 # ---- the pages themselves -----------------------------------------------------
 
 @test "every EXAMPLES command of every man page is run by a test above" {
     local page n i missing=""
     local self="$BATS_TEST_DIRNAME/man-examples.bats"
-    for page in ninfer-verify.1 ninfer-cat.1 ninfer-split.1 ninfer-pack.1 ninfer.5 ninfer-formats.7; do
+    for page in ninfer-verify.1 ninfer-cat.1 ninfer-split.1 ninfer-pack.1 ninfer-quant.1 \
+        ninfer-run.1 ninfer-bench.1 ninfer.5 ninfer-formats.7; do
         [ -f "$MAN/$page" ]
         n=$(man_commands "$page" | wc -l)
         [ "$n" -gt 0 ]
