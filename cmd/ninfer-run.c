@@ -11,7 +11,7 @@
 #include "nf_util.h"
 
 static const char usage[] =
-    "usage: ninfer-run [OPTIONS] ARTIFACT\n"
+    "usage: ninfer-run [OPTIONS] ARTIFACT|-\n"
     "The engine's load path, made observable: select components, read each parent\n"
     "object they reference once (every other object stays unread), build the row\n"
     "views, and run every use's projection y = W x with the kernel for its\n"
@@ -22,10 +22,12 @@ static const char usage[] =
     "                        kernels (default: cuda when built with CUDA and a GPU is\n"
     "                        present, else cpu, said on stderr)\n"
     "  --component C,...     components to run (default text; mtp brings its target)\n"
-    "  --input FILE          little-endian bf16 activations (at least the largest K)\n"
+    "  --input FILE          little-endian bf16 activations (at least the largest K;\n"
+    "                        fewer is a usage error)\n"
     "  --iters N             timed runs per projection, median reported (default 5)\n"
     "  --threads N           CPU threads (default: all CPUs)\n"
-    "  --json                one JSON report on stdout\n"
+    "  --json                one JSON report on stdout (also when the run fails)\n"
+    "'-' reads a stream (optionally zstd-compressed) from standard input, CPU only.\n"
     "  -h, --help, --version\n"
     "\n"
     "Exit status: 0 every check passed, 1 a rule is broken or a result is outside\n"
@@ -149,11 +151,13 @@ int main(int argc, char **argv)
         }
     }
     nf_open_opts oo = {0};
-    nf_artifact *a = nf_diags_exit(&d) ? NULL : nf_artifact_open(path, &oo, &d);
+    nf_operand op = {0};
     nf_jval *rep = NULL;
-    if (a && !nf_diags_exit(&d))
-        nf_run(a, &ro, &rep, &d);
+    if (!nf_diags_exit(&d) && nf_operand_open(&op, path, &oo, &d) == 0 && !nf_diags_exit(&d))
+        nf_run(op.a, &ro, &rep, &d);
     int ex = nf_diags_exit(&d);
+    if (json && !rep)
+        rep = nf_jnew_object(); /* a failed run still gets its record (DESIGN 3) */
     if (rep && json) {
         nf_jobj_set(rep, "file", nf_jnew_string(path));
         nf_jobj_set(rep, "exit", nf_jnew_i64(ex));
@@ -163,7 +167,7 @@ int main(int argc, char **argv)
         print_text(rep);
     }
     nf_jval_free(rep);
-    nf_artifact_close(a);
+    nf_operand_close(&op);
     free(in);
     nf_diags_print(&d, nf_prog, stderr);
     nf_diags_free(&d);

@@ -94,11 +94,81 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
             objs[nobj++] = i;
         }
     /* materialize: each parent once */
+    /* the activations: a given input must cover every projection's K */
+    if (o->input) {
+        uint64_t maxk = 0;
+        for (size_t u = 0; u < c->n_uses; u++) {
+            const nf_use *use = &c->uses[u];
+            if (!use->parameter || !use->activation_policy || !nf_select_has(c, sel, use->parameter))
+                continue;
+            for (size_t b = 0; b < c->n_bindings; b++) {
+                if (strcmp(c->bindings[b].name, use->parameter))
+                    continue;
+                view vv[64];
+                uint64_t kk = 0;
+                if (row_views(c, &c->bindings[b].b, vv, 64, &kk) && kk > maxk)
+                    maxk = kk;
+                break;
+            }
+        }
+        if (o->input_len < maxk) {
+            nf_diag_add(d, NF_C_USAGE, "",
+                        "--input holds %zu bf16 values; the largest projection needs K = %llu",
+                        o->input_len, (unsigned long long)maxk);
+            goto out;
+        }
+    }
     nf_load_stats ls = {0};
     double t0 = nf_now();
+    if (o->cuda && nf_artifact_is_stream(a)) {
+        nf_diag_add(d, NF_C_USAGE, "", "--device cuda reads an artifact file, not a stream");
+        goto out;
+    }
     if (o->cuda) {
         if (nf_device_load(a, objs, nobj, dev, &ls, d) < 0)
             goto out;
+    } else if (nf_artifact_is_stream(a)) {
+        /* a stream passes once, in order: keep the bytes of the parents */
+        for (size_t k = 0; k < nobj; k++) {
+            const nf_object *ob = &c->objects[objs[k]];
+            host[k] = aligned_alloc(4096, nf_ceil_div_u64(ob->bytes, 4096) * 4096);
+            if (!host[k]) {
+                nf_diag_add(d, NF_C_IO, "", "out of memory for object \"%s\"", ob->id);
+                goto out;
+            }
+        }
+        unsigned char *buf = malloc(4u << 20);
+        if (!buf) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            goto out;
+        }
+        size_t cur = 0;
+        for (uint64_t pos = 0; pos < c->payload_bytes;) {
+            size_t n = c->payload_bytes - pos > (4u << 20) ? (4u << 20) : (size_t)(c->payload_bytes - pos);
+            ssize_t r = nf_artifact_stream_read(a, buf, n, d);
+            if (r < 0 || (size_t)r != n) {
+                free(buf);
+                goto out;
+            }
+            while (cur < nobj && c->objects[objs[cur]].offset + c->objects[objs[cur]].bytes <= pos)
+                cur++;
+            for (size_t k = cur; k < nobj && c->objects[objs[k]].offset < pos + n; k++) {
+                const nf_object *ob = &c->objects[objs[k]];
+                uint64_t b = ob->offset > pos ? ob->offset : pos;
+                uint64_t e = ob->offset + ob->bytes < pos + n ? ob->offset + ob->bytes : pos + n;
+                if (b < e)
+                    memcpy(host[k] + (b - ob->offset), buf + (b - pos), (size_t)(e - b));
+            }
+            pos += n;
+        }
+        free(buf);
+        if (nf_artifact_stream_finish(a, d) < 0)
+            goto out;
+        for (size_t k = 0; k < nobj; k++) {
+            ls.bytes += c->objects[objs[k]].bytes;
+            ls.parents++;
+        }
+        ls.read_s = nf_now() - t0;
     } else {
         for (size_t k = 0; k < nobj; k++) {
             const nf_object *ob = &c->objects[objs[k]];
@@ -183,8 +253,10 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
             nf_tensor_enc te;
             if (nf_tensor_enc_init(&te, ob->format, ob->layout, ob->dims, ob->rank, ob->divisors,
                                    NULL) != NF_ENC_OK) {
-                nf_diag_add(d, NF_C_UNSUPPORTED, use->parameter, "no kernel for %s/%s",
-                            ob->format_name, ob->layout_name);
+                char optr[48];
+                snprintf(optr, sizeof optr, "/objects/%zu", v[k].obj);
+                nf_diag_add(d, NF_C_UNSUPPORTED, optr, "%s: no kernel for %s/%s",
+                            use->parameter, ob->format_name, ob->layout_name);
                 ok = false;
                 break;
             }
@@ -214,8 +286,11 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
                 ms = best[it / 2];
             }
             if (e) {
+                char uptr[48];
+                snprintf(uptr, sizeof uptr, "/uses/%zu", u);
                 if (!o->cuda)
-                    nf_diag_add(d, NF_C_CODES, use->parameter, "kernel failed: %s", nf_codec_strerror(e));
+                    nf_diag_add(d, NF_C_CODES, uptr, "%s: kernel failed: %s", use->parameter,
+                                nf_codec_strerror(e));
                 ok = false;
                 break;
             }
@@ -245,7 +320,9 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
                 maxref = fabs(yr[n]);
             if (!(diff <= bound[n])) {
                 ok = false;
-                nf_diag_add(d, NF_C_CODES, "",
+                char uptr[48];
+                snprintf(uptr, sizeof uptr, "/uses/%zu", u);
+                nf_diag_add(d, NF_C_CODES, uptr,
                             "%s: row %llu: kernel gives %.9g, the reference %.9g (bound %.3g)",
                             use->parameter, (unsigned long long)n, y[n], yr[n], bound[n]);
             }
