@@ -142,8 +142,8 @@ static int bench_one(const char *name, const nf_tensor_enc *t, const uint8_t *ob
 {
     uint64_t eb = t->enc.encoded_bytes;
     unsigned copies = (unsigned)((256ull << 20) / (eb ? eb : 1) + 1);
-    if (copies > 16)
-        copies = 16;
+    if (copies > 4096)
+        copies = 4096;
     if (!strcmp(opt.op, "encode"))
         copies = 1;
     uint8_t **w = calloc(copies, sizeof *w);
@@ -361,6 +361,17 @@ int main(int argc, char **argv)
         if (!nf_parse_u64(shape, &N) || !nf_parse_u64(xp + 1, &K) || !N || !K ||
             N > (1u << 24) || K > (1u << 24) || N * K > (1ull << 32))
             return nf_usage_error("bad --shape (N, K >= 1, N*K <= 2^32)");
+    }
+    if (!artifact) {
+        uint64_t dims[2] = {N, K};
+        nf_encoding enc;
+        const char *why = NULL;
+        if (nf_encoding_compute(f, l, dims, 2, div, &enc, &why) != NF_ENC_OK) {
+            fprintf(stderr, "%s: encoding: %s/%s cannot hold %llux%llu: %s\n", nf_prog,
+                    nf_format_name(f), nf_layout_name(l), (unsigned long long)N,
+                    (unsigned long long)K, why ? why : "not allowed");
+            return NF_EXIT_RULE;
+        }
     }
     if (!strcmp(opt.device, "cuda")) {
         int e = nf_device_init(stderr);

@@ -271,7 +271,8 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
                 r = by_param[b];
                 break;
             }
-        if (!r || !r->policy)
+        /* a lookup use (token ids into the embedding) has no policy to set */
+        if (!r || !r->policy || !use->activation_policy)
             continue;
         free(use->activation_policy);
         use->activation_policy = strdup(r->policy);

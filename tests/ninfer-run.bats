@@ -94,7 +94,7 @@ has_gpu() {
 
 @test "--help prints the usage (exit 0), --version the version" {
     run -0 --separate-stderr ninfer-run --help
-    [ "${lines[0]}" = "usage: ninfer-run [OPTIONS] ARTIFACT" ]
+    [ "${lines[0]}" = "usage: ninfer-run [OPTIONS] ARTIFACT|-" ]
     [[ "$output" == *"--component C,..."* ]]
     [ -z "$stderr" ]
     run -0 ninfer-run --version
