@@ -41,7 +41,7 @@
 #define NF_KFN static inline
 #endif
 #define NF_KHOST static inline
-#ifdef __CUDACC__
+#ifdef __CUDA_ARCH__
 #define NF_KUNROLL _Pragma("unroll")
 #else
 #define NF_KUNROLL
@@ -127,6 +127,52 @@ NF_KFN float nf_k_e2m1(uint32_t c)
     uint32_t m = c & 7u, e = m >> 1;
     uint32_t b = e ? ((e + 126u) << 23) | ((m & 1u) << 22) : ((m & 1u) ? 0x3f000000u : 0u);
     return nf_k_float(b | ((c & 8u) << 28));
+}
+
+NF_KFN float nf_k_half(uint32_t h)
+{
+#ifdef __CUDA_ARCH__
+    return __half2float(__ushort_as_half((unsigned short)h));
+#else
+    return nf_k_fp16(h & 0xffffu);
+#endif
+}
+
+/* Scales for the GEMV (exact; a NaN scale gives some NaN, which is all a
+ * dot product can keep): the FP16 group scale by the hardware conversion,
+ * and the two E4M3 block scales of an nvfp4 chunk by one cvt on sm_89+. */
+NF_KFN float nf_k_scale16(uint32_t h) { return nf_k_half(h & 0xffffu); }
+
+NF_KFN void nf_k_scale_e4m3x2(uint32_t s, float *b0, float *b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    asm("{.reg .b32 h; .reg .f16 lo, hi;\n\t"
+        "cvt.rn.f16x2.e4m3x2 h, %2;\n\t"
+        "mov.b32 {lo, hi}, h;\n\t"
+        "cvt.f32.f16 %0, lo;\n\t"
+        "cvt.f32.f16 %1, hi;}"
+        : "=f"(*b0), "=f"(*b1)
+        : "h"((unsigned short)(s & 0xffffu)));
+#else
+    *b0 = nf_k_e4m3(s & 0xffu);
+    *b1 = nf_k_e4m3((s >> 8) & 0xffu);
+#endif
+}
+
+/* both halves of a half2 word to f32 (exact) */
+NF_KFN void nf_k_half2(uint32_t h2, float *lo, float *hi)
+{
+#ifdef __CUDA_ARCH__
+    asm("{.reg .f16 a, b;\n\t"
+        "mov.b32 {a, b}, %2;\n\t"
+        "cvt.f32.f16 %0, a;\n\t"
+        "cvt.f32.f16 %1, b;}"
+        : "=f"(*lo), "=f"(*hi)
+        : "r"(h2));
+#else
+    *lo = nf_k_fp16(h2 & 0xffffu);
+    *hi = nf_k_fp16(h2 >> 16);
+#endif
 }
 
 /* f32 -> BF16, round to nearest even; NaN -> (bits >> 16) | 0x40 (nf_fp.h) */
@@ -449,22 +495,11 @@ NF_KFN uint32_t nf_k_e2m1_pair(uint32_t w, int p)
     return (mag & 0x0e000e00u) | (sgn & 0x80008000u);
 }
 
-NF_KFN float nf_k_half(uint32_t h)
-{
-#ifdef __CUDA_ARCH__
-    return __half2float(__ushort_as_half((unsigned short)h));
-#else
-    return nf_k_fp16(h & 0xffffu);
-#endif
-}
-
 NF_KFN void nf_k_nvfp4_word(uint32_t w, float v[8])
 {
     NF_KUNROLL
     for (int p = 0; p < 4; p++) {
-        uint32_t h2 = nf_k_e2m1_pair(w, p);
-        v[p] = nf_k_half(h2 & 0xffffu);
-        v[p + 4] = nf_k_half(h2 >> 16);
+        nf_k_half2(nf_k_e2m1_pair(w, p), &v[p], &v[p + 4]);
     }
 }
 
@@ -473,13 +508,18 @@ NF_KFN void nf_k_nvfp4_word(uint32_t w, float v[8])
 NF_KFN void nf_k_fp8_word(uint32_t w, float v[4])
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    uint32_t lo, hi;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(lo) : "h"((unsigned short)(w & 0xffffu)));
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(hi) : "h"((unsigned short)(w >> 16)));
-    v[0] = nf_k_half(lo & 0xffffu);
-    v[1] = nf_k_half(lo >> 16);
-    v[2] = nf_k_half(hi & 0xffffu);
-    v[3] = nf_k_half(hi >> 16);
+    asm("{.reg .b16 a, b; .reg .b32 p, q; .reg .f16 p0, p1, q0, q1;\n\t"
+        "mov.b32 {a, b}, %4;\n\t"
+        "cvt.rn.f16x2.e4m3x2 p, a;\n\t"
+        "cvt.rn.f16x2.e4m3x2 q, b;\n\t"
+        "mov.b32 {p0, p1}, p;\n\t"
+        "mov.b32 {q0, q1}, q;\n\t"
+        "cvt.f32.f16 %0, p0;\n\t"
+        "cvt.f32.f16 %1, p1;\n\t"
+        "cvt.f32.f16 %2, q0;\n\t"
+        "cvt.f32.f16 %3, q1;}"
+        : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+        : "r"(w));
 #else
     v[0] = nf_k_e4m3(w & 0xffu);
     v[1] = nf_k_e4m3((w >> 8) & 0xffu);
@@ -506,7 +546,7 @@ NF_KFN float nf_k_dot_q4(const uint32_t w[4], uint32_t sbits, const float *x, fl
             P[p & 3] = nf_k_fma(v[p], x[8 * i + p], P[p & 3]);
     }
     float sum = nf_k_fma(P[3], 0x1p-12f, nf_k_fma(P[2], 0x1p-8f, nf_k_fma(P[1], 0x1p-4f, P[0])));
-    return nf_k_fma(nf_k_fp16(sbits), sum, acc);
+    return nf_k_fma(nf_k_scale16(sbits), sum, acc);
 }
 
 NF_KFN float nf_k_dot_q8(const uint32_t w[4], uint32_t sbits, const float *x, float acc)
@@ -520,7 +560,7 @@ NF_KFN float nf_k_dot_q8(const uint32_t w[4], uint32_t sbits, const float *x, fl
         for (int q = 0; q < 4; q++)
             P[q & 1] = nf_k_fma(v[q], x[4 * i + q], P[q & 1]);
     }
-    return nf_k_fma(nf_k_fp16(sbits), nf_k_fma(P[1], 0x1p-8f, P[0]), acc);
+    return nf_k_fma(nf_k_scale16(sbits), nf_k_fma(P[1], 0x1p-8f, P[0]), acc);
 }
 
 NF_KFN float nf_k_dot_2bit(const uint32_t w[4], int t2, uint32_t sbits, const float *x, float acc)
@@ -538,7 +578,7 @@ NF_KFN float nf_k_dot_2bit(const uint32_t w[4], int t2, uint32_t sbits, const fl
     NF_KUNROLL
     for (int c = 1; c < 8; c++) /* 4^-c exact */
         sum = nf_k_fma(P[c], nf_k_float((uint32_t)(127 - 2 * c) << 23), sum);
-    return nf_k_fma(nf_k_fp16(sbits), sum, acc);
+    return nf_k_fma(nf_k_scale16(sbits), sum, acc);
 }
 
 /* q5 (q6 = 0) or q6 (q6 = 1): h[] the chunk's high-plane words (q5: h[0]
@@ -558,7 +598,7 @@ NF_KFN float nf_k_dot_q56(const uint32_t w[4], const uint32_t h[2], int q6, uint
         for (int p = 0; p < 8; p++)
             P[(p >> 1) & 1] = nf_k_fma(v[p], x[8 * i + p], P[(p >> 1) & 1]);
     }
-    return nf_k_fma(nf_k_fp16(sbits), nf_k_fma(P[1], 0x1p-8f, P[0]), acc);
+    return nf_k_fma(nf_k_scale16(sbits), nf_k_fma(P[1], 0x1p-8f, P[0]), acc);
 }
 
 /* nvfp4: two blocks of 16 (words 0-1, 2-3), each times its block scale
@@ -575,8 +615,10 @@ NF_KFN float nf_k_dot_nvfp4(const uint32_t w[4], uint32_t sbits, const float *x,
         for (int p = 0; p < 8; p++)
             P[i >> 1] = nf_k_fma(v[p], x[8 * i + p], P[i >> 1]);
     }
-    acc = nf_k_fma(nf_k_e4m3(sbits & 0xffu) * 0x1p14f, P[0], acc);
-    return nf_k_fma(nf_k_e4m3((sbits >> 8) & 0xffu) * 0x1p14f, P[1], acc);
+    float b0, b1;
+    nf_k_scale_e4m3x2(sbits, &b0, &b1);
+    acc = nf_k_fma(b0 * 0x1p14f, P[0], acc);
+    return nf_k_fma(b1 * 0x1p14f, P[1], acc);
 }
 
 /* fp8: exact e4m3 * x summed; the row scale is applied by nf_k_finish. */
