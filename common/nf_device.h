@@ -36,6 +36,14 @@ double nf_device_peak_gbps(void);
 int nf_device_bench(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
                     unsigned warmup, unsigned iters, const char *name);
 
+/* The same measurement without the printing, for a caller that reports
+ * itself (--json, --csv): samples_s[0..iters) receives each timed
+ * iteration's seconds per launch, unsorted. Errors are printed (prefixed
+ * with the program name and `name`). Returns an exit status. */
+int nf_device_bench_samples(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
+                            unsigned warmup, unsigned iters, const char *name,
+                            double *samples_s);
+
 /* ---- the load path and the kernels, for ninfer-run ---------------------- */
 
 /* One parent object resident in device memory (opaque). */

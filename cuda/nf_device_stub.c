@@ -22,6 +22,13 @@ int nf_device_bench(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
     return NF_EXIT_UNSUPPORTED;
 }
 
+int nf_device_bench_samples(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
+                            unsigned warmup, unsigned iters, const char *name, double *samples_s)
+{
+    (void)op, (void)t, (void)obj, (void)warmup, (void)iters, (void)name, (void)samples_s;
+    return NF_EXIT_UNSUPPORTED;
+}
+
 int nf_device_load(nf_artifact *a, const size_t *objs, size_t n, nf_dbuf **out,
                    nf_load_stats *st, nf_diags *d)
 {
