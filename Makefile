@@ -59,6 +59,10 @@ endif
 endif
 ifeq ($(DEV_OBJ),)
 DEV_OBJ  := $(BUILD)/cuda/nf_device_stub.o
+else
+# CUDA builds also get the device test (tests/gpu): scripts/gpu-check.sh runs
+# it on a GPU; under `make test` it skips when there is no device.
+GPU_TESTS := $(BUILD)/tests/gpu/t_device
 endif
 LIB_OBJ  += $(DEV_OBJ)
 
@@ -94,6 +98,11 @@ $(BIN)/%: $(BUILD)/cmd/%.o $(LIB)
 	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
+
+$(BUILD)/tests/gpu/%: $(BUILD)/tests/gpu/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
@@ -185,6 +194,6 @@ clean:
 	rm -rf build bin tests/tmp
 
 -include $(LIB_OBJ:.o=.d) $(patsubst %,$(BUILD)/cmd/%.d,$(notdir $(CMDS))) \
-  $(patsubst $(BUILD)/tests/%,$(BUILD)/tests/unit/%.d,$(UNITS)) \
+  $(patsubst $(BUILD)/tests/%,$(BUILD)/tests/unit/%.d,$(UNITS)) $(GPU_TESTS:=.d) \
   $(patsubst $(BUILD)/tools/%,$(BUILD)/tests/tools/%.d,$(TOOLS)) \
   $(FUZZ_OBJ:.o=.d) $(FUZZERS:=.d)

@@ -1,0 +1,598 @@
+/* t_device.c — the CUDA backend against the CPU reference (TAP), for
+ * scripts/gpu-check.sh on a machine with a GPU. Without a CUDA build or
+ * without a device it prints one skipped test and exits 0, so `make test`
+ * stays green anywhere.
+ *
+ * What it checks, for every format/layout and odd shapes (K not a multiple
+ * of 128, N not a multiple of any block; nvfp4 with 1-3 divisors):
+ *   - the load path: one artifact of two files (objects spanning the
+ *     part boundary) loaded with 64 KiB staging pieces (many double-buffer
+ *     turns), every object's device bytes decoded back;
+ *   - decode to bf16 == nf_decode_rows_bf16 bit for bit, whole objects and
+ *     row ranges, on valid objects and on random bytes (every code
+ *     pattern, NaN and infinite scales: the x86 NaN results included);
+ *   - GEMV within the documented bound of nf_gemv_ref (nf_kernels.cuh)
+ *     and bit for bit equal to nf_k_gemv_emulate under the same plan
+ *     (deterministic reduction; a race or a wrong index shows here), for
+ *     the default plan, R = 4 / W = 8, R = 1 / W = 2 and the per-element
+ *     kernel, whole objects and row ranges;
+ *   - nf_device_bench runs, the peak is plausible, bad calls are refused.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nf_artifact.h"
+#include "nf_cli.h"
+#include "nf_codec.h"
+#include "nf_device.h"
+#include "nf_fp.h"
+#include "nf_gemv.h"
+#include "../unit/nf_test.h"
+#include "../../cuda/nf_kindex.h"
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+static uint32_t r32(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (uint32_t)(rs >> 16);
+}
+
+/* ---- test objects ---- */
+
+typedef struct {
+    char id[64];
+    nf_tensor_enc t;
+    nf_kgeom g;
+    uint8_t *obj;
+    uint64_t offset; /* in the artifact payload */
+    int valid;       /* finite scales etc.: GEMV is checked */
+    size_t idx;      /* catalog index */
+    nf_dbuf *dev;
+} tobj;
+
+static uint16_t fin16(int bf16)
+{
+    for (;;) {
+        uint16_t h = (uint16_t)r32();
+        float f = bf16 ? nf_bf16_to_f32(h) : nf_fp16_to_f32(h);
+        if (isfinite(f) && fabsf(f) < 64 && (f == 0 || fabsf(f) > 1e-6f))
+            return h;
+    }
+}
+
+static int mkobj(tobj *o, nf_format f, const uint64_t *dims, unsigned rank, uint64_t div,
+                 int valid)
+{
+    memset(o, 0, sizeof *o);
+    if (nf_tensor_enc_init(&o->t, f, nf_format_default_layout(f), dims, rank, div, NULL))
+        return -1;
+    if (nf_kgeom_init(&o->g, f, o->t.layout, o->t.rows, o->t.cols, div, &o->t.enc))
+        return -1;
+    o->valid = valid;
+    uint64_t eb = o->t.enc.encoded_bytes, el = o->t.enc.elements, N = o->t.rows;
+    o->obj = malloc(eb ? eb : 1);
+    for (uint64_t i = 0; i < eb; i++)
+        o->obj[i] = (uint8_t)r32();
+    const nf_plane *p = o->t.enc.plane;
+    if (!valid) { /* random bytes, but with some NaN/inf scales for sure */
+        if (o->t.layout == NF_LAY_ROW_SPLIT_K128_V1) {
+            const nf_plane *sp = &p[o->t.enc.nplanes - 1];
+            memcpy(o->obj + sp->offset, "\x00\x7c\x01\x7e", 4); /* inf, NaN */
+        }
+        return 0;
+    }
+    switch (f) {
+    case NF_FMT_BF16:
+        for (uint64_t e = 0; e < el; e++) {
+            uint16_t h = fin16(1);
+            memcpy(o->obj + 2 * e, &h, 2);
+        }
+        break;
+    case NF_FMT_FP32:
+        for (uint64_t e = 0; e < el; e++) {
+            float v = (float)((int32_t)r32() % 100000) * 1e-4f;
+            memcpy(o->obj + 4 * e, &v, 4);
+        }
+        break;
+    case NF_FMT_INT32:
+        for (uint64_t e = 0; e < el; e++) {
+            int32_t v = (int32_t)r32() >> (r32() % 24);
+            memcpy(o->obj + 4 * e, &v, 4);
+        }
+        break;
+    case NF_FMT_NVFP4:
+        for (uint64_t i = 0; i < p[1].bytes; i++)
+            if (nf_e4m3_is_nan(o->obj[p[1].offset + i]))
+                o->obj[p[1].offset + i] = 0x38;
+        for (uint64_t i = 0; i < div; i++) {
+            float w = 0.25f + (float)(r32() % 1000) / 100.0f;
+            memcpy(o->obj + p[2].offset + 4 * i, &w, 4);
+        }
+        break;
+    case NF_FMT_FP8_E4M3FN_ROW_BF16:
+        for (uint64_t i = 0; i < el; i++)
+            if (nf_e4m3_is_nan(o->obj[i]))
+                o->obj[i] = 0x7e;
+        for (uint64_t n = 0; n < N; n++) {
+            uint16_t h = fin16(1);
+            memcpy(o->obj + p[1].offset + 2 * n, &h, 2);
+        }
+        break;
+    default: {
+        const nf_plane *sp = &p[o->t.enc.nplanes - 1];
+        for (uint64_t i = 0; i < sp->bytes / 2; i++) {
+            uint16_t h = fin16(0);
+            memcpy(o->obj + sp->offset + 2 * i, &h, 2);
+        }
+        break;
+    }
+    }
+    return 0;
+}
+
+/* ---- the artifact: entry + one part, objects 256-aligned ---- */
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int write_all(FILE *f, const void *b, size_t n) { return fwrite(b, 1, n, f) == n ? 0 : -1; }
+
+static int write_artifact(const char *dir, tobj *objs, size_t n, char *entry, size_t elen)
+{
+    uint64_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        objs[i].offset = off;
+        off += objs[i].t.enc.encoded_bytes;
+        off = (off + 255) & ~255ull;
+    }
+    uint64_t payload = off ? off : 256, seg0 = (payload / 2 + 12345) & ~7ull;
+    if (seg0 > payload)
+        seg0 = payload / 2;
+    uint8_t *pay = calloc(1, payload);
+    for (size_t i = 0; i < n; i++)
+        memcpy(pay + objs[i].offset, objs[i].obj, objs[i].t.enc.encoded_bytes);
+    size_t cap = 1024 + n * 256, len = 0;
+    char *cat = malloc(cap);
+    len += (size_t)snprintf(cat + len, cap - len,
+                            "{\"components\": {\"text\": {\"config\": {\"architectures\": "
+                            "[\"TestForCausalLM\"], \"model_type\": \"test\"}}},\n \"objects\": [");
+    for (size_t i = 0; i < n; i++) {
+        const tobj *o = &objs[i];
+        char shape[128] = "[";
+        for (unsigned r = 0; r < o->t.rank; r++)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%llu", r ? ", " : "",
+                     (unsigned long long)o->t.dims[r]);
+        strcat(shape, "]");
+        char divs[48] = "";
+        if (o->t.format == NF_FMT_NVFP4)
+            snprintf(divs, sizeof divs, ", \"divisors\": %llu", (unsigned long long)o->t.divisors);
+        len += (size_t)snprintf(cat + len, cap - len,
+                                "%s\n  {\"id\": \"%s\", \"kind\": \"tensor\", \"shape\": %s, "
+                                "\"format\": \"%s\", \"layout\": \"%s\", \"offset\": %llu, "
+                                "\"bytes\": %llu%s}",
+                                i ? "," : "", o->id, shape, nf_format_name(o->t.format),
+                                nf_layout_name(o->t.layout), (unsigned long long)o->offset,
+                                (unsigned long long)o->t.enc.encoded_bytes, divs);
+    }
+    snprintf(entry, elen, "%s/t.ninfer", dir);
+    len += (size_t)snprintf(cat + len, cap - len,
+                            "],\n \"bindings\": {},\n \"uses\": [],\n \"files\": [{\"path\": null, "
+                            "\"payload_bytes\": %llu}, {\"path\": \"t.ninfer.part-0001\", "
+                            "\"payload_bytes\": %llu}]}\n",
+                            (unsigned long long)seg0, (unsigned long long)(payload - seg0));
+    static const uint8_t id[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    uint8_t hdr[32];
+    memcpy(hdr, "NINFER\0\3", 8);
+    put64(hdr + 8, len);
+    memcpy(hdr + 16, id, 16);
+    uint64_t start = (32 + len + 4095) & ~4095ull;
+    int rc = -1;
+    FILE *f = fopen(entry, "wb");
+    if (f && !write_all(f, hdr, 32) && !write_all(f, cat, len)) {
+        uint8_t *zero = calloc(1, 4096);
+        rc = write_all(f, zero, start - 32 - len) || write_all(f, pay, seg0) ? -1 : 0;
+        if (fclose(f))
+            rc = -1;
+        f = NULL;
+        char part[512];
+        snprintf(part, sizeof part, "%s/t.ninfer.part-0001", dir);
+        FILE *g = rc ? NULL : fopen(part, "wb");
+        if (g) {
+            memcpy(hdr, "NINPRT\0\3", 8);
+            put64(hdr + 8, 1);
+            rc = write_all(g, hdr, 32) || write_all(g, zero, 4096 - 32) ||
+                         write_all(g, pay + seg0, payload - seg0)
+                     ? -1
+                     : 0;
+            if (fclose(g))
+                rc = -1;
+        } else {
+            rc = -1;
+        }
+        free(zero);
+    }
+    if (f)
+        fclose(f);
+    free(cat);
+    free(pay);
+    return rc;
+}
+
+/* ---- checks ---- */
+
+static void print_diags(nf_diags *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        printf("#   %s: %s\n", nf_code_name(d->v[i].code), d->v[i].message);
+}
+
+static void rand_x(uint16_t *x, float *xf, uint64_t K, uint64_t padded)
+{
+    for (uint64_t k = 0; k < K; k++) {
+        x[k] = fin16(1);
+        xf[k] = nf_bf16_to_f32(x[k]);
+    }
+    for (uint64_t k = K; k < padded; k++)
+        xf[k] = 0;
+}
+
+static int same_f(float a, float b)
+{
+    uint32_t x, y;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    return x == y || (isnan(a) && isnan(b));
+}
+
+/* decode [r0, r1) on the device and compare with the CPU, bit for bit */
+static void check_decode(tobj *o, uint64_t r0, uint64_t r1)
+{
+    uint64_t K = o->t.cols, n = (r1 - r0) * K;
+    uint16_t *dv = malloc((n ? n : 1) * 2), *ref = malloc((n ? n : 1) * 2);
+    nf_diags d = NF_DIAGS_INIT;
+    memset(dv, 0xa5, (n ? n : 1) * 2); /* poison */
+    int rc = nf_device_decode_bf16(&o->t, o->dev, r0, r1, dv, &d);
+    nf_decode_rows_bf16(&o->t, o->obj, o->t.enc.encoded_bytes, r0, r1, ref);
+    uint64_t bad = 0, first = 0;
+    for (uint64_t i = 0; !rc && i < n; i++)
+        if (dv[i] != ref[i] && !bad++)
+            first = i;
+    CHECK(rc == 0 && bad == 0, "%s: decode rows [%llu,%llu) bit for bit (%llu differ)", o->id,
+          (unsigned long long)r0, (unsigned long long)r1, (unsigned long long)bad);
+    if (rc)
+        print_diags(&d);
+    if (bad)
+        printf("#   first at row %llu col %llu: got 0x%04x want 0x%04x\n",
+               (unsigned long long)(r0 + first / K), (unsigned long long)(first % K), dv[first],
+               ref[first]);
+    nf_diags_free(&d);
+    free(dv);
+    free(ref);
+}
+
+struct variant {
+    const char *name, *R, *W, *kernel;
+};
+
+/* GEMV of rows [r0, r1) under a plan variant: the bound against the
+ * reference and bit equality with the host emulation of the same plan */
+static void check_gemv(tobj *o, uint64_t r0, uint64_t r1, const struct variant *v)
+{
+    const nf_kgeom *g = &o->g;
+    uint64_t K = o->t.cols, rows = r1 - r0, pad = g->nch * g->C;
+    if (pad < K)
+        pad = K;
+    if (v->R)
+        setenv("NF_CUDA_R", v->R, 1);
+    else
+        unsetenv("NF_CUDA_R");
+    if (v->W)
+        setenv("NF_CUDA_W", v->W, 1);
+    else
+        unsetenv("NF_CUDA_W");
+    if (v->kernel)
+        setenv("NF_CUDA_KERNEL", v->kernel, 1);
+    else
+        unsetenv("NF_CUDA_KERNEL");
+    nf_kplan p = nf_k_gemv_plan(g, rows, v->R ? (unsigned)atoi(v->R) : 0,
+                                v->W ? (unsigned)atoi(v->W) : 0, v->kernel != NULL);
+    uint16_t *x = malloc(K * 2);
+    float *xf = malloc(pad * 4), *y = malloc(rows * 4), *ref = malloc(o->t.rows * 4),
+          *emu = malloc(rows * 4), *row = malloc(K * 4);
+    rand_x(x, xf, K, pad);
+    for (uint64_t i = 0; i < rows; i++)
+        y[i] = nf_f32_from_bits(0x7fa5a5a5u); /* poison (a NaN) */
+    nf_diags d = NF_DIAGS_INIT;
+    double ms = -1;
+    int rc = nf_device_gemv(&o->t, o->dev, r0, r1, x, y, 3, &ms, &d);
+    nf_gemv_ref(&o->t, o->obj, o->t.enc.encoded_bytes, x, ref);
+    nf_k_gemv_emulate(o->obj, g, &p, r0, rows, xf, emu);
+    double D = (double)g->C + (double)(g->nch + 31) / 32 + (double)(K + 31) / 32 + 24, worst = 0;
+    uint64_t outb = 0, noteq = 0;
+    for (uint64_t i = 0; !rc && i < rows; i++) {
+        nf_decode_rows_f32(&o->t, o->obj, o->t.enc.encoded_bytes, r0 + i, r0 + i + 1, row);
+        double mag = 0;
+        for (uint64_t k = 0; k < K; k++)
+            mag += fabs((double)row[k] * xf[k]);
+        double want = ref[r0 + i], err = fabs((double)y[i] - want);
+        double tol = D * 0x1p-24 * mag + 0x1p-24 * fabs(want) + 0x1p-140;
+        if (!(err <= tol) && !outb++)
+            printf("#   row %llu: got %.9g want %.9g (err %.3g, bound %.3g)\n",
+                   (unsigned long long)(r0 + i), y[i], want, err, tol);
+        if (mag > 0 && err / (0x1p-24 * mag) > worst)
+            worst = err / (0x1p-24 * mag);
+        if (!same_f(y[i], emu[i]) && !noteq++)
+            printf("#   row %llu: got %.9g (0x%08x), emulation %.9g (0x%08x)\n",
+                   (unsigned long long)(r0 + i), y[i], nf_f32_bits(y[i]), emu[i],
+                   nf_f32_bits(emu[i]));
+    }
+    CHECK(rc == 0 && outb == 0, "%s: gemv rows [%llu,%llu) %s (%s R=%u W=%u): within bound of "
+          "nf_gemv_ref (worst %.1f units of 2^-24 sum|wx|; %.4f ms)",
+          o->id, (unsigned long long)r0, (unsigned long long)r1, v->name,
+          p.scalar ? "per-element" : "chunk", p.R, p.W, worst, ms);
+    CHECK(rc == 0 && noteq == 0, "%s: gemv rows [%llu,%llu) %s: bit for bit the host emulation "
+          "(%llu differ)", o->id, (unsigned long long)r0, (unsigned long long)r1, v->name,
+          (unsigned long long)noteq);
+    if (rc)
+        print_diags(&d);
+    nf_diags_free(&d);
+    unsetenv("NF_CUDA_R");
+    unsetenv("NF_CUDA_W");
+    unsetenv("NF_CUDA_KERNEL");
+    free(x);
+    free(xf);
+    free(y);
+    free(ref);
+    free(emu);
+    free(row);
+}
+
+/* free everything, remove the artifact, print the plan */
+static int finish(tobj *objs, size_t n, nf_artifact *a, const char *tdir, const char *entry,
+                  size_t *idx, nf_dbuf **bufs)
+{
+    free(idx);
+    free(bufs);
+    for (size_t i = 0; i < n; i++) {
+        nf_device_free(objs[i].dev);
+        free(objs[i].obj);
+    }
+    nf_artifact_close(a);
+    char path[700];
+    snprintf(path, sizeof path, "%s/t.ninfer.part-0001", tdir);
+    unlink(path);
+    unlink(entry);
+    rmdir(tdir);
+    return nf_test_done();
+}
+
+/* run fn with stdout sent to a temporary file, then echo it as comments */
+static int quiet_bench(const char *op, const nf_tensor_enc *t, const uint8_t *obj)
+{
+    fflush(stdout);
+    FILE *tmp = tmpfile();
+    int saved = dup(1);
+    if (!tmp || saved < 0)
+        return -1;
+    dup2(fileno(tmp), 1);
+    int rc = nf_device_bench(op, t, obj, 1, 5, "t_device");
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    rewind(tmp);
+    char line[512];
+    while (fgets(line, sizeof line, tmp))
+        printf("#   %s", line);
+    fclose(tmp);
+    return rc;
+}
+
+int main(void)
+{
+    nf_prog = "t_device";
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* ---- the objects ---- */
+    static const nf_format rsf[] = {NF_FMT_Q2_G64_FP16, NF_FMT_Q4_G64_FP16, NF_FMT_Q5_G64_FP16,
+                                    NF_FMT_Q6_G64_FP16, NF_FMT_Q8_G32_FP16, NF_FMT_T2_G128_FP16};
+    static const uint64_t rs_shapes[][2] = {{300, 200}, {129, 1000}, {7, 4100},
+                                            {1, 1},     {64, 128},   {33, 4096}};
+    static const nf_format cf[] = {NF_FMT_BF16, NF_FMT_FP32, NF_FMT_INT32};
+    static const uint64_t c_shapes[][2] = {{300, 200}, {129, 1000}, {7, 4100},
+                                           {33, 77},   {16, 4096},  {1, 1}};
+    static const uint64_t f8_shapes[][2] = {{300, 200}, {129, 1000}, {7, 4100},
+                                            {96, 4096}, {33, 160},   {5, 2048}};
+    static const uint64_t nv_shapes[][3] = {{256, 192, 2}, {384, 4160, 3}, {128, 64, 1},
+                                            {128, 4096, 1}};
+    tobj objs[128];
+    size_t n = 0;
+    int mk_bad = 0;
+#define ADD(f, dims, rank, div, valid)                                                     \
+    do {                                                                                   \
+        if (mkobj(&objs[n], f, dims, rank, div, valid)) {                                  \
+            mk_bad++;                                                                      \
+        } else {                                                                           \
+            snprintf(objs[n].id, sizeof objs[n].id, "%s%s-%llux%llu", nf_format_name(f),   \
+                     (valid) ? "" : "-raw", (unsigned long long)objs[n].t.rows,            \
+                     (unsigned long long)objs[n].t.cols);                                  \
+            n++;                                                                           \
+        }                                                                                  \
+    } while (0)
+    for (unsigned i = 0; i < 6; i++)
+        for (unsigned s = 0; s < 6; s++)
+            ADD(rsf[i], rs_shapes[s], 2, 1, 1);
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned s = 0; s < 6; s++)
+            ADD(cf[i], c_shapes[s], 2, 1, 1);
+    for (unsigned s = 0; s < 6; s++)
+        ADD(NF_FMT_FP8_E4M3FN_ROW_BF16, f8_shapes[s], 2, 1, 1);
+    for (unsigned s = 0; s < 4; s++)
+        ADD(NF_FMT_NVFP4, nv_shapes[s], 2, nv_shapes[s][2], 1);
+    {
+        static const uint64_t d3[3] = {2, 3, 40}, d1[1] = {100};
+        ADD(NF_FMT_BF16, d3, 3, 1, 1);  /* rank 3: 2 rows of 120 */
+        ADD(NF_FMT_INT32, d1, 1, 1, 1); /* rank 1: 100 rows of 1 */
+    }
+    size_t nvalid = n;
+    /* random bytes: decode only (NaN and infinite scales, invalid codes) */
+    static const uint64_t raw_s[2] = {129, 1000}, raw_f8[2] = {96, 4096}, raw_nv[2] = {256, 192};
+    for (unsigned i = 0; i < 6; i++)
+        ADD(rsf[i], raw_s, 2, 1, 0);
+    for (unsigned i = 0; i < 3; i++)
+        ADD(cf[i], raw_s, 2, 1, 0);
+    ADD(NF_FMT_FP8_E4M3FN_ROW_BF16, raw_s, 2, 1, 0);
+    ADD(NF_FMT_FP8_E4M3FN_ROW_BF16, raw_f8, 2, 1, 0);
+    ADD(NF_FMT_NVFP4, raw_nv, 2, 2, 0);
+    CHECK(mk_bad == 0, "%zu test objects built (%zu valid, %zu random bytes)", n, nvalid,
+          n - nvalid);
+
+    /* ---- the load path ---- */
+    char dir[] = "/tmp/t_device.XXXXXX", entry[600];
+    const char *tdir = mkdtemp(dir);
+    int wrc = tdir ? write_artifact(tdir, objs, n, entry, sizeof entry) : -1;
+    CHECK(wrc == 0, "artifact of two files written in %s", tdir ? tdir : "(mkdtemp failed)");
+    if (wrc)
+        return nf_test_done();
+    nf_diags d = NF_DIAGS_INIT;
+    nf_open_opts oo;
+    memset(&oo, 0, sizeof oo);
+    nf_artifact *a = nf_artifact_open(entry, &oo, &d);
+    CHECK(a != NULL, "artifact opens (catalog of %zu objects)", a ? nf_artifact_catalog(a)->n_objects : 0);
+    if (!a) {
+        print_diags(&d);
+        return nf_test_done();
+    }
+    print_diags(&d); /* rule findings, if any, are not this test's business */
+    nf_diags_free(&d);
+    const nf_catalog *c = nf_artifact_catalog(a);
+    size_t *idx = malloc(n * sizeof *idx);
+    nf_dbuf **bufs = calloc(n, sizeof *bufs);
+    size_t found = 0;
+    for (size_t i = 0; i < n; i++) {
+        idx[i] = SIZE_MAX;
+        for (size_t j = 0; j < c->n_objects; j++)
+            if (c->objects[j].id && !strcmp(c->objects[j].id, objs[i].id))
+                idx[i] = j;
+        found += idx[i] != SIZE_MAX && c->objects[idx[i]].bytes == objs[i].t.enc.encoded_bytes &&
+                 c->objects[idx[i]].offset == objs[i].offset;
+    }
+    CHECK(found == n, "every test object in the catalog at its offset and size (%zu of %zu)",
+          found, n);
+    {
+        /* the bytes as the artifact reader returns them (parts included) */
+        nf_diags rd = NF_DIAGS_INIT;
+        size_t same = 0;
+        for (size_t i = 0; i < n && found == n; i++) {
+            uint64_t eb = objs[i].t.enc.encoded_bytes;
+            uint8_t *b = malloc(eb ? eb : 1);
+            same += nf_artifact_read(a, objs[i].offset, b, eb, &rd) == 0 &&
+                    !memcmp(b, objs[i].obj, eb);
+            free(b);
+        }
+        CHECK(same == n, "nf_artifact_read returns every object's bytes across the two files");
+        print_diags(&rd);
+        nf_diags_free(&rd);
+    }
+    if (!nf_device_built()) {
+        SKIP("built without CUDA", "CUDA backend tests");
+        return finish(objs, n, a, tdir, entry, idx, bufs);
+    }
+    char *why = NULL;
+    size_t wl = 0;
+    FILE *m = open_memstream(&why, &wl);
+    int irc = nf_device_init(m);
+    fclose(m);
+    if (irc) {
+        char reason[300];
+        snprintf(reason, sizeof reason, "%s", why ? why : "no device");
+        reason[strcspn(reason, "\n")] = 0;
+        SKIP(reason, "CUDA backend tests");
+        free(why);
+        return finish(objs, n, a, tdir, entry, idx, bufs);
+    }
+    free(why);
+
+    double peak = nf_device_peak_gbps();
+    CHECK(peak > 100 && peak < 100000, "device-to-device peak %.1f GB/s is plausible", peak);
+
+    setenv("NF_CUDA_STAGE_BYTES", "65536", 1);
+    nf_load_stats st;
+    nf_diags ld = NF_DIAGS_INIT;
+    int lrc = nf_device_load(a, idx, n, bufs, &st, &ld);
+    unsetenv("NF_CUDA_STAGE_BYTES");
+    uint64_t want_bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        want_bytes += objs[i].t.enc.encoded_bytes;
+    CHECK(lrc == 0 && st.parents == n && st.bytes == want_bytes,
+          "nf_device_load: %u parents, %llu bytes through 64 KiB pinned pieces in %.3f s", st.parents,
+          (unsigned long long)st.bytes, st.read_s);
+    if (lrc) {
+        print_diags(&ld);
+        nf_diags_free(&ld);
+        return finish(objs, n, a, tdir, entry, idx, bufs);
+    }
+    nf_diags_free(&ld);
+    for (size_t i = 0; i < n; i++) {
+        objs[i].idx = idx[i];
+        objs[i].dev = bufs[i];
+    }
+
+    /* ---- decode ---- */
+    for (size_t i = 0; i < n; i++) {
+        tobj *o = &objs[i];
+        check_decode(o, 0, o->t.rows);
+        if (o->t.rows > 3)
+            check_decode(o, 1, o->t.rows - 2);
+    }
+
+    /* ---- gemv ---- */
+    static const struct variant vs[] = {{"default plan", NULL, NULL, NULL},
+                                        {"R=4 W=8", "4", "8", NULL},
+                                        {"R=1 W=2", "1", "2", NULL},
+                                        {"per-element kernel", NULL, NULL, "scalar"}};
+    for (size_t i = 0; i < nvalid; i++) {
+        tobj *o = &objs[i];
+        for (unsigned v = 0; v < 4; v++)
+            check_gemv(o, 0, o->t.rows, &vs[v]);
+        if (o->t.rows > 5)
+            check_gemv(o, 2, o->t.rows - 3, &vs[0]);
+    }
+
+    /* ---- refusals ---- */
+    {
+        tobj *o = &objs[0];
+        nf_diags e = NF_DIAGS_INIT;
+        uint16_t x[1] = {0};
+        float y[1];
+        int rc = nf_device_gemv(&o->t, o->dev, 0, o->t.rows + 1, x, y, 1, NULL, &e);
+        CHECK(rc == -1 && nf_diags_count(&e, NF_C_RANGE) == 1, "gemv past the last row: range");
+        nf_diags_free(&e);
+        nf_tensor_enc raw = o->t;
+        raw.layout = NF_LAY_RAW_BYTES_V1;
+        rc = nf_device_decode_bf16(&raw, o->dev, 0, 1, x, &e);
+        CHECK(rc == -1 && nf_diags_count(&e, NF_C_UNSUPPORTED) == 1,
+              "raw_bytes_v1 has no kernel: unsupported");
+        nf_diags_free(&e);
+    }
+
+    /* ---- the benchmark entry ---- */
+    for (size_t i = 0; i < nvalid; i++) {
+        tobj *o = &objs[i];
+        if (o->t.format == NF_FMT_Q4_G64_FP16 && o->t.rows == 33) {
+            CHECK(quiet_bench("gemv", &o->t, o->obj) == 0, "nf_device_bench gemv %s", o->id);
+            CHECK(quiet_bench("decode", &o->t, o->obj) == 0, "nf_device_bench decode %s", o->id);
+            CHECK(quiet_bench("encode", &o->t, o->obj) == NF_EXIT_UNSUPPORTED,
+                  "nf_device_bench encode: unsupported (4)");
+        }
+    }
+
+    return finish(objs, n, a, tdir, entry, idx, bufs);
+}
