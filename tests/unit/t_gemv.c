@@ -1,0 +1,476 @@
+/* t_gemv.c — the CPU GEMV (nf_gemv.h) against its reference.
+ *
+ * For every format/layout: objects encoded with nf_encode_f32 from random
+ * f32, and hostile-but-decodable bytes (random codes and scales, finite
+ * where the format needs it; row_split padding columns and padding groups
+ * filled with garbage too), on odd shapes (K not a multiple of 128 or the
+ * group; nvfp4 with divisors), over row ranges that do not start at 0, on
+ * every ISA path (nf_codec_set_isa picks the fused kernels' ISA as well),
+ * with 1 and 3 threads. Checks:
+ *  - |y - y_ref| <= bound of nf_gemv_ref_rows, row by row;
+ *  - the result does not depend on the thread count (bit for bit);
+ *  - exactness of the decode inside the fused kernels: with x = e_k (one
+ *    column at 1.0) y is column k of W exactly, so it must equal
+ *    nf_decode_rows_f32 bit for bit (as float values: +0 == -0, NaN == NaN);
+ *  - rows the fused kernels decline (non-finite row_split scale, fp8 NaN
+ *    code or huge row scale, nvfp4 slices too small for the table) give
+ *    what the reference gives (same value, or both NaN);
+ *  - the two-pass path and the AVX2 cap selected by NF_GEMV_ISA, in a child
+ *    process (the variable is read once).
+ * x holds zeros, negatives and large values. */
+#include "nf_codec.h"
+#include "nf_fp.h"
+#include "nf_gemv.h"
+#include "nf_test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static double urand(void) { return (double)(rnd() >> 11) * 0x1p-53; }
+static double gauss(void)
+{
+    double u = urand() + 1e-300, v = urand();
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+typedef struct {
+    nf_tensor_enc t;
+    uint8_t *obj;
+    uint64_t bytes;
+} tobj;
+
+static int mk(tobj *o, nf_format f, uint64_t n, uint64_t k, uint64_t div)
+{
+    uint64_t d[2] = {n, k};
+    const char *why = NULL;
+    if (nf_tensor_enc_init(&o->t, f, nf_format_default_layout(f), d, 2, div, &why) != NF_ENC_OK) {
+        printf("# mk %s %llux%llu: %s\n", nf_format_name(f), (unsigned long long)n,
+               (unsigned long long)k, why ? why : "?");
+        return -1;
+    }
+    o->bytes = o->t.enc.encoded_bytes;
+    o->obj = calloc(1, o->bytes);
+    return o->obj ? 0 : -1;
+}
+
+/* Random weights: per row a magnitude between 2^-8 and 2^8, a few exact
+ * zeros and a few outliers. */
+static int fill_encoded(tobj *o)
+{
+    uint64_t N = o->t.rows, K = o->t.cols;
+    float *src = malloc(N * K * sizeof *src);
+    if (!src)
+        return -1;
+    for (uint64_t n = 0; n < N; n++) {
+        double m = ldexp(1.0, (int)(rnd() % 17) - 8);
+        for (uint64_t k = 0; k < K; k++) {
+            double v = gauss() * m;
+            uint64_t r = rnd() % 100;
+            if (r < 5)
+                v = 0;
+            else if (r < 7)
+                v *= 20;
+            if (o->t.format == NF_FMT_INT32)
+                v = (double)(int64_t)(v * 1000.0);
+            src[n * K + k] = (float)v;
+        }
+    }
+    nf_encode_opts eo = NF_ENCODE_OPTS_INIT;
+    eo.absmax_only = (rnd() & 1) != 0;
+    int rc = nf_encode_f32(&o->t, src, o->obj, o->bytes, &eo, NULL);
+    free(src);
+    return rc;
+}
+
+/* A random FP16 / BF16 / E4M3 pattern that is finite. */
+static uint16_t rnd_fp16(void)
+{
+    uint16_t h;
+    do
+        h = (uint16_t)rnd();
+    while ((h & 0x7c00) == 0x7c00);
+    return h;
+}
+static uint8_t rnd_e4m3(void)
+{
+    uint8_t c;
+    do
+        c = (uint8_t)rnd();
+    while (nf_e4m3_is_nan(c));
+    return c;
+}
+
+/* Hostile but decodable: every byte of every plane random (padding columns
+ * and padding groups included), scales finite. Contiguous formats: random
+ * words with the exponent kept away from overflow (bf16/fp32), any int32. */
+static void fill_hostile(tobj *o)
+{
+    const nf_tensor_enc *t = &o->t;
+    for (uint64_t i = 0; i < o->bytes; i++)
+        o->obj[i] = (uint8_t)rnd();
+    const nf_plane *p = t->enc.plane;
+    switch (t->layout) {
+    case NF_LAY_ROW_SPLIT_K128_V1: {
+        const nf_plane *ps = &p[t->enc.nplanes - 1];
+        for (uint64_t i = 0; i < ps->bytes / 2; i++) {
+            uint16_t h = rnd_fp16();
+            /* keep magnitudes within 2^-20 .. 2^10 mostly: large exponents
+             * only make the test's sums overflow */
+            if (((h >> 10) & 0x1f) > 25)
+                h = (uint16_t)((h & 0x83ff) | (25u << 10));
+            o->obj[ps->offset + 2 * i] = (uint8_t)h;
+            o->obj[ps->offset + 2 * i + 1] = (uint8_t)(h >> 8);
+        }
+        break;
+    }
+    case NF_LAY_ROW_SCALE_V1:
+        for (uint64_t i = 0; i < p[0].bytes; i++)
+            o->obj[p[0].offset + i] = rnd_e4m3();
+        for (uint64_t n = 0; n < t->rows; n++) {
+            uint16_t r = (uint16_t)(((rnd() & 1) << 15) | ((110 + rnd() % 30) << 7) | (rnd() & 0x7f));
+            o->obj[p[1].offset + 2 * n] = (uint8_t)r;
+            o->obj[p[1].offset + 2 * n + 1] = (uint8_t)(r >> 8);
+        }
+        break;
+    case NF_LAY_BLOCK_SCALE_K16_M128X4_V1:
+        for (uint64_t i = 0; i < p[1].bytes; i++)
+            o->obj[p[1].offset + i] = rnd_e4m3();
+        for (uint64_t i = 0; i < t->divisors; i++) {
+            float w = (float)ldexp(1.0 + urand(), (int)(rnd() % 21) - 10);
+            uint32_t u = nf_f32_bits(w);
+            for (int b = 0; b < 4; b++)
+                o->obj[p[2].offset + 4 * i + b] = (uint8_t)(u >> (8 * b));
+        }
+        break;
+    case NF_LAY_CONTIGUOUS_LE_V1:
+        if (t->format == NF_FMT_BF16) {
+            for (uint64_t i = 0; i < p[0].bytes / 2; i++) {
+                uint8_t *q = o->obj + p[0].offset + 2 * i;
+                unsigned e = 100 + (unsigned)(rnd() % 50);
+                uint16_t v = (uint16_t)(((rnd() & 1) << 15) | (e << 7) | (rnd() & 0x7f));
+                q[0] = (uint8_t)v;
+                q[1] = (uint8_t)(v >> 8);
+            }
+        } else if (t->format == NF_FMT_FP32) {
+            for (uint64_t i = 0; i < p[0].bytes / 4; i++) {
+                uint8_t *q = o->obj + p[0].offset + 4 * i;
+                uint32_t e = 100 + (uint32_t)(rnd() % 50);
+                uint32_t v = (uint32_t)((rnd() & 1) << 31) | e << 23 | (uint32_t)(rnd() & 0x7fffff);
+                for (int b = 0; b < 4; b++)
+                    q[b] = (uint8_t)(v >> (8 * b));
+            }
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* x in bf16: about 10% zeros, both signs, a few large values. */
+static void fill_x(uint16_t *x, uint64_t K)
+{
+    for (uint64_t k = 0; k < K; k++) {
+        uint64_t r = rnd() % 100;
+        double v = gauss();
+        if (r < 10)
+            v = 0;
+        else if (r < 14)
+            v *= 1e4 + urand() * 1e6;
+        else if (r < 16)
+            v = (rnd() & 1) ? 65504.0 : -3e5;
+        x[k] = nf_f32_to_bf16((float)v);
+    }
+}
+
+static bool same(float a, float b)
+{
+    return a == b || (isnan(a) && isnan(b));
+}
+
+static const nf_isa isas[] = {NF_ISA_SCALAR, NF_ISA_AVX2, NF_ISA_AVX512};
+
+/* y of rows [r0,r1) on the current ISA with `threads` threads against the
+ * reference; returns the number of rows out of bound (or -1 on an error). */
+static long check_range(const tobj *o, uint64_t r0, uint64_t r1, const uint16_t *x,
+                        unsigned threads, float *y, float *yr, double *bd, bool nan_ok)
+{
+    uint64_t m = r1 - r0;
+    for (uint64_t i = 0; i < m; i++)
+        y[i] = 12345.0f;
+    int rc = nf_gemv_rows(&o->t, o->obj, o->bytes, r0, r1, x, y, threads);
+    int rr = nf_gemv_ref_rows(&o->t, o->obj, o->bytes, r0, r1, x, yr, bd);
+    if (rc || rr) {
+        printf("#   gemv %d, ref %d\n", rc, rr);
+        return -1;
+    }
+    long bad = 0;
+    for (uint64_t i = 0; i < m; i++) {
+        bool ok = fabs((double)y[i] - (double)yr[i]) <= bd[i];
+        if (nan_ok && !ok)
+            ok = same(y[i], yr[i]);
+        if (!ok && bad++ < 3)
+            printf("#   row %llu: y %.9g ref %.9g |d| %.3g bound %.3g\n",
+                   (unsigned long long)(r0 + i), y[i], yr[i], fabs((double)y[i] - yr[i]), bd[i]);
+    }
+    return bad;
+}
+
+/* One-hot x: y must be column k of W bit for bit. Where a row holds a
+ * non-finite weight (nan_ok), inf * 0 makes the whole row NaN, so there
+ * y must equal the reference instead. */
+static long check_onehot(const tobj *o, const uint64_t *cols, unsigned ncols, float *y,
+                         float *wcol, uint16_t *x, bool nan_ok)
+{
+    uint64_t N = o->t.rows, K = o->t.cols;
+    float *w = malloc(N * K * sizeof *w);
+    if (!w)
+        return -1;
+    nf_isa cur = nf_codec_isa();
+    nf_codec_set_isa(NF_ISA_SCALAR);
+    int rc = nf_decode_rows_f32(&o->t, o->obj, o->bytes, 0, N, w);
+    nf_codec_set_isa(cur);
+    long bad = rc ? -1 : 0;
+    memset(x, 0, K * sizeof *x);
+    for (unsigned i = 0; !rc && i < ncols; i++) {
+        uint64_t k = cols[i];
+        x[k] = 0x3f80; /* 1.0 */
+        if (nf_gemv(&o->t, o->obj, o->bytes, x, y, 2)) {
+            bad = -1;
+            break;
+        }
+        if (nan_ok && nf_gemv_ref(&o->t, o->obj, o->bytes, x, wcol)) {
+            bad = -1;
+            break;
+        }
+        x[k] = 0;
+        for (uint64_t n = 0; n < N; n++) {
+            if (!nan_ok)
+                wcol[n] = w[n * K + k];
+            if (!same(y[n], wcol[n]) && bad++ < 3)
+                printf("#   column %llu row %llu: y %a, want %a\n", (unsigned long long)k,
+                       (unsigned long long)n, y[n], wcol[n]);
+        }
+    }
+    free(w);
+    return bad;
+}
+
+/* All checks on one object, on every supported ISA. */
+static void check_obj(const tobj *o, const char *what, bool nan_ok)
+{
+    uint64_t N = o->t.rows, K = o->t.cols;
+    uint16_t *x = malloc(K * sizeof *x);
+    float *y = malloc((N + 1) * sizeof *y), *y3 = malloc((N + 1) * sizeof *y3);
+    float *yr = malloc((N + 1) * sizeof *yr), *wc = malloc((N + 1) * sizeof *wc);
+    double *bd = malloc((N + 1) * sizeof *bd);
+    if (!x || !y || !y3 || !yr || !wc || !bd) {
+        CHECK(0, "%s: out of memory", what);
+        goto out;
+    }
+    fill_x(x, K);
+    /* one-hot columns: all of them for small K, else a spread of lanes */
+    uint64_t cols[320];
+    unsigned nc = 0;
+    if (K <= 320) {
+        for (uint64_t k = 0; k < K; k++)
+            cols[nc++] = k;
+    } else {
+        uint64_t fixed[] = {0, 1, 2, 3, 4, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128,
+                            129, K - 1, K - 2, K - 3, K - 64, K / 2};
+        for (unsigned i = 0; i < sizeof fixed / sizeof *fixed; i++)
+            cols[nc++] = fixed[i];
+        while (nc < 48)
+            cols[nc++] = rnd() % K;
+    }
+    for (unsigned ii = 0; ii < sizeof isas / sizeof *isas; ii++) {
+        nf_isa want = isas[ii];
+        if (!nf_codec_isa_supported(want)) {
+            SKIP("CPU lacks it", "%s: %s path", what, nf_isa_name(want));
+            continue;
+        }
+        nf_codec_set_isa(want);
+        const char *in = nf_isa_name(want);
+        uint64_t r0 = N > 2 ? N / 3 : 0, r1 = N > 1 ? N - 1 : N;
+        long b1 = check_range(o, 0, N, x, 1, y, yr, bd, nan_ok);
+        long b2 = check_range(o, r0, r1, x, 3, y3, yr, bd, nan_ok);
+        CHECK(b1 == 0 && b2 == 0, "%s, %s: rows [0,%llu) and [%llu,%llu) within the bound",
+              what, in, (unsigned long long)N, (unsigned long long)r0, (unsigned long long)r1);
+        /* threads do not change a row's result */
+        long diff = 0;
+        if (b1 >= 0 && b2 >= 0 && nf_gemv_rows(&o->t, o->obj, o->bytes, 0, N, x, y, 1) == 0 &&
+            nf_gemv_rows(&o->t, o->obj, o->bytes, r0, r1, x, y3, 3) == 0) {
+            for (uint64_t n = r0; n < r1; n++)
+                diff += !same(y[n], y3[n - r0]) ||
+                        (y[n] == 0 && signbit(y[n]) != signbit(y3[n - r0]));
+        } else {
+            diff = -1;
+        }
+        CHECK(diff == 0, "%s, %s: 1 and 3 threads agree bit for bit", what, in);
+        long bo = check_onehot(o, cols, nc, y, wc, x, nan_ok);
+        CHECK(bo == 0, "%s, %s: x = e_k gives %s exactly (%u columns)", what, in,
+              nan_ok ? "the reference" : "column k", nc);
+        fill_x(x, K); /* check_onehot zeroed it */
+    }
+    nf_codec_set_isa(NF_ISA_AUTO);
+out:
+    free(x);
+    free(y);
+    free(y3);
+    free(yr);
+    free(wc);
+    free(bd);
+}
+
+struct shape {
+    uint64_t n, k, div;
+};
+
+static const nf_format all_fmts[] = {
+    NF_FMT_BF16, NF_FMT_FP32, NF_FMT_INT32, NF_FMT_Q2_G64_FP16, NF_FMT_Q4_G64_FP16,
+    NF_FMT_Q5_G64_FP16, NF_FMT_Q6_G64_FP16, NF_FMT_Q8_G32_FP16, NF_FMT_T2_G128_FP16,
+    NF_FMT_NVFP4, NF_FMT_FP8_E4M3FN_ROW_BF16,
+};
+
+static void sweep(bool quick)
+{
+    static const struct shape gen[] = {
+        {37, 100, 1}, {5, 1000, 1}, {130, 4100, 1}, {3, 1, 1}, {7, 63, 1}, {2, 257, 1},
+    };
+    static const struct shape nv[] = {
+        {128, 64, 1}, {256, 192, 2}, {384, 320, 3}, {128, 64, 128}, {128, 4160, 1},
+    };
+    for (unsigned fi = 0; fi < sizeof all_fmts / sizeof *all_fmts; fi++) {
+        nf_format f = all_fmts[fi];
+        bool isnv = f == NF_FMT_NVFP4;
+        const struct shape *sh = isnv ? nv : gen;
+        unsigned ns = isnv ? sizeof nv / sizeof *nv : sizeof gen / sizeof *gen;
+        if (quick)
+            ns = 2;
+        for (unsigned si = 0; si < ns; si++) {
+            for (int hostile = 0; hostile < 2; hostile++) {
+                if (hostile && quick)
+                    continue;
+                tobj o;
+                char what[128];
+                snprintf(what, sizeof what, "%s %llux%llu%s%s", nf_format_name(f),
+                         (unsigned long long)sh[si].n, (unsigned long long)sh[si].k,
+                         sh[si].div > 1 ? " divisors>1" : "", hostile ? " hostile" : " encoded");
+                if (mk(&o, f, sh[si].n, sh[si].k, sh[si].div)) {
+                    CHECK(0, "%s: make", what);
+                    continue;
+                }
+                int rc = 0;
+                if (hostile)
+                    fill_hostile(&o);
+                else
+                    rc = fill_encoded(&o);
+                if (rc)
+                    CHECK(0, "%s: encode: %s", what, nf_codec_strerror(rc));
+                else
+                    check_obj(&o, what, false);
+                free(o.obj);
+            }
+        }
+    }
+}
+
+/* Rows the fused kernels decline: the two-pass path gives what the
+ * reference gives. */
+static void declined(void)
+{
+    tobj o;
+    /* row_split: a non-finite scale in row 1 (inside K), one in row 3's
+     * padding group; fp16 inf and NaN */
+    nf_format rsf[] = {NF_FMT_Q4_G64_FP16, NF_FMT_Q6_G64_FP16, NF_FMT_Q2_G64_FP16};
+    for (unsigned i = 0; i < 3; i++) {
+        if (mk(&o, rsf[i], 5, 130, 1) || fill_encoded(&o)) {
+            CHECK(0, "declined rows: make");
+            continue;
+        }
+        const nf_plane *ps = &o.t.enc.plane[o.t.enc.nplanes - 1];
+        uint8_t *s1 = o.obj + ps->offset + 1 * ps->row_bytes;
+        s1[0] = 0x00;
+        s1[1] = 0x7c; /* +inf, group 0 of row 1 */
+        uint8_t *s3 = o.obj + ps->offset + 3 * ps->row_bytes + ps->row_bytes - 2;
+        s3[0] = 0x01;
+        s3[1] = 0x7e; /* NaN, the last group: all padding for K=130 */
+        char what[96];
+        snprintf(what, sizeof what, "%s 5x130 with non-finite scales", nf_format_name(rsf[i]));
+        check_obj(&o, what, true);
+        free(o.obj);
+    }
+    /* fp8: a NaN code in row 0, a row scale >= 2^8 in row 2, inf in row 4 */
+    if (mk(&o, NF_FMT_FP8_E4M3FN_ROW_BF16, 6, 300, 1) == 0 && fill_encoded(&o) == 0) {
+        const nf_plane *p = o.t.enc.plane;
+        o.obj[p[0].offset + 77] = 0xff;
+        o.obj[p[1].offset + 2 * 2] = 0x80;
+        o.obj[p[1].offset + 2 * 2 + 1] = 0x43; /* 256.0 */
+        o.obj[p[1].offset + 2 * 4] = 0x80;
+        o.obj[p[1].offset + 2 * 4 + 1] = 0x7f; /* +inf */
+        check_obj(&o, "fp8 6x300 with a NaN code and large/inf row scales", true);
+        free(o.obj);
+    } else {
+        CHECK(0, "declined fp8: make");
+    }
+}
+
+static void errors(void)
+{
+    tobj o;
+    if (mk(&o, NF_FMT_Q4_G64_FP16, 4, 128, 1)) {
+        CHECK(0, "errors: make");
+        return;
+    }
+    uint16_t x[128] = {0};
+    float y[4];
+    CHECK(nf_gemv(&o.t, o.obj, o.bytes - 1, x, y, 1) == NF_CODEC_ESHORT, "short object: ESHORT");
+    CHECK(nf_gemv_rows(&o.t, o.obj, o.bytes, 2, 5, x, y, 1) == NF_CODEC_ERANGE,
+          "rows past the end: ERANGE");
+    CHECK(nf_gemv_rows(&o.t, o.obj, o.bytes, 3, 2, x, y, 1) == NF_CODEC_ERANGE,
+          "r0 > r1: ERANGE");
+    CHECK(nf_gemv(&o.t, NULL, o.bytes, x, y, 1) == NF_CODEC_EINVAL, "NULL object: EINVAL");
+    CHECK(nf_gemv_rows(&o.t, o.obj, o.bytes, 2, 2, x, y, 1) == 0, "empty range: 0");
+    free(o.obj);
+}
+
+/* Run this binary again with NF_GEMV_ISA=val and --child: its quick sweep
+ * must pass. */
+static void child(const char *argv0, const char *val)
+{
+    fflush(stdout); /* or the child's copy of the buffer is written twice */
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("NF_GEMV_ISA", val, 1);
+        if (!freopen("/dev/null", "w", stdout))
+            _exit(3);
+        execl(argv0, argv0, "--child", (char *)NULL);
+        _exit(4);
+    }
+    int st = 0;
+    bool ok = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    CHECK(ok, "NF_GEMV_ISA=%s: the quick sweep passes in a child process", val);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--child")) {
+        sweep(true);
+        return nf_test_done();
+    }
+    errors();
+    sweep(false);
+    declined();
+    child(argv[0], "scalar");
+    child(argv[0], "avx2");
+    return nf_test_done();
+}
