@@ -12,7 +12,7 @@
 
 load helper
 
-P=$((256 * 1024 * 1024)) # payload of the large artifacts
+P=$((192 * 1024 * 1024)) # payload of the large artifacts
 
 teardown() {
     if [ -n "${FAST:-}" ] && [ "${FAST#/dev/shm/}" != "$FAST" ]; then
@@ -42,7 +42,7 @@ shim() {
     [ -e "$NF_TOOLS/libfailwrite.so" ] || skip "build/tools/libfailwrite.so is not built"
 }
 
-# big_source — big.ninfer: a 256 MiB sparse single-file artifact holding a
+# big_source — big.ninfer: a 192 MiB sparse single-file artifact holding a
 # bf16 tensor and a resource with the rest.
 big_source() {
     printf '{"components": {"text": {"config": {}, "resources": {"blob": "r.big"}}}, "objects": [%s, %s], "bindings": {"text/w": {"object": "w"}}, "uses": [], "files": [{"path": null, "payload_bytes": %d}]}' \
@@ -215,7 +215,7 @@ interrupt() {
     big_manifest
     local after err
     for err in ENOSPC EIO EFBIG; do
-        for after in 0 5000 70000000 200000000; do
+        for after in 0 5000 70000000 150000000; do
             run -3 --separate-stderr nf_failwrite "$after" "$err" ninfer-pack --no-sync --max-file-bytes 64M -o out/p.ninfer big.manifest
             expect_only_codes io
             no_temporaries out
@@ -229,7 +229,7 @@ interrupt() {
     fast_dir
     big_source
     local after
-    for after in 4096 67108864 134217728 268435456; do
+    for after in 4096 67108864 134217728 201000000; do
         run -3 --separate-stderr nf_failwrite "$after" ENOSPC ninfer-split --no-sync --max-file-bytes 64M -o out/s.ninfer big.ninfer
         expect_only_codes io
         no_temporaries out
@@ -365,7 +365,7 @@ reader_refuses() {
 # ---- a file that changes length while it is read -----------------------------------------
 
 # shrink_source — s.ninfer: an entry holding 4096 payload bytes and a sparse
-# part holding the rest of a 256 MiB resource.
+# part holding the rest of a 192 MiB resource.
 shrink_source() {
     printf '{"components": {"text": {"config": {}, "resources": {"blob": "r.big"}}}, "objects": [%s], "bindings": {}, "uses": [], "files": [{"path": null, "payload_bytes": 4096}, {"path": "s.ninfer.part-0001", "payload_bytes": %d}]}' \
         "$(nf_resource r.big 0 $P)" $((P - 4096)) > s.json
