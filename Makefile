@@ -88,9 +88,19 @@ $(BUILD)/cuda/%.o: cuda/%.cu
 	@$(if $(Q),echo "  NVCC    $<")
 	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -Icommon -Xcompiler -Wall,-Wextra -MMD -MP -c $< -o $@
 
-$(LIB): $(LIB_OBJ)
+# The library remembers its backend: switching between CUDA=0 and an nvcc
+# build relinks it (and the commands) even when no object changed.
+BACKEND  := $(if $(filter $(BUILD)/cuda/nf_device_stub.o,$(DEV_OBJ)),stub,cuda)
+$(BUILD)/backend: FORCE
+	@mkdir -p $(dir $@)
+	@echo $(BACKEND) | cmp -s - $@ || echo $(BACKEND) > $@
+
+.PHONY: FORCE
+FORCE:
+
+$(LIB): $(LIB_OBJ) $(BUILD)/backend
 	@$(if $(Q),echo "  AR      $@")
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $(filter %.o,$^)
 
 $(BIN)/%: $(BUILD)/cmd/%.o $(LIB)
 	@mkdir -p $(dir $@)
