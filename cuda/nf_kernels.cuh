@@ -143,9 +143,10 @@ __global__ void __launch_bounds__(256) nf_gemv_chunk_kernel(const nf_kargs a)
 {
     constexpr int C = nf_kfmt<F>::C, U = NF_KPLAN_U;
     __shared__ float red[8][R];
-    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, W = a.W;
-    const uint32_t sub = warp % W;
-    const uint64_t first = ((uint64_t)blockIdx.x * (blockDim.x / 32u / W) + warp / W) * R;
+    const uint32_t W = a.W;
+    uint32_t lane, warp, sub;
+    uint64_t first;
+    nf_k_role(W, R, blockDim.x, blockIdx.x, threadIdx.x, &lane, &warp, &sub, &first);
     const bool live = first < a.nrows;
     nf_krow rows[R];
 #pragma unroll

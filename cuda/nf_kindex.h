@@ -814,6 +814,19 @@ typedef struct {
     uint64_t blocks;   /* ceil(groups / gpb) */
 } nf_kplan;
 
+/* A thread's part in the chunk GEMV kernel (block, thread index): its
+ * lane, warp, the warp's place sub in its row group, and the group's first
+ * row (relative to the range start). Rows first .. first+R-1; chunks
+ * sub*32 + lane + i*32*W. The launch uses p.threads threads per block. */
+NF_KFN void nf_k_role(uint32_t W, uint32_t R, uint32_t threads, uint64_t block, uint32_t tid,
+                      uint32_t *lane, uint32_t *warp, uint32_t *sub, uint64_t *first)
+{
+    *lane = tid & 31u;
+    *warp = tid >> 5;
+    *sub = *warp % W;
+    *first = (block * (threads / 32u / W) + *warp / W) * R;
+}
+
 /* force_R: 1, 2 or 4 (0: default 2); force_W: 1, 2, 4 or 8 (0: heuristic);
  * force_scalar: use the per-element kernel. nrows >= 1. */
 NF_KHOST nf_kplan nf_k_gemv_plan(const nf_kgeom *g, uint64_t nrows, unsigned force_R,

@@ -401,6 +401,53 @@ static void t_plan(void)
     CHECK(bad == 0, "launch plans: %u cases, sizes cover the rows exactly, <= 256 threads", n);
 }
 
+/* ---- the kernel's thread roles cover every (row, chunk) once ---- */
+static void t_roles(void)
+{
+    static const uint64_t Ns[] = {1, 3, 7, 129, 300};
+    static const uint64_t nchs[] = {1, 5, 33, 160, 641};
+    unsigned bad = 0, cases = 0;
+    for (unsigned a = 0; a < 5; a++)
+        for (unsigned b = 0; b < 5; b++)
+            for (unsigned R = 1; R <= 4; R *= 2)
+                for (unsigned W = 1; W <= 8; W *= 2) {
+                    nf_kgeom g;
+                    memset(&g, 0, sizeof g);
+                    g.vec = 1;
+                    g.nch = nchs[b];
+                    uint64_t nrows = Ns[a];
+                    nf_kplan p = nf_k_gemv_plan(&g, nrows, R, W, 0);
+                    unsigned char *seen = calloc(nrows * g.nch, 1), *wrote = calloc(nrows, 1);
+                    for (uint64_t blk = 0; blk < p.blocks; blk++)
+                        for (uint32_t tid = 0; tid < p.threads; tid++) {
+                            uint32_t lane, warp, sub;
+                            uint64_t first;
+                            nf_k_role(p.W, p.R, p.threads, blk, tid, &lane, &warp, &sub, &first);
+                            bad += warp >= 8; /* the kernel's red[8][R] */
+                            for (uint32_t r = 0; r < p.R; r++) {
+                                uint64_t i = first + r;
+                                if (i >= nrows)
+                                    continue;
+                                if (sub == 0 && lane == 0)
+                                    wrote[i]++;
+                                for (uint64_t j = sub * 32ull + lane; j < g.nch; j += 32ull * p.W)
+                                    seen[i * g.nch + j]++;
+                            }
+                            /* the group's warps are warp - sub .. warp - sub + W - 1 */
+                            bad += warp - sub + p.W > p.threads / 32;
+                        }
+                    for (uint64_t i = 0; i < nrows * g.nch; i++)
+                        bad += seen[i] != 1;
+                    for (uint64_t i = 0; i < nrows; i++)
+                        bad += wrote[i] != 1;
+                    free(seen);
+                    free(wrote);
+                    cases++;
+                }
+    CHECK(bad == 0, "kernel thread roles: every (row, chunk) read once, every row written once "
+          "(%u plans)", cases);
+}
+
 /* ---- the emulated GEMV schedule against nf_gemv_ref ---- */
 
 /* |y - ref| <= D * 2^-24 * sum|w x| + 2^-24 |ref| + 2^-140 per row, D the
@@ -487,6 +534,7 @@ int main(void)
     t_geometry();
     t_decode_paths();
     t_plan();
+    t_roles();
     t_emulated_gemv();
     return nf_test_done();
 }
