@@ -387,7 +387,7 @@ static const char *arch_of(nf_jval *cfg, nf_diags *d, const char *ptr)
                         ? nf_jstr(nf_jarr_get(a, 0), NULL)
                         : NULL;
     if (!s && d) {
-        char *q = nf_ptr_join(ptr, "architectures", 12);
+        char *q = nf_ptr_join(ptr, "architectures", 13);
         nf_diag_add(d, NF_C_SCHEMA, q ? q : ptr,
                     "config needs \"architectures\": a non-empty array of strings");
         free(q);
@@ -441,7 +441,7 @@ int nf_arch_derive(const nf_arch_input *in, nf_arch_plan *out, nf_diags *d)
     out->architecture = strdup(arch);
     int m = module_of(arch);
     if (m < 0) {
-        char *q = nf_ptr_join(b.own_ptr, "architectures", 12);
+        char *q = nf_ptr_join(b.own_ptr, "architectures", 13);
         nf_diag_add(d, NF_C_UNSUPPORTED, q ? q : b.own_ptr,
                     "unknown architecture \"%s\" (known: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3NextForCausalLM, "
@@ -453,11 +453,9 @@ int nf_arch_derive(const nf_arch_input *in, nf_arch_plan *out, nf_diags *d)
         out->gguf_arch = strdup(modules[m].gguf_arch);
     if (modules[m].target_arch) {
         if (!in->target_component || !in->target_config_raw) {
-            char *q = nf_ptr_join(b.own_ptr, "", 0);
             nf_diag_add(d, NF_C_TARGET, b.own_ptr,
                         "component \"%s\" (%s) needs a target component of architecture %s",
                         in->component, arch, modules[m].target_arch);
-            free(q);
             goto done;
         }
         b.cfg_ptr = comp_cfg_ptr(in->target_component);

@@ -1099,6 +1099,7 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
     nf_arch_plan plan, mtp;
     bool have_plan = false, have_mtp = false;
     nf_jval *root = NULL, *res = nf_jnew_object(), *comps = NULL, *meta = NULL;
+    nf_jval *resource_objs = NULL;
     prov pv = {nf_jnew_array(), NULL};
     const char *cp = o->checkpoint;
     m.objects = nf_jnew_array();
@@ -1234,7 +1235,7 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
     }
 
     /* the resources come last in the payload: take them out and re-add after */
-    nf_jval *resource_objs = m.objects;
+    resource_objs = m.objects;
     m.objects = nf_jnew_array();
     size_t n_resources = m.n_objects;
 
@@ -1323,7 +1324,6 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
                 nf_diag_add(d, NF_C_COVERAGE, "", "%zu more tensors missing", m.n_missing - 20);
             if (!nf_diags_exit(d))
                 nf_diag_add(d, NF_C_IO, "", "out of memory");
-            nf_jval_free(resource_objs);
             free(garch_buf);
             goto done;
         }
@@ -1337,7 +1337,6 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
     free(garch_buf);
     for (size_t i = 0; i < n_resources; i++)
         nf_jarr_push(m.objects, nf_jval_ref(nf_jarr_get(resource_objs, i)));
-    nf_jval_free(resource_objs);
     if (nf_jarr_len(m.objects) == 0) {
         nf_diag_addf(d, NF_C_SCHEMA, cp, "", "nothing to import: no tensors and no tokenizer");
         goto done;
@@ -1375,6 +1374,7 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
     if (!out)
         nf_diag_add(d, NF_C_IO, "", "out of memory");
 done:
+    nf_jval_free(resource_objs);
     nf_jval_free(root);
     nf_jval_free(comps);
     nf_jval_free(meta);

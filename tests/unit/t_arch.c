@@ -532,6 +532,11 @@ static void test_hostile(void)
     CHECK(rc == -1 && d.n && strcmp(d.v[0].pointer, "/components/text/config/vocab_size") == 0,
           "hostile config: the pointer names the missing field");
     nf_diags_free(&d);
+    rc = derive("text", "{\"architectures\": [\"GPT2LMHeadModel\"]}", NULL, NULL, &p, &d);
+    CHECK(rc == -1 && d.n &&
+              strcmp(d.v[0].pointer, "/components/text/config/architectures") == 0,
+          "hostile config: an unknown architecture points at architectures");
+    nf_diags_free(&d);
 }
 
 int main(void)
