@@ -1293,6 +1293,13 @@ static void parse_metadata(pctx *x, nf_jval *v)
     nf_span span;
     struct meta_ctx mc = {x, 0};
     if (nf_jdoc_span(x->doc, path, &span)) {
+        /* such names cannot be written back (json-c keys end at a NUL):
+         * refused like component keys, binding names and roles */
+        char *nulp = NULL;
+        if (nf_jname_has_nul(x->doc, span, "/metadata", &nulp)) {
+            diag_at(x, NF_C_SCHEMA, nulp, "metadata member name must not contain U+0000");
+            free(nulp);
+        }
         nf_jspan_members(nf_jdoc_text(x->doc, NULL), span, count_member, &mc);
         c->metadata = calloc(mc.cap ? mc.cap : 1, sizeof *c->metadata);
         if (c->metadata)

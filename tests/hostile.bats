@@ -257,13 +257,12 @@ small_prefix="$obj_prefix"', "bindings": {}, "uses": [], "files": [{"path": null
     all_readers 1 duplicate-member a.ninfer
 }
 
-@test "metadata names that differ only after U+0000 are read without overflow" {
-    # json-c keeps one of them; the reader must not trust its count
+@test "metadata member names with U+0000 -> schema (1), without overflow" {
+    # json-c keeps one of "a\u0000b", "a\u0000c": the reader must not trust
+    # its count, and cannot write such names back, so it refuses them
     NF_EXTRA=', "metadata": {"a\u0000b": 1, "a\u0000c": 2, "a\u0000d": 3}' nf_make a.ninfer
-    run --separate-stderr ninfer-verify a.ninfer
-    [ "$status" -le 1 ]
-    run --separate-stderr ninfer-split -o out/s.ninfer a.ninfer
-    [ "$status" -le 1 ]
+    all_readers 1 schema a.ninfer
+    grep -qF 'metadata member name must not contain U+0000' <<< "$stderr"
 }
 
 # ---- size and depth: bounded time and memory -------------------------------------------
