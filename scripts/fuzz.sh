@@ -9,9 +9,10 @@
 # tests/fuzz/crashes/<name>-<kind>-<sha1> — commit it with its fix: the unit
 # test t_regress replays every file there.
 #
-# Environment: FUZZ_JOBS (default 1) parallel workers per harness;
-# FUZZ_ARGS extra libFuzzer options. Exit status: 0 when no harness found a
-# problem, 1 otherwise (the others still run).
+# Environment: FUZZ_ARGS, extra libFuzzer options. One fuzzer runs at a
+# time (others may be building). Do not rebuild (make fuzz) while a harness
+# runs. Exit status: 0 when no harness found a problem, 1 otherwise (the
+# others still run).
 set -u
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -58,7 +59,7 @@ for n in "${names[@]}"; do
     nice -n 15 "$bin" "$work" "${seeds[@]}" \
         -max_total_time="$secs" -max_len="$(max_len "$n")" -rss_limit_mb=2048 -timeout=10 \
         -artifact_prefix="tests/fuzz/crashes/$n-" -print_final_stats=1 \
-        ${FUZZ_JOBS:+-jobs=$FUZZ_JOBS -workers=$FUZZ_JOBS} ${FUZZ_ARGS:-} \
+        ${FUZZ_ARGS:-} \
         > "build/fuzz/$n.log" 2>&1
     rc=$?
     tail -n 12 "build/fuzz/$n.log" | grep -E 'stat::|ERROR|SUMMARY|Test unit written' || true
