@@ -24,19 +24,24 @@
  * order through shared memory (deterministic: the same bits every run).
  *
  * Error bound against nf_gemv_ref (scalar decode, double dot, rounded once),
- * u = 2^-24, barring overflow and underflow (|w x| >= 2^-126 or 0):
- *   |y_dev - y_ref| <= (D + 1) u sum_k |w_nk x_k| + u |y_ref|,
- *   D = C + ceil(nch / 32) + 5 + log2(W) + 3
- * for every format: each code*x product is exact, and every rounding after
- * it (per-class sums within a chunk <= C terms, class combine, the scale fma,
- * <= ceil(nch/(32W)) chunks per lane, 5 shuffle levels, W warps, fp8's r or
- * nvfp4's w once per row) multiplies a partial sum of |w x| terms by at most
- * (1 + u). nvfp4 gets one more u per term: the reference rounds each
- * (e2m1*b)/w, the kernel divides the row sum by w once. The per-element
- * kernel (rows not 16-byte aligned: contiguous K*esize % 16 != 0, fp8
- * K % 16 != 0) decodes each element exactly as the reference and has
- * D = ceil(K / 32) + 5. The result does not depend on anything but the
- * plan: t_device checks it bit for bit against nf_k_gemv_emulate.
+ * u = 2^-24, to first order, barring overflow and underflow (|w x| >= 2^-126
+ * or 0), the same form for every format:
+ *   |y_dev - y_ref| <= D u sum_k |w_nk x_k| + u |y_ref|,
+ *   D = C + 7 (class combine) + 1 (scale) + ceil(nch / (32 W)) (chunks per
+ *       lane) + 5 (shuffles) + W - 1 (warps) + 1 (fp8 r, nvfp4 w) + 1
+ *     <= C + ceil(nch / 32) + 22,
+ * because every product code * x is exact (at most 8 + 8 significant bits;
+ * fp32/int32: one rounding, counted in C) and each term then passes through
+ * at most D roundings of sums. The +1: nvfp4's reference rounds every
+ * (e2m1 * b) / w, the kernel divides each row sum by w once; for the other
+ * formats the decoded value c * s (19 bits) and e4m3 * r (12 bits) are
+ * exact, so the kernel and the reference multiply the same numbers. Not a
+ * bf16 rounding of the weights anywhere. The per-element kernel (rows not
+ * 16-byte aligned: contiguous K * esize % 16 != 0, fp8 K % 16 != 0) decodes
+ * each element exactly as the reference: D = ceil(K / 32) + 5. t_device
+ * checks D = C + ceil(nch / 32) + ceil(K / 32) + 24, which covers both. The
+ * result depends on nothing but the plan (no atomics, fixed reduction order):
+ * t_device also checks it bit for bit against nf_k_gemv_emulate.
  *
  * Decode to bf16: each element's f32 value exactly as nf_decode_rows_f32
  * (the word decoders' exact codes, then the one IEEE product/quotient of
