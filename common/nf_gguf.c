@@ -894,9 +894,16 @@ static void sb_json_string(sbuf *b, const unsigned char *s, size_t n)
             sb_put(b, e, 2);
             i++;
         } else if (c < 0x20 || c == 0x7f) {
+            static const char shortx[] = "btn\0fr"; /* \b \t \n (\v has none) \f \r */
             char e[8];
-            snprintf(e, sizeof e, "\\u%04x", c);
-            sb_put(b, e, 6);
+            if (c >= 8 && c <= 13 && shortx[c - 8]) {
+                e[0] = '\\';
+                e[1] = shortx[c - 8];
+                sb_put(b, e, 2);
+            } else {
+                snprintf(e, sizeof e, "\\u%04x", c);
+                sb_put(b, e, 6);
+            }
             i++;
         } else if (c < 0x80) {
             sb_put(b, (const char *)&s[i], 1);

@@ -541,6 +541,7 @@ static char *gguf_config(const nf_gguf *g, const char *arch, nf_diags *d)
         }
     if (!nf_jobj_has(o, "model_type"))
         nf_jobj_set(o, "model_type", nf_jnew_string(arch));
+    char key[128];
     static const struct {
         const char *hf, *suffix;
     } keys[] = {
@@ -570,10 +571,20 @@ static char *gguf_config(const nf_gguf *g, const char *arch, nf_diags *d)
             nf_jobj_set(o, "vocab_size", nf_jnew_u64(tok->n_elems));
     }
     if (strcmp(arch, "qwen3moe") == 0 && nf_jobj_has(o, "num_experts")) {
+        /* llama.cpp keeps no such key: a layer without a router is dense */
+        nf_jval *dense = nf_jnew_array();
+        uint64_t L = 0;
+        snprintf(key, sizeof key, "%s.block_count", arch);
+        nf_gguf_kv_u64(g, nf_gguf_find_kv(g, key), &L);
+        for (uint64_t i = 0; g->n_tensors && i < L && i < 65536; i++) {
+            char tn[64];
+            snprintf(tn, sizeof tn, "blk.%llu.ffn_gate_inp.weight", (unsigned long long)i);
+            if (!nf_gguf_find_tensor(g, tn))
+                nf_jarr_push(dense, nf_jnew_u64(i));
+        }
         nf_jobj_set(o, "decoder_sparse_step", nf_jnew_u64(1));
-        nf_jobj_set(o, "mlp_only_layers", nf_jnew_array());
+        nf_jobj_set(o, "mlp_only_layers", dense);
     }
-    char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     const nf_gguf_kv *rs = nf_gguf_find_kv(g, key);
     if (rs) {

@@ -366,3 +366,37 @@ man_cmd() {
     run -4 --separate-stderr bash -o pipefail -c "$(man_cmd ninfer-import.1 7)"
     [ "$stderr" = 'ninfer-import: stories260K-Q4_0.gguf: unsupported: GGUF tensor type Q4_0 ("token_embd.weight" and others) is not supported yet: import takes F32, F16 and BF16 tensors' ]
 }
+
+@test "GGUF of each family (nf-mkgguf: llama.cpp names, q/k order, expert banks; BF16/F16/F32) equals the Hugging Face import" {
+    local a dt
+    for a in "llama bf16" "llama f16" "qwen2 bf16" "qwen3 f32" "qwen3moe bf16" "qwen3moe f16"; do
+        set -- $a
+        nf-mkarch --arch "$1" --dtype "$2" "ck-$1-$2"
+        nf-mkgguf --alignment 64 "ck-$1-$2" "$1-$2.gguf"
+        import_pack "$1-$2.gguf" "g-$1-$2"
+        import_pack "ck-$1-$2" "h-$1-$2"
+        same_params "g-$1-$2.ninfer" "h-$1-$2.ninfer"
+    done
+    import_pack qwen3moe-bf16.gguf fused --fuse
+    same_params fused.ninfer g-qwen3moe-bf16.ninfer
+    # experts bind their slices of the [E, Im, H] banks; layer 1 stays dense
+    run -0 ninfer-bind g-qwen3moe-bf16.ninfer
+    [[ "$output" == *$'text/layers/0/mlp/experts/2/up\t32x64\t2048\tbf16/contiguous_le_v1\tblk.0.ffn_up_exps.weight\tview'* ]]
+    [[ "$output" == *$'text/layers/1/mlp/up\t96x64\t6144\tbf16/contiguous_le_v1\tblk.1.ffn_up.weight\tview'* ]]
+    grep -qF '"mlp_only_layers":[1]' g-qwen3moe-bf16.json
+    # the tokenizer: template and embedded tokenizer.json are byte ranges of the GGUF,
+    # the rest one JSON object (a tab and a quote escaped, negative ints kept)
+    run -0 ninfer-cat --resource chat_template.jinja g-llama-bf16.ninfer
+    [ "$output" = '{% for m in messages %}{{ m.content }}{% endfor %}' ]
+    run -0 ninfer-cat --resource tokenizer.json g-llama-bf16.ninfer
+    [ "$output" = '{"version": "1.0"}' ]
+    run -0 ninfer-cat --resource gguf_tokenizer.json g-llama-bf16.ninfer
+    [[ "$output" == *'"tab\t\"7\""'* ]]
+    [[ "$output" == *'"tokenizer.ggml.scores": [-0.0,-1.5,-3.0]'* ]]  # -1.5 x 0 keeps its sign
+    [[ "$output" == *'"tokenizer.ggml.token_type": [1,-1]'* ]]
+    [[ "$output" == *'"tokenizer.ggml.add_bos_token": true'* ]]
+    [[ "$output" != *chat_template* ]]
+    # F16 GGUF tensors become fp32 objects by default
+    run -0 ninfer-bind g-llama-f16.ninfer
+    [[ "$output" == *$'text/layers/0/mlp/gate\t96x64\t6144\tfp32/contiguous_le_v1'* ]]
+}
