@@ -6,9 +6,28 @@
  * W is one encoded rank-2 object [N,K] (or a contiguous object viewed as
  * rows x cols by nf_tensor_enc) held in memory: obj_bytes >= its encoded
  * size. Units: N, K and row ranges in elements/rows; sizes in bytes.
- * Multithreaded over rows; each thread decodes a few rows at a time into a
- * cache-resident f32 buffer with the codec's SIMD decode (nf_codec.h) and
- * takes dot products with x.
+ * Multithreaded over rows.
+ *
+ * Kernels. Every format/layout has fused decode+dot kernels for AVX2
+ * (+FMA, F16C) and AVX-512 (F, BW, VL), chosen at run time: each row is
+ * decoded in registers and multiplied into f32 accumulators, so the encoded
+ * bytes are read once. Each decoded weight equals the codec's f32 decode
+ * (nf_decode_rows_f32) bit for bit; only the order of the f32 sums differs
+ * (FMA included), so results stay within nf_gemv_ref_rows's bound. The
+ * generic two-pass path (decode a few rows into a cache-resident f32 buffer
+ * with nf_decode_rows_f32, then dot products) serves CPUs without AVX2 and
+ * the rows a fused kernel declines: a row_split row with a non-finite group
+ * scale, an fp8 row with a NaN code or a row scale |r| >= 2^8 or not finite,
+ * and nvfp4 objects whose divisor slices hold fewer than 64 blocks.
+ *
+ * Choosing the ISA (tests, benchmarks): the fused kernels use the codec's
+ * ISA (nf_codec_set_isa / nf_codec_isa: the best the CPU has by default)
+ * capped by the environment variable NF_GEMV_ISA, read once per process:
+ *   NF_GEMV_ISA=scalar   the two-pass path only (decode still uses the
+ *                        codec's ISA);
+ *   NF_GEMV_ISA=avx2     fused AVX2 kernels at most;
+ *   NF_GEMV_ISA=avx512   (or auto, or unset) no cap.
+ * nf_codec_set_isa(NF_ISA_SCALAR) gives the portable path throughout.
  */
 #ifndef NF_GEMV_H
 #define NF_GEMV_H
