@@ -136,6 +136,8 @@ same_params() {
     [[ "$output" == *'"tokenizer.ggml.model": "llama"'* ]]
     [[ "$output" == *'"tokenizer.ggml.tokens": ["<unk>","<s>","</s>"'* ]]
     [ -f llama-2-tiny-random.gguf_tokenizer.json ]
+    import_pack "$g" oll-fused --fuse
+    same_params oll.ninfer oll-fused.ninfer
     import_pack "$g" oll-bf16 --f16-as bf16 --fuse
     run -0 ninfer-bind oll-bf16.ninfer
     [[ "$output" == *$'text/embedding\t32000x8\t256000\tbf16/contiguous_le_v1'* ]]
@@ -289,7 +291,11 @@ same_params() {
 
 @test "the spec 12.1 Text example: Q/K/gate/V and gate/up parents of [512,128], four resources" {
     nf-mkarch --arch spec121 ck
+    import_pack ck plain
+    run -0 ninfer-bind plain.ninfer
+    [[ "$output" == *$'text/layers/0/attention/gate\t128x128\t16384\tbf16/contiguous_le_v1\tmodel.layers.0.self_attn.q_proj.weight\tview'* ]]
     import_pack ck ex --fuse
+    same_params plain.ninfer ex.ninfer
     run -0 ninfer-bind ex.ninfer
     [ "${#lines[@]}" -eq 15 ]
     [[ "$output" == *$'text/layers/0/attention/gate\t128x128\t16384\tbf16/contiguous_le_v1\ttext/layers/0/attention/qkgv\tview'* ]]
