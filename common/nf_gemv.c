@@ -517,19 +517,29 @@ T512 static int nv_row512(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out
  * pattern of e4m3(c) * 2^-120 (subnormals included); times r * 2^120 that
  * is one rounding of e4m3(c) * r. NaN codes are caught with a running max
  * of (c | 0x80), which is 0xff only for 0x7f/0xff. */
-T512 NF_INLINE void fp8_64(__m512i v, const float *x, __m512 R, __m512 *a)
+T512 NF_INLINE __m512 fp8_w16(__m512i v, __m512i ctl, __m512 R)
 {
-    const __m512i s0 = _mm512_set4_epi32((int)0x0c808080, (int)0x08808080, (int)0x04808080,
-                                         (int)0x00808080);
-    const __m512i one = _mm512_set1_epi32(0x01000000);
     const __m512i fm = _mm512_set1_epi32((int)0x87f00000);
-    __m512i ctl = s0;
-    for (int q = 0; q < 4; q++) {
-        __m512i u = _mm512_shuffle_epi8(v, ctl);
-        __m512 f = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(u, 4), fm));
-        a[q] = _mm512_fmadd_ps(_mm512_mul_ps(f, R), _mm512_loadu_ps(x + 16 * q), a[q]);
-        ctl = _mm512_add_epi32(ctl, one);
-    }
+    __m512i u = _mm512_shuffle_epi8(v, ctl);
+    return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(u, 4), fm)), R);
+}
+
+/* (written out: a loop over an accumulator array kept them in memory) */
+T512 NF_INLINE void fp8_64(__m512i v, const float *x, __m512 R, __m512 *a0, __m512 *a1,
+                           __m512 *a2, __m512 *a3)
+{
+    const __m512i c0 = _mm512_set4_epi32((int)0x0c808080, (int)0x08808080, (int)0x04808080,
+                                         (int)0x00808080);
+    const __m512i c1 = _mm512_set4_epi32((int)0x0d808080, (int)0x09808080, (int)0x05808080,
+                                         (int)0x01808080);
+    const __m512i c2 = _mm512_set4_epi32((int)0x0e808080, (int)0x0a808080, (int)0x06808080,
+                                         (int)0x02808080);
+    const __m512i c3 = _mm512_set4_epi32((int)0x0f808080, (int)0x0b808080, (int)0x07808080,
+                                         (int)0x03808080);
+    *a0 = _mm512_fmadd_ps(fp8_w16(v, c0, R), _mm512_loadu_ps(x), *a0);
+    *a1 = _mm512_fmadd_ps(fp8_w16(v, c1, R), _mm512_loadu_ps(x + 16), *a1);
+    *a2 = _mm512_fmadd_ps(fp8_w16(v, c2, R), _mm512_loadu_ps(x + 32), *a2);
+    *a3 = _mm512_fmadd_ps(fp8_w16(v, c3, R), _mm512_loadu_ps(x + 48), *a3);
 }
 
 T512 static int fp8_row512(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out)
@@ -543,23 +553,22 @@ T512 static int fp8_row512(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *ou
     const uint8_t *p = c->pl[0] + n * K;
     const __m512i hi = _mm512_set1_epi8((char)0x80);
     __m512i mx = _mm512_setzero_si512();
-    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                   _mm512_setzero_ps()};
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     uint64_t k = 0;
     for (; k + 64 <= K; k += 64) {
         __m512i v = _mm512_loadu_si512((const void *)(p + k));
         PF(p + k);
         mx = _mm512_max_epu8(mx, _mm512_or_si512(v, hi));
-        fp8_64(v, c->xp + k, R, a);
+        fp8_64(v, c->xp + k, R, &a0, &a1, &a2, &a3);
     }
     if (k < K) {
         __m512i v = _mm512_maskz_loadu_epi8(~0ull >> (64 - (K - k)), p + k);
         mx = _mm512_max_epu8(mx, _mm512_or_si512(v, hi));
-        fp8_64(v, c->xp + k, R, a);
+        fp8_64(v, c->xp + k, R, &a0, &a1, &a2, &a3);
     }
     if (_mm512_cmpeq_epi8_mask(mx, _mm512_set1_epi8((char)0xff)))
         return 1;
-    *out = hsum512(a[0], a[1], a[2], a[3]);
+    *out = hsum512(a0, a1, a2, a3);
     return 0;
 }
 
@@ -851,20 +860,27 @@ T256 static int nv_row256(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out
 
 /* fp8 on AVX2: as fp8_64, 32 codes per step, in-lane shuffles (lane m of
  * vector q <- byte 4m+q). */
-T256 NF_INLINE void fp8_32(__m256i v, const float *x, __m256 R, __m256 *a)
+T256 NF_INLINE __m256 fp8_w8(__m256i v, __m256i ctl, __m256 R)
 {
-    const __m256i s0 = _mm256_setr_epi32((int)0x00808080, (int)0x04808080, (int)0x08808080,
-                                         (int)0x0c808080, (int)0x00808080, (int)0x04808080,
-                                         (int)0x08808080, (int)0x0c808080);
-    const __m256i one = _mm256_set1_epi32(0x01000000);
     const __m256i fm = _mm256_set1_epi32((int)0x87f00000);
-    __m256i ctl = s0;
-    for (int q = 0; q < 4; q++) {
-        __m256i u = _mm256_shuffle_epi8(v, ctl);
-        __m256 f = _mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(u, 4), fm));
-        a[q] = _mm256_fmadd_ps(_mm256_mul_ps(f, R), _mm256_loadu_ps(x + 8 * q), a[q]);
-        ctl = _mm256_add_epi32(ctl, one);
-    }
+    __m256i u = _mm256_shuffle_epi8(v, ctl);
+    return _mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(u, 4), fm)), R);
+}
+
+/* fp8 on AVX2: as fp8_64, 32 codes per step, in-lane shuffles (lane m of
+ * vector q <- byte 4m+q). */
+T256 NF_INLINE void fp8_32(__m256i v, const float *x, __m256 R, __m256 *a0, __m256 *a1,
+                           __m256 *a2, __m256 *a3)
+{
+#define FP8C(q) _mm256_setr_epi32((int)0x00808080 + ((q) << 24), (int)0x04808080 + ((q) << 24), \
+                                  (int)0x08808080 + ((q) << 24), (int)0x0c808080 + ((q) << 24), \
+                                  (int)0x00808080 + ((q) << 24), (int)0x04808080 + ((q) << 24), \
+                                  (int)0x08808080 + ((q) << 24), (int)0x0c808080 + ((q) << 24))
+    *a0 = _mm256_fmadd_ps(fp8_w8(v, FP8C(0), R), _mm256_loadu_ps(x), *a0);
+    *a1 = _mm256_fmadd_ps(fp8_w8(v, FP8C(1), R), _mm256_loadu_ps(x + 8), *a1);
+    *a2 = _mm256_fmadd_ps(fp8_w8(v, FP8C(2), R), _mm256_loadu_ps(x + 16), *a2);
+    *a3 = _mm256_fmadd_ps(fp8_w8(v, FP8C(3), R), _mm256_loadu_ps(x + 24), *a3);
+#undef FP8C
 }
 
 T256 static int fp8_row256(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out)
@@ -878,15 +894,14 @@ T256 static int fp8_row256(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *ou
     const uint8_t *p = c->pl[0] + n * K;
     const __m256i hi = _mm256_set1_epi8((char)0x80);
     __m256i mx = _mm256_setzero_si256();
-    __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                   _mm256_setzero_ps()};
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     uint64_t k = 0;
     for (; k + 32 <= K; k += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(p + k));
         if (!(k & 32))
             PF(p + k);
         mx = _mm256_max_epu8(mx, _mm256_or_si256(v, hi));
-        fp8_32(v, c->xp + k, R, a);
+        fp8_32(v, c->xp + k, R, &a0, &a1, &a2, &a3);
     }
     if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(mx, _mm256_set1_epi8((char)0xff))))
         return 1;
@@ -896,7 +911,7 @@ T256 static int fp8_row256(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *ou
             return 1;
         t += (nf_e4m3_to_f32(p[k]) * r) * c->xp[k];
     }
-    *out = hsum256(a[0], a[1], a[2], a[3]) + t;
+    *out = hsum256(a0, a1, a2, a3) + t;
     return 0;
 }
 
