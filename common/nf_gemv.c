@@ -691,26 +691,29 @@ T256 static float q2_256(const uint8_t *base, const float *sc, const float *xp, 
     return hsum256(a0, a1, a2, a3);
 }
 
-/* q4: 8 bytes = 16 codes; the low nibble sign-extended by shifts (even
- * columns), the high nibble likewise (odd), converted, times s. */
+/* q4: 16 bytes = 32 codes; the nibbles become signed bytes with a byte
+ * shuffle (port 5, idle otherwise), then sign-extend, convert, times s.
+ * Vectors: even columns 0-14, 16-30, odd columns 1-15, 17-31. */
 T256 static float q4_256(const uint8_t *base, const float *sc, const float *xp, unsigned ng)
 {
+    const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
+    const __m128i m4 = _mm_set1_epi8(15);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (unsigned g = 0; g < ng; g++) {
         __m256 s = _mm256_set1_ps(sc[g]);
         const uint8_t *b = base + 32 * g;
         const float *x = xp + 64 * g;
-        if (!(g & 1))
-            PF(b);
-        for (unsigned i = 0; i < 4; i += 2) {
-            __m256i d0 = _mm256_cvtepu8_epi32(LD64(b + 8 * i));
-            __m256i d1 = _mm256_cvtepu8_epi32(LD64(b + 8 * i + 8));
-#define NIB(d, sh) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(d, sh), 28)), s)
-            a0 = _mm256_fmadd_ps(NIB(d0, 28), _mm256_loadu_ps(x + 16 * i), a0);
-            a1 = _mm256_fmadd_ps(NIB(d0, 24), _mm256_loadu_ps(x + 16 * i + 8), a1);
-            a2 = _mm256_fmadd_ps(NIB(d1, 28), _mm256_loadu_ps(x + 16 * i + 16), a2);
-            a3 = _mm256_fmadd_ps(NIB(d1, 24), _mm256_loadu_ps(x + 16 * i + 24), a3);
-#undef NIB
+        PF(b);
+        for (unsigned i = 0; i < 2; i++, x += 32) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(b + 16 * i));
+            __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(v, m4));
+            __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+#define Q4W(c8) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c8)), s)
+            a0 = _mm256_fmadd_ps(Q4W(lo), _mm256_loadu_ps(x), a0);
+            a1 = _mm256_fmadd_ps(Q4W(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(x + 8), a1);
+            a2 = _mm256_fmadd_ps(Q4W(hi), _mm256_loadu_ps(x + 16), a2);
+            a3 = _mm256_fmadd_ps(Q4W(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(x + 24), a3);
+#undef Q4W
         }
     }
     return hsum256(a0, a1, a2, a3);
@@ -1025,6 +1028,9 @@ static row_kernel pick_kernel_(const nf_tensor_enc *t, nf_isa isa, unsigned *B, 
             *S = 4;
             break;
         case NF_FMT_Q4_G64_FP16:
+            *B = 32;
+            *S = 2;
+            break;
         case NF_FMT_Q5_G64_FP16:
         case NF_FMT_Q6_G64_FP16:
             *B = z ? 32 : 16;
