@@ -1102,8 +1102,9 @@ static void *worker_fused(struct job *j)
     memset(&s, 0, sizeof s);
     float *row = malloc(K * sizeof *row);
     s.sc = malloc(((uint64_t)c->ng + 16) * sizeof *s.sc);
-    s.tab = aligned_alloc(64, 256 * 16 * sizeof *s.tab);
-    if (!row || !s.sc || !s.tab) {
+    if (j->t->format == NF_FMT_NVFP4)
+        s.tab = aligned_alloc(64, 256 * 16 * sizeof *s.tab);
+    if (!row || !s.sc || (j->t->format == NF_FMT_NVFP4 && !s.tab)) {
         atomic_store(&j->err, NF_CODEC_ENOMEM);
         goto out;
     }
