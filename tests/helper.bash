@@ -286,11 +286,16 @@ nf_make_sed() {
 
 # nf_failwrite AFTER ERRNO CMD... — run CMD with the write-failure shim: writes
 # to regular files fail with ERRNO once AFTER bytes are written.
+# need_shim — skip the test under the sanitizers: ASan must come first in
+# LD_PRELOAD, so the write shim cannot ride along with a sanitized binary
+# (the plain `make test` covers these paths). Call it at the top of a test:
+# a skip inside `run` would only end run's subshell.
+need_shim() {
+    [ -z "${NF_SANITIZE:-}" ] || skip "the LD_PRELOAD write shim cannot run under the sanitizers"
+}
+
 nf_failwrite() {
     local after=$1 err=$2
     shift 2
-    # ASan must come first in LD_PRELOAD, so a shim cannot ride along with a
-    # sanitized binary: the plain `make test` covers these paths.
-    [ -z "${NF_SANITIZE:-}" ] || skip "the LD_PRELOAD write shim cannot run under the sanitizers"
     LD_PRELOAD="$NF_TOOLS/libfailwrite.so" NF_FAIL_AFTER="$after" NF_FAIL_ERRNO="$err" "$@"
 }

@@ -316,6 +316,7 @@ nothing_named() {
 }
 
 @test "--force that fails while writing leaves the old set intact" {
+    need_shim
     split_source a.ninfer
     ninfer-split --max-file-bytes 12288 -o t.ninfer a.ninfer
     local before
@@ -401,6 +402,7 @@ nothing_named() {
 }
 
 @test "full disk (write shim, ENOSPC after 5000 bytes) -> io (3), no temporaries, no targets" {
+    need_shim
     split_source a.ninfer
     run -3 --separate-stderr nf_failwrite 5000 ENOSPC ninfer-split -o t.ninfer a.ninfer
     expect_only_codes io
@@ -414,6 +416,7 @@ nothing_named() {
 }
 
 @test "write errors EIO and EFBIG (shim) in later parts -> io (3), nothing left" {
+    need_shim
     split_source a.ninfer
     run -3 --separate-stderr nf_failwrite 15000 EIO ninfer-split --max-file-bytes 8K -o t.ninfer a.ninfer
     expect_only_codes io
