@@ -14,12 +14,14 @@
  * nf_decode_rows_f32's bit for bit; only the order of the f32 sums (and the
  * use of FMA) differs, which keeps the result within nf_gemv_ref_rows's
  * bound. The tricks, and why they are exact:
- *  - row_split (q2..q8, t2): the group's values c*s for every code c are a
- *    small table, T[c] = (float)c * s (the codec's product), and the codes
- *    index it with a permute. q6 (and q5/q6 on AVX2) splits the code into
- *    the base nibble and the high bits: c*s = nib*s + hi*s, two exact
- *    products whose sum c*s is representable (|c| < 64, s has 11 significant
- *    bits), so the f32 sum (or FMA) is exact and equals (float)c*s.
+ *  - row_split: q8 (and q4 on AVX2) convert the code and multiply by s,
+ *    as the codec does. q2, t2 (and q4, q5 on AVX-512) make the group's
+ *    values for every code a small table, T[c] = (float)c * s (the codec's
+ *    product), which the codes index with a permute. q6 (and q5/q6 on AVX2)
+ *    splits the code into the base nibble and the high bits: c*s = nib*s +
+ *    hi*s, two exact products whose sum c*s is representable (|c| < 64, s
+ *    has 11 significant bits), so the f32 sum (or FMA) is exact and equals
+ *    (float)c*s, signed zeros included.
  *  - nvfp4: a table per divisor value w of (e2m1(i) * e4m3(b)) / w for all
  *    256 block-scale codes b and all 16 codes i, computed with the same
  *    multiply then divide as the codec.
@@ -36,6 +38,9 @@
  * come out of the registers (e.g. for q4 the low nibbles of 16 bytes, i.e.
  * the even columns, then the high nibbles), built once per call; padding
  * columns K..Kp-1 get x = 0, so their codes never contribute.
+ *
+ * Memory. One software prefetch per 64 bytes of each stream, PF_DIST ahead
+ * (the hardware prefetchers alone left these loops waiting on memory).
  */
 #include "nf_gemv.h"
 
