@@ -230,7 +230,7 @@ static int bench_generated(nf_format f, nf_layout l, uint64_t N, uint64_t K, uin
         return NF_EXIT_IO;
     }
     for (uint64_t i = 0; i < el; i++)
-        src[i] = gauss();
+        src[i] = f == NF_FMT_INT32 ? roundf(gauss() * 1000.0f) : gauss(); /* int32 holds integers */
     nf_encode_opts eo = NF_ENCODE_OPTS_INIT;
     eo.absmax_only = true; /* weights for timing: quality does not matter */
     int rc = nf_encode_f32(&t, src, obj, t.enc.encoded_bytes, &eo, NULL);
