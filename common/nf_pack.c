@@ -946,24 +946,8 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
             nf_sha256_final(h, o->sha256);
     }
     nf_progress_done(&pr);
-    {
-        size_t jl = 0;
-        char *json = NULL;
-        if (!stream_out) {
-            nf_serialize_opts so = {0};
-            so.files = plan.files;
-            so.n_files = plan.n_files;
-            so.digests = !wc->no_digests;
-            json = nf_catalog_serialize(c, &so, &jl);
-            if (!json) {
-                nf_diag_add(d, NF_C_IO, "", "out of memory");
-                goto done;
-            }
-        }
-        rc = nf_writer_finish(w, json, jl, d);
-        w = NULL;
-        free(json);
-    }
+    rc = nf_writer_finish_catalog(w, c, !wc->no_digests, d);
+    w = NULL;
 done:
     if (report)
         fflush(report);

@@ -152,24 +152,8 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
     }
     if (bad)
         goto out_w;
-    {
-        size_t len = 0;
-        char *json = NULL;
-        if (!stream_out) {
-            nf_serialize_opts so = {0};
-            so.files = plan.files;
-            so.n_files = plan.n_files;
-            so.digests = !wc->no_digests;
-            json = nf_catalog_serialize(c, &so, &len);
-            if (!json) {
-                nf_diag_add(d, NF_C_IO, "", "out of memory");
-                goto out_w;
-            }
-        }
-        rc = nf_writer_finish(w, json, len, d);
-        w = NULL;
-        free(json);
-    }
+    rc = nf_writer_finish_catalog(w, c, !wc->no_digests, d);
+    w = NULL;
 out_w:
     nf_writer_abort(w);
 out:

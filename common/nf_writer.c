@@ -843,3 +843,24 @@ int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d)
     writer_free(w);
     return 0;
 }
+
+int nf_writer_finish_catalog(nf_writer *w, const nf_catalog *c, bool digests, nf_diags *d)
+{
+    size_t len = 0;
+    char *json = NULL;
+    if (!w->stream) {
+        nf_serialize_opts so = {0};
+        so.files = w->plan.files;
+        so.n_files = w->plan.n_files;
+        so.digests = digests;
+        json = nf_catalog_serialize(c, &so, &len);
+        if (!json) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory serializing the catalog");
+            writer_free(w);
+            return -1;
+        }
+    }
+    int rc = nf_writer_finish(w, json, len, d);
+    free(json);
+    return rc;
+}

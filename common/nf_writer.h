@@ -93,6 +93,12 @@ int nf_writer_copy(nf_writer *w, uint64_t off, int src_fd, uint64_t src_off, uin
  * published and temporaries are gone. The writer is freed either way. */
 int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d);
 
+/* nf_writer_finish with the catalog c serialized against the writer's own
+ * files table (files), with metadata.integrity when digests is true; a
+ * stream writer's catalog was written when it opened. The same publication
+ * rules and result; the writer is freed either way. */
+int nf_writer_finish_catalog(nf_writer *w, const nf_catalog *c, bool digests, nf_diags *d);
+
 /* Abandon: remove temporaries, free. */
 void nf_writer_abort(nf_writer *w);
 
