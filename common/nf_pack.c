@@ -173,7 +173,7 @@ static int values_bytes(pack_ctx *p, const nf_object *o, const nf_source *s, seg
     unsigned eb = nf_format_elem_bytes(o->format);
     if (!eb || o->layout != NF_LAY_CONTIGUOUS_LE_V1) {
         nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
-                    "inline values into %s/%s need the codecs (not in this build)", o->format_name,
+                    "inline values into %s/%s are transcoded, not copied", o->format_name,
                     o->layout_name);
         return -1;
     }
