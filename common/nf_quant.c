@@ -312,6 +312,14 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
     nf_jobj_set(q, "tool", nf_jnew_string("ninfer-quant " NF_VERSION));
     nf_jobj_set(q, "encoder", nf_jnew_string("DESIGN 7.4 defaults (least-squares scale search)"));
     nf_jobj_set(q, "rules", arr);
+    /* a second run keeps the first one's record under "previous" */
+    if (c->provenance_raw) {
+        size_t pl = strlen(c->provenance_raw);
+        nf_span prev;
+        if (nf_jspan_member(c->provenance_raw, nf_jspan_root(c->provenance_raw, pl), "quantization",
+                            12, &prev))
+            nf_jobj_set(q, "previous", nf_jnew_raw(c->provenance_raw + prev.start, prev.len));
+    }
     char *t = nf_jval_to_text(q, false, NULL);
     nf_jval_free(q);
     if (!t || !nf_catalog_set_provenance(c, "quantization", t))
