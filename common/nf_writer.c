@@ -48,7 +48,8 @@ int nf_plan_files(uint64_t payload, uint64_t eps, uint64_t limit, const char *en
         }
         uint64_t rest = payload > ecap ? payload - ecap : 0;
         uint64_t parts = nf_ceil_div_u64(rest, pcap);
-        if (parts > 100000000) {
+        /* a files table of a million parts is already ~60 MB of catalog */
+        if (parts >= NF_MAX_PARTS) {
             nf_diag_add(d, NF_C_USAGE, "", "--max-file-bytes %llu would make %llu parts",
                         (unsigned long long)limit, (unsigned long long)parts);
             return -1;

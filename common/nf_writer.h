@@ -41,12 +41,15 @@ typedef struct {
     size_t json_len;
 } nf_plan;
 
+#define NF_MAX_PARTS 1000000 /* continuation parts a writer will plan */
+
 /* Compute the files table for a payload of `payload` bytes:
  * single file when eps + payload <= limit (or limit == 0), else
  * entry_capacity = floor((limit - eps)/4096)*4096 and
  * part_capacity = floor((limit - 4096)/4096)*4096 (spec 2.3), both > 0.
  * Part paths are "<entry_name>.part-NNNN" (spec 2.1). Returns 0, or -1
- * with a `usage` diagnostic when the limit cannot hold the headers. */
+ * with a `usage` diagnostic when the limit cannot hold the headers or would
+ * need NF_MAX_PARTS parts or more. */
 int nf_plan_files(uint64_t payload, uint64_t eps, uint64_t limit, const char *entry_name,
                   nf_file **files, size_t *n_files, nf_diags *d);
 

@@ -4,6 +4,7 @@
 
 #include "nf_catalog.h"
 #include "nf_test.h"
+#include "nf_util.h"
 #include "nf_writer.h"
 
 static void test_plan_spec_example(void)
@@ -44,19 +45,25 @@ static void test_plan_edges(void)
     CHECK(nf_plan_files(UINT64_MAX - 8192, 4096, 0, "m", &f, &n, &d) == 0 && n == 1,
           "no limit: one file even near 2^64");
     free(f);
-    /* eps + payload overflows U64 with a limit: split, no wrap */
+    /* eps + payload overflows U64 with a limit: no wrap to "one file"; it
+     * would take 2^24 parts, past NF_MAX_PARTS, so it is refused */
+    nf_diags_clear(&d);
+    CHECK(nf_plan_files(UINT64_MAX - 100, 4096, 1ull << 40, "m", &f, &n, &d) == -1 &&
+              nf_diags_count(&d, NF_C_USAGE) == 1,
+          "payload near 2^64 with a 1 TiB limit: too many parts, refused");
+    /* the same arithmetic below the cap adds up exactly */
+    nf_diags_clear(&d);
+    uint64_t big = (1ull << 40) * 1000 + 12345;
+    CHECK(nf_plan_files(big, 4096, 1ull << 40, "m", &f, &n, &d) == 0, "a 1000 TiB payload plans");
     {
-        int rc = nf_plan_files(UINT64_MAX - 100, 4096, 1ull << 40, "m", &f, &n, &d);
-        CHECK(rc == 0 || rc == -1, "overflowing total never wraps (rc %d)", rc);
-        if (rc == 0) {
-            uint64_t sum = 0;
-            for (size_t i = 0; i < n; i++) {
-                sum += f[i].payload_bytes;
-                free(f[i].path);
-            }
-            CHECK_EQ_U64(sum, UINT64_MAX - 100, "parts add up to the payload");
-            free(f);
+        uint64_t sum = 0, pcap = ((1ull << 40) - 4096) / 4096 * 4096;
+        for (size_t i = 0; i < n; i++) {
+            sum += f[i].payload_bytes;
+            free(f[i].path);
         }
+        CHECK_EQ_U64(sum, big, "parts add up to the payload");
+        CHECK_EQ_U64(n, 1 + nf_ceil_div_u64(big - pcap, pcap), "entry plus ceil(rest/capacity) parts");
+        free(f);
     }
     /* limit too small for the headers */
     nf_diags_clear(&d);
