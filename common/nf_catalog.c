@@ -13,114 +13,20 @@
 #include <string.h>
 
 #include "nf_json.h"
+#include "nf_strmap.h"
 #include "nf_util.h"
 
-/* ---- a string -> index map (object IDs, binding names, use keys) ---- */
+/* ---- name maps (nf_strmap) ---- */
 
-struct nf_idmap {
-    size_t cap, n;
-    const char **key;
-    size_t *klen;
-    size_t *val;
-};
-
-static uint64_t hash_bytes(const char *s, size_t n)
+static nf_strmap *idmap_new(void)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h ^ (h >> 29);
+    return calloc(1, sizeof(nf_strmap));
 }
 
-static struct nf_idmap *idmap_new(size_t expect)
+static void idmap_free(nf_strmap *m)
 {
-    struct nf_idmap *m = calloc(1, sizeof *m);
-    if (!m)
-        return NULL;
-    size_t cap = 16;
-    while (cap < expect * 2 + 1)
-        cap *= 2;
-    m->cap = cap;
-    m->key = calloc(cap, sizeof *m->key);
-    m->klen = calloc(cap, sizeof *m->klen);
-    m->val = calloc(cap, sizeof *m->val);
-    if (!m->key || !m->klen || !m->val) {
-        free(m->key);
-        free(m->klen);
-        free(m->val);
-        free(m);
-        return NULL;
-    }
-    return m;
-}
-
-static void idmap_free(struct nf_idmap *m)
-{
-    if (!m)
-        return;
-    free(m->key);
-    free(m->klen);
-    free(m->val);
+    nf_strmap_free(m);
     free(m);
-}
-
-static bool idmap_grow(struct nf_idmap *m)
-{
-    struct nf_idmap *n = idmap_new(m->cap);
-    if (!n)
-        return false;
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->key[i])
-            continue;
-        size_t j = hash_bytes(m->key[i], m->klen[i]) & (n->cap - 1);
-        while (n->key[j])
-            j = (j + 1) & (n->cap - 1);
-        n->key[j] = m->key[i];
-        n->klen[j] = m->klen[i];
-        n->val[j] = m->val[i];
-        n->n++;
-    }
-    free(m->key);
-    free(m->klen);
-    free(m->val);
-    *m = *n;
-    free(n);
-    return true;
-}
-
-/* Returns the existing value when the key is present (and inserts nothing),
- * SIZE_MAX after inserting, or SIZE_MAX-1 on allocation failure. The key's
- * storage must outlive the map. */
-static size_t idmap_put(struct nf_idmap *m, const char *k, size_t kl, size_t v)
-{
-    if ((m->n + 1) * 2 > m->cap && !idmap_grow(m))
-        return SIZE_MAX - 1;
-    size_t j = hash_bytes(k, kl) & (m->cap - 1);
-    while (m->key[j]) {
-        if (m->klen[j] == kl && memcmp(m->key[j], k, kl) == 0)
-            return m->val[j];
-        j = (j + 1) & (m->cap - 1);
-    }
-    m->key[j] = k;
-    m->klen[j] = kl;
-    m->val[j] = v;
-    m->n++;
-    return SIZE_MAX;
-}
-
-static size_t idmap_get(const struct nf_idmap *m, const char *k, size_t kl)
-{
-    if (!m)
-        return SIZE_MAX;
-    size_t j = hash_bytes(k, kl) & (m->cap - 1);
-    while (m->key[j]) {
-        if (m->klen[j] == kl && memcmp(m->key[j], k, kl) == 0)
-            return m->val[j];
-        j = (j + 1) & (m->cap - 1);
-    }
-    return SIZE_MAX;
 }
 
 /* ---- parse context ---- */
@@ -132,7 +38,7 @@ typedef struct {
     nf_cat_mode mode;
     const char *entry_name;
     bool bigints; /* the pre-scan saw integers above U64: build pointers */
-    struct nf_idmap *bindmap;
+    nf_strmap *bindmap;
 } pctx;
 
 /* Pointer builders used only on the error path (or for big integers). */
@@ -898,7 +804,7 @@ static void parse_objects(pctx *x, nf_jval *v)
         return;
     }
     c->objects = calloc(n, sizeof *c->objects);
-    c->ids = idmap_new(n);
+    c->ids = idmap_new();
     if (!c->objects || !c->ids) {
         diag_at(x, NF_C_IO, "/objects", "out of memory for %zu objects", n);
         return;
@@ -909,7 +815,7 @@ static void parse_objects(pctx *x, nf_jval *v)
         nf_object *o = &c->objects[i];
         if (!o->id)
             continue;
-        size_t prev = idmap_put(c->ids, o->id, strlen(o->id), i);
+        size_t prev = nf_strmap_add(c->ids, o->id, strlen(o->id), i);
         if (prev == SIZE_MAX - 1) {
             diag_at(x, NF_C_IO, "/objects", "out of memory");
         } else if (prev != SIZE_MAX) {
@@ -1015,7 +921,7 @@ static void parse_bindings(pctx *x, nf_jval *v)
     }
     size_t n = nf_jobj_len(v);
     c->bindings = calloc(n ? n : 1, sizeof *c->bindings);
-    x->bindmap = idmap_new(n);
+    x->bindmap = idmap_new();
     if (!c->bindings || !x->bindmap) {
         diag_at(x, NF_C_IO, "/bindings", "out of memory");
         return;
@@ -1030,7 +936,7 @@ static void parse_bindings(pctx *x, nf_jval *v)
         nb->name = strdup(name);
         parse_binding(x, &nb->b, m, p);
         if (nb->name)
-            idmap_put(x->bindmap, nb->name, strlen(nb->name), c->n_bindings);
+            nf_strmap_add(x->bindmap, nb->name, strlen(nb->name), c->n_bindings);
         c->n_bindings++;
         free(p);
     }
@@ -1046,12 +952,10 @@ static void parse_uses(pctx *x, nf_jval *v)
         return;
     size_t n = nf_jarr_len(v);
     c->uses = calloc(n ? n : 1, sizeof *c->uses);
-    struct nf_idmap *seen = idmap_new(n);
-    char **keys = calloc(n ? n : 1, sizeof *keys);
-    if (!c->uses || !seen || !keys) {
+    nf_strmap *seen = idmap_new(); /* "parameter\0input" -> use index */
+    if (!c->uses || !seen) {
         diag_at(x, NF_C_IO, "/uses", "out of memory");
         idmap_free(seen);
-        free(keys);
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -1102,24 +1006,19 @@ static void parse_uses(pctx *x, nf_jval *v)
             }
             free(q);
         }
-        if (u->parameter && u->input) {
-            if (asprintf(&keys[i], "%s%c%s", u->parameter, 0, u->input) < 0)
-                keys[i] = NULL;
-            if (keys[i]) {
-                size_t kl = strlen(u->parameter) + 1 + strlen(u->input);
-                size_t prev = idmap_put(seen, keys[i], kl, i);
-                if (prev != SIZE_MAX && prev != SIZE_MAX - 1)
-                    diag_at(x, NF_C_DUPLICATE_USE, p,
-                            "(parameter \"%s\", input \"%s\") is already used by /uses/%zu",
-                            u->parameter, u->input, prev);
-            }
+        char *key = NULL;
+        if (u->parameter && u->input && asprintf(&key, "%s%c%s", u->parameter, 0, u->input) >= 0) {
+            size_t kl = strlen(u->parameter) + 1 + strlen(u->input);
+            size_t prev = nf_strmap_add(seen, key, kl, i);
+            if (prev != SIZE_MAX && prev != SIZE_MAX - 1)
+                diag_at(x, NF_C_DUPLICATE_USE, p,
+                        "(parameter \"%s\", input \"%s\") is already used by /uses/%zu",
+                        u->parameter, u->input, prev);
+            free(key);
         }
         free(p);
     }
     idmap_free(seen);
-    for (size_t i = 0; i < n; i++)
-        free(keys[i]);
-    free(keys);
 }
 
 /* ---- files (spec 3.3) ---- */
@@ -1136,7 +1035,7 @@ static void parse_files(pctx *x, nf_jval *v)
         return;
     }
     c->files = calloc(n, sizeof *c->files);
-    struct nf_idmap *names = idmap_new(n);
+    nf_strmap *names = idmap_new();
     if (!c->files || !names) {
         diag_at(x, NF_C_IO, "/files", "out of memory");
         idmap_free(names);
@@ -1184,7 +1083,7 @@ static void parse_files(pctx *x, nf_jval *v)
                 diag_at(x, NF_C_FILES, q, "part path %s", bad);
             } else {
                 f->path = strdup(s);
-                size_t prev = f->path ? idmap_put(names, f->path, len, i) : SIZE_MAX;
+                size_t prev = f->path ? nf_strmap_add(names, f->path, len, i) : SIZE_MAX;
                 if (prev != SIZE_MAX && prev != SIZE_MAX - 1) {
                     diag_at(x, NF_C_FILES, q, "part path \"%s\" is also files[%zu]", s, prev);
                 }
@@ -1334,7 +1233,7 @@ static void parse_metadata(pctx *x, nf_jval *v)
     while (nf_jobj_next(&it, &k, &m)) {
         size_t len;
         const char *s = nf_jstr(m, &len);
-        size_t oi = c->ids ? idmap_get(c->ids, k, strlen(k)) : SIZE_MAX;
+        size_t oi = c->ids ? nf_strmap_get(c->ids, k, strlen(k)) : SIZE_MAX;
         if (oi == SIZE_MAX || !s || !is_lower_hex64(s, len)) {
             char *p = ptr_key("/metadata/integrity/sha256", k);
             if (oi == SIZE_MAX)
@@ -1428,7 +1327,7 @@ static void check_references(pctx *x)
     for (size_t i = 0; i < c->n_uses; i++) {
         nf_use *u = &c->uses[i];
         if (u->parameter && x->bindmap &&
-            idmap_get(x->bindmap, u->parameter, strlen(u->parameter)) == SIZE_MAX) {
+            nf_strmap_get(x->bindmap, u->parameter, strlen(u->parameter)) == SIZE_MAX) {
             char *p = elem_ptr("/uses", i, "parameter");
             diag_at(x, NF_C_REFERENCE, p, "no binding \"%s\"", u->parameter);
             free(p);
@@ -1507,7 +1406,7 @@ size_t nf_catalog_find(const nf_catalog *c, const char *id)
 {
     if (!c->ids || !id)
         return SIZE_MAX;
-    return idmap_get(c->ids, id, strlen(id));
+    return nf_strmap_get(c->ids, id, strlen(id));
 }
 
 static void binding_free(nf_binding *b)
@@ -1848,8 +1747,8 @@ size_t nf_catalog_add_tensor(nf_catalog *c, const char *id, const uint64_t *dims
     }
     size_t idx = c->n_objects++;
     if (!c->ids)
-        c->ids = idmap_new(c->n_objects);
-    if (!c->ids || idmap_put(c->ids, o->id, strlen(o->id), idx) == SIZE_MAX - 1)
+        c->ids = idmap_new();
+    if (!c->ids || nf_strmap_add(c->ids, o->id, strlen(o->id), idx) == SIZE_MAX - 1)
         return SIZE_MAX;
     return idx;
 }

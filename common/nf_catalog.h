@@ -163,7 +163,7 @@ typedef struct nf_catalog {
     size_t n_metadata;
     char *provenance_raw;      /* NULL when absent */
     uint64_t payload_bytes;    /* sum of files[].payload_bytes */
-    struct nf_idmap *ids;      /* object ID -> index */
+    struct nf_strmap *ids;     /* object ID -> index */
 } nf_catalog;
 
 typedef enum {

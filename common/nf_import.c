@@ -1,6 +1,7 @@
 /* nf_import.c — checkpoints (Hugging Face safetensors, GGUF) to manifests
  * with the binder's logical names. */
 #include "nf_import.h"
+#include "nf_strmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -102,82 +103,15 @@ static char *absdup(const char *p)
 }
 
 /* A string -> index map (open addressing, FNV-1a). */
-typedef struct {
-    char **k;
-    size_t *v;
-    size_t cap, n;
-} strmap;
-
-static uint64_t fnv(const char *s)
+/* name lookups: nf_strmap (keys are C strings here) */
+static size_t sm_get(const nf_strmap *m, const char *key)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    return nf_strmap_get(m, key, strlen(key));
 }
 
-static bool sm_grow(strmap *m)
+static bool sm_put(nf_strmap *m, const char *key, size_t val)
 {
-    size_t cap = m->cap ? m->cap * 2 : 1024;
-    char **k = calloc(cap, sizeof *k);
-    size_t *v = calloc(cap, sizeof *v);
-    if (!k || !v) {
-        free(k);
-        free(v);
-        return false;
-    }
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->k[i]) {
-            size_t j = fnv(m->k[i]) & (cap - 1);
-            while (k[j])
-                j = (j + 1) & (cap - 1);
-            k[j] = m->k[i];
-            v[j] = m->v[i];
-        }
-    free(m->k);
-    free(m->v);
-    m->k = k;
-    m->v = v;
-    m->cap = cap;
-    return true;
-}
-
-static size_t sm_get(const strmap *m, const char *key)
-{
-    if (!m->cap)
-        return SIZE_MAX;
-    for (size_t j = fnv(key) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1))
-        if (strcmp(m->k[j], key) == 0)
-            return m->v[j];
-    return SIZE_MAX;
-}
-
-static bool sm_put(strmap *m, const char *key, size_t val)
-{
-    if ((m->n + 1) * 2 > m->cap && !sm_grow(m))
-        return false;
-    size_t j = fnv(key) & (m->cap - 1);
-    while (m->k[j]) {
-        if (strcmp(m->k[j], key) == 0) {
-            m->v[j] = val;
-            return true;
-        }
-        j = (j + 1) & (m->cap - 1);
-    }
-    if (!(m->k[j] = strdup(key)))
-        return false;
-    m->v[j] = val;
-    m->n++;
-    return true;
-}
-
-static void sm_free(strmap *m)
-{
-    for (size_t i = 0; i < m->cap; i++)
-        free(m->k[i]);
-    free(m->k);
-    free(m->v);
-    memset(m, 0, sizeof *m);
+    return nf_strmap_set(m, key, strlen(key), val);
 }
 
 /* ---- the checkpoint ----------------------------------------------------------- */
@@ -193,7 +127,7 @@ typedef struct {
     char **st_path;           /* absolute */
     size_t n_st;
     bool **used;              /* per shard (or [0] for GGUF), per tensor */
-    strmap where;             /* tensor name -> shard << 32 | index (safetensors) */
+    nf_strmap where;             /* tensor name -> shard << 32 | index (safetensors) */
 } ckpt;
 
 typedef struct {
@@ -222,7 +156,7 @@ static void ck_free(ckpt *c)
     nf_gguf_free(c->g);
     free(c->gguf_path);
     free(c->dir);
-    sm_free(&c->where);
+    nf_strmap_free(&c->where);
 }
 
 static bool ck_find_exact(ckpt *c, const char *name, ck_t *out)
@@ -336,7 +270,7 @@ static bool open_index(ckpt *c, const char *index_path, nf_diags *d)
     size_t n = 0;
     if (ok) {
         shards = calloc(nf_jobj_len(wm) + 1, sizeof *shards);
-        strmap seen = {0};
+        nf_strmap seen = {0};
         nf_jiter it = nf_jobj_iter(wm);
         const char *k;
         nf_jval *v;
@@ -353,7 +287,7 @@ static bool open_index(ckpt *c, const char *index_path, nf_diags *d)
                 shards[n++] = (char *)f;
             }
         }
-        sm_free(&seen);
+        nf_strmap_free(&seen);
         ok = ok && shards;
     }
     if (ok)
@@ -611,11 +545,11 @@ typedef struct {
     nf_diags *d;
     ckpt *c;
     nf_jval *objects, *bindings, *uses;
-    strmap objs;      /* object ID -> index in objects */
+    nf_strmap objs;      /* object ID -> index in objects */
     size_t n_objects;
-    strmap bound;     /* parameter name -> 1 (bound) */
+    nf_strmap bound;     /* parameter name -> 1 (bound) */
     nf_jval **bjson;  /* binding values by order of binding, for shares */
-    strmap bidx;      /* parameter name -> index into bjson */
+    nf_strmap bidx;      /* parameter name -> index into bjson */
     size_t n_b, cap_b;
     size_t n_missing;
 } mb;
@@ -1397,9 +1331,9 @@ done:
     for (size_t i = 0; i < m.n_b; i++)
         nf_jval_free(m.bjson[i]);
     free(m.bjson);
-    sm_free(&m.objs);
-    sm_free(&m.bound);
-    sm_free(&m.bidx);
+    nf_strmap_free(&m.objs);
+    nf_strmap_free(&m.bound);
+    nf_strmap_free(&m.bidx);
     if (have_plan)
         nf_arch_plan_free(&plan);
     if (have_mtp)

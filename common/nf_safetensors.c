@@ -10,6 +10,7 @@
 
 #include "nf_io.h"
 #include "nf_json.h"
+#include "nf_strmap.h"
 #include "nf_util.h"
 
 static const struct {
@@ -29,19 +30,6 @@ unsigned nf_st_dtype_bytes(const char *dtype)
     return 0;
 }
 
-struct nf_st_index {
-    size_t cap;
-    size_t *slot; /* tensor index + 1, 0 empty */
-};
-
-static uint64_t hstr(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static int by_offset(const void *a, const void *b, void *ctx)
 {
     const nf_st_tensor *t = ctx;
@@ -56,9 +44,7 @@ void nf_safetensors_free(nf_safetensors *st)
     for (size_t i = 0; i < st->n_tensors; i++)
         free(st->tensors[i].name);
     free(st->tensors);
-    if (st->index)
-        free(st->index->slot);
-    free(st->index);
+    nf_strmap_free(&st->index);
     free(st->path);
     free(st);
 }
@@ -225,20 +211,11 @@ nf_safetensors *nf_safetensors_open(const char *path, nf_diags *d)
         free(ix);
     }
     /* name index */
-    st->index = calloc(1, sizeof *st->index);
-    if (st->index) {
-        size_t cap = 16;
-        while (cap < st->n_tensors * 2 + 2)
-            cap *= 2;
-        st->index->cap = cap;
-        st->index->slot = calloc(cap, sizeof *st->index->slot);
-        for (size_t i = 0; st->index->slot && i < st->n_tensors; i++) {
-            size_t j = hstr(st->tensors[i].name) & (cap - 1);
-            while (st->index->slot[j])
-                j = (j + 1) & (cap - 1);
-            st->index->slot[j] = i + 1;
+    for (size_t i = 0; i < st->n_tensors; i++)
+        if (!nf_strmap_set(&st->index, st->tensors[i].name, strlen(st->tensors[i].name), i)) {
+            nf_diag_add(&local, NF_C_IO, "", "out of memory");
+            break;
         }
-    }
     if (local.n || local.dropped)
         goto fail;
     nf_jdoc_free(doc);
@@ -259,14 +236,6 @@ fail:
 
 const nf_st_tensor *nf_safetensors_find(const nf_safetensors *st, const char *name)
 {
-    if (!st->index || !st->index->slot)
-        return NULL;
-    size_t j = hstr(name) & (st->index->cap - 1);
-    while (st->index->slot[j]) {
-        const nf_st_tensor *t = &st->tensors[st->index->slot[j] - 1];
-        if (strcmp(t->name, name) == 0)
-            return t;
-        j = (j + 1) & (st->index->cap - 1);
-    }
-    return NULL;
+    size_t i = nf_strmap_get(&st->index, name, strlen(name));
+    return i == SIZE_MAX ? NULL : &st->tensors[i];
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include "nf_diag.h"
 #include "nf_layout.h"
+#include "nf_strmap.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,7 +40,7 @@ typedef struct {
     size_t n_tensors;
     uint64_t data_start;       /* 8 + header length */
     uint64_t file_size;
-    struct nf_st_index *index; /* name lookup */
+    nf_strmap index;           /* tensor name -> index */
 } nf_safetensors;
 
 /* Read and check the header of the file at path. Returns NULL with
