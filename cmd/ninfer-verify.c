@@ -203,9 +203,11 @@ static int verify_one(const char *path)
             snprintf(ptr, sizeof ptr, "/objects/%zu", i);
             if (o->kind == NF_OBJ_TENSOR && o->enc_status == NF_ENC_UNSUPPORTED)
                 nf_diag_add(&d, NF_C_UNSUPPORTED, ptr,
-                            "format \"%s\" with layout \"%s\" is unknown to this build; its "
+                            "format \"%s\" with layout \"%s\" is unknown to this build%s; its "
                             "encoded size cannot be checked",
-                            o->format_name, o->layout_name);
+                            o->format_name, o->layout_name,
+                            nf_format_reserved_note(o->format_name,
+                                                    o->format_name ? strlen(o->format_name) : 0));
             if (o->kind == NF_OBJ_RESOURCE && o->encoding_name &&
                 strcmp(o->encoding_name, "raw_bytes_v1") != 0)
                 nf_diag_add(&d, NF_C_UNSUPPORTED, ptr, "resource encoding \"%s\" is unknown",

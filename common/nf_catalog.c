@@ -1506,8 +1506,9 @@ int nf_catalog_layout(nf_catalog *c, nf_diags *d)
             o->has_bytes = true;
         }
         if (o->kind == NF_OBJ_TENSOR && o->enc_status == NF_ENC_UNSUPPORTED && !o->has_bytes) {
-            nf_diag_add(d, NF_C_UNSUPPORTED, p, "format \"%s\" with layout \"%s\" is not known to this build",
-                        o->format_name ? o->format_name : "", o->layout_name ? o->layout_name : "");
+            nf_diag_add(d, NF_C_UNSUPPORTED, p, "format \"%s\" with layout \"%s\" is not known to this build%s",
+                        o->format_name ? o->format_name : "", o->layout_name ? o->layout_name : "",
+                        nf_format_reserved_note(o->format_name, o->format_name ? strlen(o->format_name) : 0));
             bad = 1;
         } else if (!o->has_bytes) {
             nf_diag_add(d, NF_C_SCHEMA, p, "the size of object \"%s\" is unknown", o->id ? o->id : "");

@@ -6,6 +6,7 @@
  * checks that.
  */
 #include "nf_codec.h"
+#include "nf_codec_gguf.h"
 #include "nf_fp.h"
 #include "nf_util.h"
 
@@ -189,6 +190,10 @@ static inline unsigned rs_raw(const rowp *r, uint64_t k)
 static void row_scalar(const nf_tensor_enc *t, const uint8_t *obj, uint64_t n,
                        uint64_t k0, uint64_t k1, float *out)
 {
+    if (t->layout == NF_LAY_GGUF_ROWS_V1) { /* DESIGN 7.5: nf_codec_gguf.c */
+        nf_gguf_row_decode(t, NF_ISA_SCALAR, obj, n, k0, k1, out);
+        return;
+    }
     rowp r = row_ptrs(t, obj, n);
     for (uint64_t k = k0; k < k1; k++) {
         float v;
@@ -316,6 +321,10 @@ NF_T_AVX2 NF_INLINE __m256 e4m3x8(__m256i x)
 NF_T_AVX2 static void row_avx2(const nf_tensor_enc *t, const uint8_t *obj,
                                uint64_t n, uint64_t k0, uint64_t k1, float *out)
 {
+    if (t->layout == NF_LAY_GGUF_ROWS_V1) {
+        nf_gguf_row_decode(t, NF_ISA_AVX2, obj, n, k0, k1, out);
+        return;
+    }
     uint64_t ka = (k0 + 7) & ~(uint64_t)7, kb = k1 & ~(uint64_t)7;
     if (ka >= kb) {
         row_scalar(t, obj, n, k0, k1, out);
@@ -453,6 +462,10 @@ NF_T_AVX512 NF_INLINE void rs_body16(nf_format fmt, unsigned G, const rowp *r,
 NF_T_AVX512 static void row_avx512(const nf_tensor_enc *t, const uint8_t *obj,
                                    uint64_t n, uint64_t k0, uint64_t k1, float *out)
 {
+    if (t->layout == NF_LAY_GGUF_ROWS_V1) {
+        nf_gguf_row_decode(t, NF_ISA_AVX512, obj, n, k0, k1, out);
+        return;
+    }
     uint64_t ka = (k0 + 15) & ~(uint64_t)15, kb = k1 & ~(uint64_t)15;
     if (ka >= kb) {
         row_avx2(t, obj, n, k0, k1, out);
@@ -1232,6 +1245,7 @@ int nf_codec_validate(const nf_tensor_enc *t, const uint8_t *obj,
     case NF_LAY_ROW_SPLIT_K128_V1: val_rowsplit(t, obj, out); break;
     case NF_LAY_ROW_SCALE_V1: val_rowscale(t, obj, out); break;
     case NF_LAY_BLOCK_SCALE_K16_M128X4_V1: val_nvfp4(t, obj, out); break;
+    case NF_LAY_GGUF_ROWS_V1: nf_gguf_validate(t, obj, out); break;
     default: break;
     }
     for (unsigned i = 1; i < t->enc.nplanes; i++) {
@@ -1265,6 +1279,10 @@ void nf_codec_finding_str(const nf_tensor_enc *t, const nf_codec_finding *f,
     unsigned v = f->value;
     switch (f->rule) {
     case NF_CR_SCALE:
+        if (t && t->layout == NF_LAY_GGUF_ROWS_V1) {
+            nf_gguf_finding_str(t, f, buf, n);
+            break;
+        }
         snprintf(buf, n, "row %llu, group %llu: scale 0x%04x is not finite", row, idx, v);
         break;
     case NF_CR_CODE:

@@ -23,6 +23,12 @@
  * E4M3 NaN code -> NaN. The scalar path and every SIMD path give
  * bit-identical results (NaN payloads aside).
  *
+ * gguf_* formats (DESIGN 7.5, layout gguf_rows_v1): decode gives ggml's
+ * dequantize_row_<type> in FP32, bit for bit (nf_codec_gguf.h says how);
+ * validation checks every f16 d, dmin, m finite and MXFP4's E != 0xFF
+ * (rule "scale"); the toolkit copies their bytes and never encodes into
+ * them (nf_encode_rows_f32 answers EINVAL).
+ *
  * Thread safety: all functions are reentrant; nf_codec_set_isa changes a
  * process-wide choice and is meant for tests and benchmarks.
  *
@@ -167,7 +173,8 @@ typedef struct {
  * e4m3(amax(block)/6*w), codes the nearest E2M1 to x*w/b. fp8: r =
  * bf16(amax(row)/448), codes RNE of x/r saturating at +-448. bf16: RNE.
  * int32: the value, which must be an integer in range.
- * Errors: EINVAL, ESHORT, ERANGE, ENONFINITE, EVALUE, ENOMEM; on error the
+ * Errors: EINVAL (also for a gguf_* target: DESIGN 7.5 copies those bytes),
+ * ESHORT, ERANGE, ENONFINITE, EVALUE, ENOMEM; on error the
  * rows may be partly written. DESIGN 7.4, 8. */
 int nf_encode_rows_f32(const nf_tensor_enc *t, const float *src, uint64_t r0,
                        uint64_t r1, uint8_t *obj, uint64_t obj_bytes,
@@ -182,7 +189,9 @@ int nf_encode_f32(const nf_tensor_enc *t, const float *src, uint8_t *obj,
 /* ---- Deep validation (ninfer-verify --deep; DESIGN 7 table, 8, 13) ------- */
 
 typedef enum {
-    NF_CR_SCALE,       /* q-format group scale s not finite */
+    NF_CR_SCALE,       /* q-format group scale s not finite; gguf_*: a block's
+                          f16 d, dmin or m not finite, or MXFP4's E = 0xFF
+                          (index = the block's first column) */
     NF_CR_CODE,        /* invalid code: q8 -128, t2 0b10, fp8 E4M3 NaN code */
     NF_CR_PAD_CODE,    /* a padding column (K..Kp-1) whose code is not the code
                           of value 0 (q2: u = 1; others 0) */

@@ -22,12 +22,16 @@
  * file (`bounds`) and no two tensors sharing bytes (`overlap`). Version 1,
  * versions above 3 and big-endian files are `unsupported`.
  *
- * Sizes: F32 4, F16 2, BF16 2 bytes per element; Q4_0 18, Q4_1 20, Q5_0
- * 22, Q5_1 24, Q8_0 34, Q8_1 36, IQ4_NL 18, MXFP4 17 bytes per 32; Q2_K 84,
- * Q3_K 110, Q4_K 144, Q5_K 176, Q6_K 210, Q8_K 292, IQ4_XS 136 bytes per
- * 256; I8/I16/I32/I64/F64 1/2/4/8/8 bytes per element. Other ggml types
- * (IQ1/IQ2/IQ3, TQ) are listed with their name and bytes = 0: their data is
- * not bounds-checked and the importer refuses them anyway.
+ * Sizes (GGUF.md 2.5; the block bytes of ggml-common.h): F32 4, F16 2,
+ * BF16 2 bytes per element; Q4_0 18, Q4_1 20, Q5_0 22, Q5_1 24, Q8_0 34,
+ * Q8_1 36, IQ4_NL 18, MXFP4 17 bytes per 32; NVFP4 36 and Q2_0 18 per 64;
+ * Q1_0 18 per 128; Q2_K 84, Q3_K 110, Q4_K 144, Q5_K 176, Q6_K 210, Q8_K
+ * 292, IQ4_XS 136, IQ2_XXS 66, IQ2_XS 74, IQ2_S 82, IQ3_XXS 98, IQ3_S 110,
+ * IQ1_S 50, IQ1_M 56, TQ1_0 54, TQ2_0 66 bytes per 256; I8/I16/I32/I64/F64
+ * 1/2/4/8/8 bytes per element. Every type id of ggml.h (0-3, 6-30, 34, 35,
+ * 39-42) is known, so every tensor's data is bounds-checked; ids ggml
+ * removed (4, 5, 31-33, 36-38) and others are `unsupported`. Which types
+ * the toolkit can decode is nf_layout's nf_format_of_ggml_type.
  *
  * Thread safety: a handle may be read from several threads (pread only).
  */
@@ -43,7 +47,7 @@
 extern "C" {
 #endif
 
-/* ggml tensor types used by the importer (values as in ggml.h). */
+/* ggml tensor types (values as in ggml.h). */
 enum {
     NF_GGML_F32 = 0,
     NF_GGML_F16 = 1,
@@ -52,7 +56,34 @@ enum {
     NF_GGML_Q5_0 = 6,
     NF_GGML_Q5_1 = 7,
     NF_GGML_Q8_0 = 8,
+    NF_GGML_Q8_1 = 9,
+    NF_GGML_Q2_K = 10,
+    NF_GGML_Q3_K = 11,
+    NF_GGML_Q4_K = 12,
+    NF_GGML_Q5_K = 13,
+    NF_GGML_Q6_K = 14,
+    NF_GGML_Q8_K = 15,
+    NF_GGML_IQ2_XXS = 16,
+    NF_GGML_IQ2_XS = 17,
+    NF_GGML_IQ3_XXS = 18,
+    NF_GGML_IQ1_S = 19,
+    NF_GGML_IQ4_NL = 20,
+    NF_GGML_IQ3_S = 21,
+    NF_GGML_IQ2_S = 22,
+    NF_GGML_IQ4_XS = 23,
+    NF_GGML_I8 = 24,
+    NF_GGML_I16 = 25,
+    NF_GGML_I32 = 26,
+    NF_GGML_I64 = 27,
+    NF_GGML_F64 = 28,
+    NF_GGML_IQ1_M = 29,
     NF_GGML_BF16 = 30,
+    NF_GGML_TQ1_0 = 34,
+    NF_GGML_TQ2_0 = 35,
+    NF_GGML_MXFP4 = 39,
+    NF_GGML_NVFP4 = 40,
+    NF_GGML_Q1_0 = 41,
+    NF_GGML_Q2_0 = 42,
 };
 
 /* GGUF metadata value types (as in the GGUF spec). */
@@ -79,8 +110,7 @@ typedef struct {
     uint64_t ne[4];           /* ggml order: ne[0] varies fastest */
     uint64_t elements;
     uint64_t offset;          /* absolute byte offset of the data in the file */
-    uint64_t bytes;           /* data bytes for this type and shape; 0 when the
-                                 type's size is not known (see above) */
+    uint64_t bytes;           /* data bytes for this type and shape */
 } nf_gguf_tensor;
 
 typedef struct {
@@ -134,8 +164,8 @@ char *nf_gguf_kv_json(const nf_gguf *g, const nf_gguf_kv *kv, size_t *len);
 const char *nf_gguf_vtype_name(nf_gguf_vtype t);
 
 /* Block geometry of a ggml type: block_elems elements take block_bytes
- * bytes (F32: 1 and 4; Q4_0: 32 and 18). False for types whose size this
- * reader does not know (see above) and for unknown types. */
+ * bytes (F32: 1 and 4; Q4_0: 32 and 18; IQ2_XXS: 256 and 66). False for
+ * unknown type ids (see above). */
 bool nf_ggml_type_size(uint32_t type, uint64_t *block_elems, uint64_t *block_bytes);
 
 /* Read n bytes at absolute offset off of the GGUF file into buf. Returns 0,

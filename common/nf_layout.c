@@ -23,6 +23,49 @@ static const char *const fmt_names[NF_FMT_COUNT_] = {
     [NF_FMT_T2_G128_FP16] = "t2_g128_fp16",
     [NF_FMT_NVFP4] = "nvfp4",
     [NF_FMT_FP8_E4M3FN_ROW_BF16] = "fp8_e4m3fn_row_bf16",
+    [NF_FMT_GGUF_F16] = "gguf_f16",
+    [NF_FMT_GGUF_Q8_0] = "gguf_q8_0",
+    [NF_FMT_GGUF_Q4_0] = "gguf_q4_0",
+    [NF_FMT_GGUF_Q4_1] = "gguf_q4_1",
+    [NF_FMT_GGUF_Q5_0] = "gguf_q5_0",
+    [NF_FMT_GGUF_Q5_1] = "gguf_q5_1",
+    [NF_FMT_GGUF_IQ4_NL] = "gguf_iq4_nl",
+    [NF_FMT_GGUF_MXFP4] = "gguf_mxfp4",
+    [NF_FMT_GGUF_Q2_K] = "gguf_q2_k",
+    [NF_FMT_GGUF_Q3_K] = "gguf_q3_k",
+    [NF_FMT_GGUF_Q4_K] = "gguf_q4_k",
+    [NF_FMT_GGUF_Q5_K] = "gguf_q5_k",
+    [NF_FMT_GGUF_Q6_K] = "gguf_q6_k",
+    [NF_FMT_GGUF_IQ4_XS] = "gguf_iq4_xs",
+};
+
+/* ggml type, elements and bytes per block of each gguf_* format (GGUF.md
+ * 2.2, 2.3; ggml.h's GGML_TYPE_* ids). */
+static const nf_gguf_info gguf_infos[NF_FMT_COUNT_] = {
+    [NF_FMT_GGUF_F16] = {1, 1, 2},
+    [NF_FMT_GGUF_Q8_0] = {8, 32, 34},
+    [NF_FMT_GGUF_Q4_0] = {2, 32, 18},
+    [NF_FMT_GGUF_Q4_1] = {3, 32, 20},
+    [NF_FMT_GGUF_Q5_0] = {6, 32, 22},
+    [NF_FMT_GGUF_Q5_1] = {7, 32, 24},
+    [NF_FMT_GGUF_IQ4_NL] = {20, 32, 18},
+    [NF_FMT_GGUF_MXFP4] = {39, 32, 17},
+    [NF_FMT_GGUF_Q2_K] = {10, 256, 84},
+    [NF_FMT_GGUF_Q3_K] = {11, 256, 110},
+    [NF_FMT_GGUF_Q4_K] = {12, 256, 144},
+    [NF_FMT_GGUF_Q5_K] = {13, 256, 176},
+    [NF_FMT_GGUF_Q6_K] = {14, 256, 210},
+    [NF_FMT_GGUF_IQ4_XS] = {23, 256, 136},
+};
+
+/* The later wave (DESIGN 7.5): names reserved, never decoded. */
+static const struct {
+    uint32_t ggml_type;
+    const char *name;
+} gguf_reserved[] = {
+    {16, "gguf_iq2_xxs"}, {17, "gguf_iq2_xs"}, {18, "gguf_iq3_xxs"}, {19, "gguf_iq1_s"},
+    {21, "gguf_iq3_s"},   {22, "gguf_iq2_s"},  {29, "gguf_iq1_m"},   {34, "gguf_tq1_0"},
+    {35, "gguf_tq2_0"},   {40, "gguf_nvfp4"},  {41, "gguf_q1_0"},    {42, "gguf_q2_0"},
 };
 
 static const char *const lay_names[NF_LAY_COUNT_] = {
@@ -31,6 +74,7 @@ static const char *const lay_names[NF_LAY_COUNT_] = {
     [NF_LAY_BLOCK_SCALE_K16_M128X4_V1] = "block_scale_k16_m128x4_v1",
     [NF_LAY_ROW_SCALE_V1] = "row_scale_v1",
     [NF_LAY_RAW_BYTES_V1] = "raw_bytes_v1",
+    [NF_LAY_GGUF_ROWS_V1] = "gguf_rows_v1",
 };
 
 /* Exact byte comparison: the catalog string may hold NUL, so a name only
@@ -66,8 +110,51 @@ const char *nf_layout_name(nf_layout l)
     return (l >= 0 && l < NF_LAY_COUNT_) ? lay_names[l] : NULL;
 }
 
+bool nf_format_is_gguf(nf_format f)
+{
+    return f >= 0 && f < NF_FMT_COUNT_ && gguf_infos[f].qk != 0;
+}
+
+nf_gguf_info nf_gguf_info_of(nf_format f)
+{
+    nf_gguf_info z = {0, 0, 0};
+    return nf_format_is_gguf(f) ? gguf_infos[f] : z;
+}
+
+nf_format nf_format_of_ggml_type(uint32_t ggml_type)
+{
+    for (int i = 0; i < NF_FMT_COUNT_; i++)
+        if (gguf_infos[i].qk && gguf_infos[i].ggml_type == ggml_type)
+            return (nf_format)i;
+    return NF_FMT_UNKNOWN;
+}
+
+const char *nf_gguf_reserved_name(uint32_t ggml_type)
+{
+    for (size_t i = 0; i < sizeof gguf_reserved / sizeof *gguf_reserved; i++)
+        if (gguf_reserved[i].ggml_type == ggml_type)
+            return gguf_reserved[i].name;
+    return NULL;
+}
+
+bool nf_format_is_reserved(const char *s, size_t len)
+{
+    for (size_t i = 0; i < sizeof gguf_reserved / sizeof *gguf_reserved; i++)
+        if (name_eq(s, len, gguf_reserved[i].name))
+            return true;
+    return false;
+}
+
+const char *nf_format_reserved_note(const char *s, size_t len)
+{
+    return nf_format_is_reserved(s, len) ? " (a GGUF format reserved for a later wave, DESIGN 7.5)"
+                                         : "";
+}
+
 nf_layout nf_format_default_layout(nf_format f)
 {
+    if (nf_format_is_gguf(f))
+        return NF_LAY_GGUF_ROWS_V1;
     switch (f) {
     case NF_FMT_BF16:
     case NF_FMT_FP32:
@@ -206,8 +293,8 @@ static bool add_rows(nf_encoding *e, const char *name, uint64_t rows,
 
 static bool layout_needs_rank2(nf_layout l)
 {
-    return l == NF_LAY_ROW_SPLIT_K128_V1 ||
-           l == NF_LAY_BLOCK_SCALE_K16_M128X4_V1 || l == NF_LAY_ROW_SCALE_V1;
+    return l == NF_LAY_ROW_SPLIT_K128_V1 || l == NF_LAY_BLOCK_SCALE_K16_M128X4_V1 ||
+           l == NF_LAY_ROW_SCALE_V1 || l == NF_LAY_GGUF_ROWS_V1;
 }
 
 #define OVF(why) fail_s(NF_ENC_OVERFLOW, why, "encoded size exceeds U64")
@@ -307,6 +394,18 @@ nf_enc_status nf_encoding_compute(nf_format f, nf_layout l,
     case NF_LAY_ROW_SCALE_V1: {
         uint64_t N = dims[0], K = dims[1];
         if (!add_rows(&e, "codes", N, K) || !add_rows(&e, "row_scales", N, 2))
+            return OVF(why);
+        break;
+    }
+    case NF_LAY_GGUF_ROWS_V1: {
+        /* DESIGN 8: N rows of K/qk blocks, one plane, no padding */
+        nf_gguf_info gi = gguf_infos[f];
+        uint64_t N = dims[0], K = dims[1];
+        if (K % gi.qk != 0)
+            return fail(NF_ENC_INVALID, why,
+                        "%s needs K %% %u == 0 (whole blocks of %u), got K=%llu",
+                        fmt_names[f], gi.qk, gi.qk, (unsigned long long)K);
+        if (!add_rows(&e, "data", N, K / gi.qk * gi.block_bytes))
             return OVF(why);
         break;
     }

@@ -35,6 +35,22 @@ typedef enum {
     NF_FMT_T2_G128_FP16,
     NF_FMT_NVFP4,
     NF_FMT_FP8_E4M3FN_ROW_BF16,
+    /* GGUF block formats (DESIGN 7.5), first wave; layout gguf_rows_v1.
+     * Their order is the table's; nothing depends on the values. */
+    NF_FMT_GGUF_F16,
+    NF_FMT_GGUF_Q8_0,
+    NF_FMT_GGUF_Q4_0,
+    NF_FMT_GGUF_Q4_1,
+    NF_FMT_GGUF_Q5_0,
+    NF_FMT_GGUF_Q5_1,
+    NF_FMT_GGUF_IQ4_NL,
+    NF_FMT_GGUF_MXFP4,
+    NF_FMT_GGUF_Q2_K,
+    NF_FMT_GGUF_Q3_K,
+    NF_FMT_GGUF_Q4_K,
+    NF_FMT_GGUF_Q5_K,
+    NF_FMT_GGUF_Q6_K,
+    NF_FMT_GGUF_IQ4_XS,
     NF_FMT_COUNT_
 } nf_format;
 
@@ -45,6 +61,7 @@ typedef enum {
     NF_LAY_BLOCK_SCALE_K16_M128X4_V1,
     NF_LAY_ROW_SCALE_V1,
     NF_LAY_RAW_BYTES_V1,   /* resources only (spec 6.2) */
+    NF_LAY_GGUF_ROWS_V1,   /* every gguf_* format (DESIGN 8) */
     NF_LAY_COUNT_
 } nf_layout;
 
@@ -70,6 +87,50 @@ typedef struct {
     unsigned code_bits; /* base_bits + high_bits (t2/q2: 2) */
 } nf_rowsplit_info;
 nf_rowsplit_info nf_rowsplit_info_of(nf_format f);
+
+/* ---- GGUF block formats (DESIGN 7.5, gguf_rows_v1 in DESIGN 8) ----------
+ *
+ * Each gguf_* format is one ggml tensor type: a block of `qk` consecutive
+ * elements of one row takes `block_bytes` bytes (gguf_f16: qk 1, 2 bytes),
+ * laid out exactly as ggml's block struct (GGUF.md 2). */
+typedef struct {
+    uint32_t ggml_type;   /* ggml.h's GGML_TYPE_* value (F16 1, Q4_K 12, ...) */
+    unsigned qk;          /* elements per block: 1, 32 or 256 */
+    unsigned block_bytes; /* bytes per block: 2 .. 210 */
+} nf_gguf_info;
+
+/* True for the gguf_* formats this build decodes (the first wave). */
+bool nf_format_is_gguf(nf_format f);
+
+/* The block geometry and ggml type of a gguf_* format; all zero for any
+ * other format. */
+nf_gguf_info nf_gguf_info_of(nf_format f);
+
+/* The gguf_* format bound to ggml type id `ggml_type` (GGML_TYPE_F16 ->
+ * gguf_f16, GGML_TYPE_Q4_K -> gguf_q4_k, ...), or NF_FMT_UNKNOWN for ggml
+ * types that have no first-wave format: F32, BF16, the integer and f64
+ * types (imported as our own formats), Q8_1/Q8_K (activations only), the
+ * reserved later-wave types (see nf_gguf_reserved_name) and unknown ids.
+ * DESIGN 7.5. */
+nf_format nf_format_of_ggml_type(uint32_t ggml_type);
+
+/* The reserved later-wave format name of a ggml type id (IQ2_XXS 16 ->
+ * "gguf_iq2_xxs", ..., NVFP4 40 -> "gguf_nvfp4", Q1_0 41, Q2_0 42), or NULL
+ * when the type has none. An importer meeting such a tensor reports
+ * `unsupported` naming this format. DESIGN 7.5. */
+const char *nf_gguf_reserved_name(uint32_t ggml_type);
+
+/* True when s[0..len) is a reserved later-wave gguf_* format name
+ * (gguf_iq2_xxs, gguf_iq2_xs, gguf_iq2_s, gguf_iq3_xxs, gguf_iq3_s,
+ * gguf_iq1_s, gguf_iq1_m, gguf_tq1_0, gguf_tq2_0, gguf_nvfp4, gguf_q1_0,
+ * gguf_q2_0). nf_format_from_name gives NF_FMT_UNKNOWN for them, so every
+ * interpretation of such an object is `unsupported` (exit 4), never a
+ * misreading; this only lets messages say why. DESIGN 7.5. */
+bool nf_format_is_reserved(const char *s, size_t len);
+
+/* For messages about an unknown format name: " (a GGUF format reserved for
+ * a later wave, DESIGN 7.5)" when s[0..len) is reserved, else "". */
+const char *nf_format_reserved_note(const char *s, size_t len);
 
 /* Bytes per element of a contiguous_le_v1 format (bf16 2, fp32 4, int32 4);
  * 0 for others. */
@@ -106,6 +167,9 @@ typedef enum {
 } nf_enc_status;
 
 /* Compute the planes and encoded size of a tensor (DESIGN section 8) with
+ * gguf_rows_v1 (every gguf_* format, rank 2 [N,K], K % qk == 0, else
+ * INVALID): one plane "data" of N rows of (K/qk)*block_bytes bytes.
+ * Generally: with
  * shape dims[0..rank) (rank <= 16, every dim >= 1 as spec 1 requires),
  * format f, layout l and `divisors` (>= 1; > 1 only for nvfp4 with
  * block_scale_k16_m128x4_v1, and N % divisors == 0).

@@ -476,6 +476,62 @@ static int raw_piece(pack_ctx *p, const nf_source *s, nf_piece *pc, uint64_t src
     return 0;
 }
 
+/* A block-quantized GGUF tensor as values (DESIGN 7.5: transcoding from a
+ * gguf_* format decodes, then encodes as usual): its bytes are read into
+ * memory and decoded as the object [rows, ne[0]] of its gguf_* format. */
+static int gguf_blocks_piece(pack_ctx *p, const nf_source *s, input *in, const nf_gguf_tensor *t,
+                             objsrc *os)
+{
+    nf_format f = nf_format_of_ggml_type(t->type);
+    uint64_t cols = t->ne[0], rows = cols ? t->elements / cols : 0, dims[2] = {rows, cols};
+    if (s->has_unpermute) {
+        nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
+                    "unpermute of the block-quantized GGUF tensor \"%s\" is a row copy, not a "
+                    "transcode", s->name);
+        return -1;
+    }
+    nf_tensor_enc *te = calloc(1, sizeof *te);
+    uint8_t *buf = te && t->bytes <= SIZE_MAX ? malloc(t->bytes ? (size_t)t->bytes : 1) : NULL;
+    if (!te || !buf || !os_own(os, buf, te)) {
+        free(te);
+        free(buf);
+        nf_diag_add(p->d, NF_C_IO, s->pointer, "out of memory for GGUF tensor \"%s\"", s->name);
+        return -1;
+    }
+    const char *why = NULL;
+    if (!rows || nf_tensor_enc_init(te, f, NF_LAY_GGUF_ROWS_V1, dims, 2, 1, &why) != NF_ENC_OK ||
+        te->enc.encoded_bytes != t->bytes) {
+        nf_diag_add(p->d, NF_C_ENCODING, s->pointer, "GGUF tensor \"%s\" is not a %s matrix%s%s",
+                    s->name, nf_format_name(f), why ? ": " : "", why ? why : "");
+        return -1;
+    }
+    int rc = nf_gguf_read_tensor(in->gg, t, 0, buf, (size_t)t->bytes);
+    if (rc) {
+        nf_diag_add(p->d, NF_C_IO, s->pointer, "\"%s\": reading tensor \"%s\": %s", s->path,
+                    s->name, strerror(-rc));
+        return -1;
+    }
+    nf_piece pc;
+    memset(&pc, 0, sizeof pc);
+    pc.fd = -1;
+    pc.kind = NF_PIECE_OBJECT;
+    pc.te = te;
+    pc.obj = buf;
+    pc.obj_bytes = t->bytes;
+    pc.path = in->path;
+    pc.elements = te->enc.elements;
+    if (s->has_rows) {
+        if (s->rows[1] > rows) {
+            nf_diag_add(p->d, NF_C_RANGE, s->pointer, "rows [%llu, %llu) outside tensor \"%s\"",
+                        (unsigned long long)s->rows[0], (unsigned long long)s->rows[1], s->name);
+            return -1;
+        }
+        pc.elem0 = s->rows[0] * cols;
+        pc.elements = (s->rows[1] - s->rows[0]) * cols;
+    }
+    return nf_values_add(&os->v, &pc) ? 0 : -1;
+}
+
 /* Append the pieces of source s. target_cols: K of the object (for raw files,
  * whose shape the manifest does not give); left: elements still needed. */
 static int add_values(pack_ctx *p, const nf_object *o, const nf_source *s, objsrc *os,
@@ -543,6 +599,8 @@ static int add_values(pack_ctx *p, const nf_object *o, const nf_source *s, objsr
         char tn[32];
         int dt = t->type == NF_GGML_F32 ? NF_DT_F32 : t->type == NF_GGML_F16 ? NF_DT_F16
                : t->type == NF_GGML_BF16 ? NF_DT_BF16 : -1;
+        if (dt < 0 && nf_format_is_gguf(nf_format_of_ggml_type(t->type)))
+            return gguf_blocks_piece(p, s, in, t, os);
         if (dt < 0) {
             nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
                         "GGUF tensor \"%s\" is %s; quantized GGUF types are not supported yet",
@@ -697,6 +755,12 @@ static uint8_t *transcode(pack_ctx *p, const nf_object *o, const objsrc *os, con
 {
     nf_tensor_enc te;
     const char *why = NULL;
+    if (nf_format_is_gguf(o->format)) { /* DESIGN 7.5: copied, never encoded */
+        nf_diag_add(p->d, NF_C_UNSUPPORTED, ptr,
+                    "object \"%s\": %s objects hold a GGUF tensor's bytes as they are; the "
+                    "packer copies them and does not encode into them", o->id, o->format_name);
+        return NULL;
+    }
     if (nf_tensor_enc_init(&te, o->format, o->layout, o->dims, o->rank, o->divisors, &why) != NF_ENC_OK) {
         nf_diag_add(p->d, NF_C_UNSUPPORTED, ptr, "cannot encode %s/%s%s%s", o->format_name, o->layout_name,
                     why ? ": " : "", why ? why : "");
@@ -800,8 +864,9 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
         char ptr[64];
         snprintf(ptr, sizeof ptr, "/objects/%zu", i);
         if (o->kind == NF_OBJ_TENSOR && o->enc_status == NF_ENC_UNSUPPORTED) {
-            nf_diag_add(d, NF_C_UNSUPPORTED, ptr, "format \"%s\" with layout \"%s\" is unknown",
-                        o->format_name, o->layout_name);
+            nf_diag_add(d, NF_C_UNSUPPORTED, ptr, "format \"%s\" with layout \"%s\" is unknown%s",
+                        o->format_name, o->layout_name,
+                        nf_format_reserved_note(o->format_name, o->format_name ? strlen(o->format_name) : 0));
             continue;
         }
         if (o->kind == NF_OBJ_RESOURCE && o->encoding_name &&

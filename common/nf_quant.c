@@ -18,8 +18,19 @@ static bool policy_ok(const char *p)
 static int check_rule(nf_quant_rule *r, const char *where, nf_diags *d)
 {
     nf_format f = nf_format_from_name(r->format, strlen(r->format));
+    if (f == NF_FMT_UNKNOWN && nf_format_is_reserved(r->format, strlen(r->format))) {
+        nf_diag_add(d, NF_C_UNSUPPORTED, where, "format \"%s\"%s is not supported by this build",
+                    r->format, nf_format_reserved_note(r->format, strlen(r->format)));
+        return -1;
+    }
     if (f == NF_FMT_UNKNOWN) {
         nf_diag_add(d, NF_C_USAGE, where, "unknown format \"%s\"", r->format);
+        return -1;
+    }
+    if (nf_format_is_gguf(f)) { /* DESIGN 7.5 */
+        nf_diag_add(d, NF_C_UNSUPPORTED, where,
+                    "format %s holds a GGUF tensor's bytes as they are; the toolkit does not "
+                    "quantize into gguf formats", r->format);
         return -1;
     }
     nf_layout want = nf_format_default_layout(f);

@@ -230,6 +230,64 @@ static void test_small(void)
     free(b.p);
 }
 
+/* The type table (GGUF.md 2.5): every ggml id has its block size, so a GGUF
+ * of any type parses and its data is bounds-checked. */
+static void test_types(void)
+{
+    static const struct { uint32_t id; uint64_t qk, b; } ty[] = {
+        {0, 1, 4},      {1, 1, 2},      {2, 32, 18},    {3, 32, 20},    {6, 32, 22},
+        {7, 32, 24},    {8, 32, 34},    {9, 32, 36},    {10, 256, 84},  {11, 256, 110},
+        {12, 256, 144}, {13, 256, 176}, {14, 256, 210}, {15, 256, 292}, {16, 256, 66},
+        {17, 256, 74},  {18, 256, 98},  {19, 256, 50},  {20, 32, 18},   {21, 256, 110},
+        {22, 256, 82},  {23, 256, 136}, {24, 1, 1},     {25, 1, 2},     {26, 1, 4},
+        {27, 1, 8},     {28, 1, 8},     {29, 256, 56},  {30, 1, 2},     {34, 256, 54},
+        {35, 256, 66},  {39, 32, 17},   {40, 64, 36},   {41, 128, 18},  {42, 64, 18},
+    };
+    size_t bad = 0;
+    for (size_t i = 0; i < sizeof ty / sizeof *ty; i++) {
+        uint64_t qk = 0, b = 0;
+        if (!nf_ggml_type_size(ty[i].id, &qk, &b) || qk != ty[i].qk || b != ty[i].b) {
+            printf("# type %u: %llu/%llu\n", ty[i].id, (unsigned long long)qk, (unsigned long long)b);
+            bad++;
+        }
+    }
+    CHECK(bad == 0, "types: all 35 ggml type ids have GGUF.md's block sizes");
+    uint64_t qk, bb;
+    CHECK(!nf_ggml_type_size(4, &qk, &bb) && !nf_ggml_type_size(31, &qk, &bb) &&
+          !nf_ggml_type_size(38, &qk, &bb) && !nf_ggml_type_size(43, &qk, &bb),
+          "types: removed and future ids are unknown");
+    char tb[32];
+    CHECK_STR(nf_ggml_type_name(40, tb), "NVFP4", "types: 40 is NVFP4");
+    CHECK_STR(nf_ggml_type_name(42, tb), "Q2_0", "types: 42 is Q2_0");
+
+    /* a file with an IQ2_XXS [256,2] (132 bytes) and an NVFP4 [64,3] (108)
+     * tensor parses, with their byte sizes */
+    buf_t b = {0};
+    put(&b, "GGUF", 4);
+    u32(&b, 3);
+    u64(&b, 2);
+    u64(&b, 0);
+    str(&b, "iq"); u32(&b, 2); u64(&b, 256); u64(&b, 2); u32(&b, NF_GGML_IQ2_XXS); u64(&b, 0);
+    str(&b, "nv"); u32(&b, 2); u64(&b, 64); u64(&b, 3); u32(&b, NF_GGML_NVFP4); u64(&b, 160);
+    pad_to(&b, 32);
+    for (int i = 0; i < 160 + 108; i++)
+        u8(&b, (uint8_t)i);
+    const char *path = write_file("types.gguf", b.p, b.n);
+    nf_gguf *g = NULL;
+    CHECK(try_open(path, NULL, &g) == 0 && g, "types: IQ2_XXS and NVFP4 tensors parse");
+    const nf_gguf_tensor *t = g ? nf_gguf_find_tensor(g, "iq") : NULL;
+    CHECK(t && t->bytes == 132, "types: IQ2_XXS [256,2] is 132 bytes");
+    t = g ? nf_gguf_find_tensor(g, "nv") : NULL;
+    CHECK(t && t->bytes == 108, "types: NVFP4 [64,3] is 108 bytes");
+    nf_gguf_free(g);
+    /* one byte short: the NVFP4 data runs past the end (bounds) */
+    nf_code code = NF_C_COUNT_;
+    path = write_file("types-short.gguf", b.p, b.n - 1);
+    CHECK(try_open(path, &code, NULL) != 0 && code == NF_C_BOUNDS,
+          "types: a quantized tensor past the end is bounds (%s)", nf_code_name(code));
+    free(b.p);
+}
+
 /* One hostile header each: expected exit class and code. */
 typedef void (*mk_fn)(buf_t *b);
 
@@ -656,6 +714,7 @@ int main(void)
         return 1;
     }
     test_small();
+    test_types();
     test_hostile();
     test_real();
     char cmd[600];

@@ -370,9 +370,116 @@ static void shape_str(void)
     CHECK(nf_shape_elements(d, 3, &el) && el == U64(7168) * 5120 * 3, "elements rank 3");
 }
 
+/* gguf_rows_v1 (DESIGN 8): N * (K/QK) * B, one plane. [7168,5120]: K/256 =
+ * 20, K/32 = 160. q4_k 20*144 = 2880/row -> 20,643,840; q6_k 20*210 = 4200
+ * -> 30,105,600; q8_0 160*34 = 5440 -> 38,993,920 (DESIGN 8's vectors);
+ * q4_0 160*18 = 2880; q5_k 20*176 = 3520 -> 25,231,360; iq4_xs 20*136 = 2720
+ * and mxfp4 160*17 = 2720 -> 19,496,960 (GGUF.md 3.2). */
+static void gguf(void)
+{
+    uint64_t a[2] = {7168, 5120};
+    static const struct {
+        nf_format f;
+        uint64_t bytes, row;
+    } v[] = {
+        {NF_FMT_GGUF_Q4_K, 20643840, 2880}, {NF_FMT_GGUF_Q6_K, 30105600, 4200},
+        {NF_FMT_GGUF_Q8_0, 38993920, 5440}, {NF_FMT_GGUF_Q4_0, 20643840, 2880},
+        {NF_FMT_GGUF_Q5_K, 25231360, 3520}, {NF_FMT_GGUF_IQ4_XS, 19496960, 2720},
+        {NF_FMT_GGUF_MXFP4, 19496960, 2720}, {NF_FMT_GGUF_F16, 73400320, 10240},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        nf_encoding e;
+        CHECK(enc(v[i].f, NF_LAY_GGUF_ROWS_V1, a, 2, 1, &e) == NF_ENC_OK, "%s [7168,5120] ok",
+              nf_format_name(v[i].f));
+        CHECK_EQ_U64(e.encoded_bytes, v[i].bytes, "%s [7168,5120] bytes", nf_format_name(v[i].f));
+        CHECK(e.nplanes == 1 && e.plane[0].offset == 0 && e.plane[0].rows == 7168 &&
+                  e.plane[0].row_bytes == v[i].row && strcmp(e.plane[0].name, "data") == 0,
+              "%s: one plane \"data\" of 7168 rows of %llu bytes", nf_format_name(v[i].f),
+              (unsigned long long)v[i].row);
+    }
+    /* the other block sizes: [2,256] */
+    static const struct {
+        nf_format f;
+        unsigned qk, b, type;
+    } g[] = {
+        {NF_FMT_GGUF_F16, 1, 2, 1},       {NF_FMT_GGUF_Q8_0, 32, 34, 8},
+        {NF_FMT_GGUF_Q4_0, 32, 18, 2},    {NF_FMT_GGUF_Q4_1, 32, 20, 3},
+        {NF_FMT_GGUF_Q5_0, 32, 22, 6},    {NF_FMT_GGUF_Q5_1, 32, 24, 7},
+        {NF_FMT_GGUF_IQ4_NL, 32, 18, 20}, {NF_FMT_GGUF_MXFP4, 32, 17, 39},
+        {NF_FMT_GGUF_Q2_K, 256, 84, 10},  {NF_FMT_GGUF_Q3_K, 256, 110, 11},
+        {NF_FMT_GGUF_Q4_K, 256, 144, 12}, {NF_FMT_GGUF_Q5_K, 256, 176, 13},
+        {NF_FMT_GGUF_Q6_K, 256, 210, 14}, {NF_FMT_GGUF_IQ4_XS, 256, 136, 23},
+    };
+    CHECK(sizeof g / sizeof *g == 14, "14 first-wave gguf formats");
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        nf_gguf_info gi = nf_gguf_info_of(g[i].f);
+        const char *n = nf_format_name(g[i].f);
+        CHECK(nf_format_is_gguf(g[i].f) && gi.qk == g[i].qk && gi.block_bytes == g[i].b &&
+                  gi.ggml_type == g[i].type,
+              "%s: QK %u, B %u, ggml type %u", n, g[i].qk, g[i].b, g[i].type);
+        CHECK(nf_format_of_ggml_type(g[i].type) == g[i].f, "ggml type %u -> %s", g[i].type, n);
+        CHECK(nf_format_default_layout(g[i].f) == NF_LAY_GGUF_ROWS_V1, "%s takes gguf_rows_v1", n);
+        CHECK_EQ_U64(size2(g[i].f, 2, 256), 2ull * 256 / g[i].qk * g[i].b, "%s [2,256]", n);
+        uint64_t k1[2] = {3, 256 + (g[i].qk > 1 ? 16 : 0)};
+        nf_encoding e;
+        if (g[i].qk > 1)
+            CHECK(enc(g[i].f, NF_LAY_GGUF_ROWS_V1, k1, 2, 1, &e) == NF_ENC_INVALID,
+                  "%s with K %% QK != 0 is encoding", n);
+        uint64_t r3[3] = {2, 2, 256};
+        CHECK(enc(g[i].f, NF_LAY_GGUF_ROWS_V1, r3, 3, 1, &e) == NF_ENC_INVALID &&
+                  enc(g[i].f, NF_LAY_GGUF_ROWS_V1, r3 + 2, 1, 1, &e) == NF_ENC_INVALID,
+              "%s: rank 3 and rank 1 are encoding", n);
+        CHECK(enc(g[i].f, NF_LAY_ROW_SPLIT_K128_V1, r3 + 1, 2, 1, &e) == NF_ENC_INVALID &&
+                  enc(g[i].f, NF_LAY_CONTIGUOUS_LE_V1, r3 + 1, 2, 1, &e) == NF_ENC_INVALID,
+              "%s: other layouts are encoding", n);
+        CHECK(enc(g[i].f, NF_LAY_GGUF_ROWS_V1, r3 + 1, 2, 2, &e) == NF_ENC_INVALID,
+              "%s: divisors 2 is encoding", n);
+    }
+    uint64_t bad[2] = {7168, 5121};
+    nf_encoding e;
+    const char *why = NULL;
+    CHECK(nf_encoding_compute(NF_FMT_GGUF_Q4_K, NF_LAY_GGUF_ROWS_V1, bad, 2, 1, &e, &why) ==
+              NF_ENC_INVALID && why && strstr(why, "K % 256 == 0"),
+          "gguf_q4_k with K = 5121 is encoding (%s)", why ? why : "?");
+    CHECK(enc(NF_FMT_Q4_G64_FP16, NF_LAY_GGUF_ROWS_V1, a, 2, 1, &e) == NF_ENC_INVALID,
+          "q4_g64_fp16 does not take gguf_rows_v1");
+    uint64_t big[2] = {UINT64_MAX / 2, 512};
+    CHECK(enc(NF_FMT_GGUF_Q6_K, NF_LAY_GGUF_ROWS_V1, big, 2, 1, &e) == NF_ENC_OVERFLOW,
+          "gguf_q6_k: N*RB beyond U64 is range");
+
+    /* the reserved later wave: unknown formats, recognised by name */
+    static const char *const res[] = {"gguf_iq2_xxs", "gguf_iq2_xs", "gguf_iq2_s", "gguf_iq3_xxs",
+                                      "gguf_iq3_s",   "gguf_iq1_s",  "gguf_iq1_m", "gguf_tq1_0",
+                                      "gguf_tq2_0",   "gguf_nvfp4",  "gguf_q1_0",  "gguf_q2_0"};
+    for (size_t i = 0; i < 12; i++) {
+        CHECK(nf_format_from_name(res[i], strlen(res[i])) == NF_FMT_UNKNOWN &&
+                  nf_format_is_reserved(res[i], strlen(res[i])),
+              "%s is reserved and unknown to this build", res[i]);
+    }
+    CHECK(!nf_format_is_reserved("gguf_q4_k", 9) && !nf_format_is_reserved("gguf_iq2", 8) &&
+              !nf_format_is_reserved("gguf_q2_0\0", 10),
+          "only the exact reserved names are reserved");
+    static const uint32_t rt[] = {16, 17, 18, 19, 21, 22, 29, 34, 35, 40, 41, 42};
+    static const char *const rn[] = {"gguf_iq2_xxs", "gguf_iq2_xs", "gguf_iq3_xxs", "gguf_iq1_s",
+                                     "gguf_iq3_s",   "gguf_iq2_s",  "gguf_iq1_m",   "gguf_tq1_0",
+                                     "gguf_tq2_0",   "gguf_nvfp4",  "gguf_q1_0",    "gguf_q2_0"};
+    for (size_t i = 0; i < 12; i++)
+        CHECK(nf_format_of_ggml_type(rt[i]) == NF_FMT_UNKNOWN &&
+                  nf_gguf_reserved_name(rt[i]) && !strcmp(nf_gguf_reserved_name(rt[i]), rn[i]),
+              "ggml type %u is the reserved %s", rt[i], rn[i]);
+    static const uint32_t none[] = {0, 9, 15, 24, 28, 30, 31, 43, 1000};
+    for (size_t i = 0; i < sizeof none / sizeof *none; i++)
+        CHECK(nf_format_of_ggml_type(none[i]) == NF_FMT_UNKNOWN && !nf_gguf_reserved_name(none[i]),
+              "ggml type %u has no gguf format", none[i]);
+    CHECK(!nf_format_is_gguf(NF_FMT_BF16) && !nf_format_is_gguf(NF_FMT_UNKNOWN) &&
+              nf_gguf_info_of(NF_FMT_NVFP4).qk == 0,
+          "our own formats are not gguf formats");
+}
+
 int main(void)
 {
     names();
+    gguf();
     spec_vectors();
     other_sizes();
     invalid();
