@@ -222,7 +222,7 @@ static int verify_one(const char *path)
         char (*got)[65] = calloc(c->n_objects ? c->n_objects : 1, sizeof *got);
         bool *want = calloc(c->n_objects ? c->n_objects : 1, sizeof *want);
         for (size_t i = 0; i < c->n_objects && want; i++) {
-            want[i] = !opt.no_digests && c->objects[i].sha256[0] != 0 &&
+            want[i] = !opt.no_digests && c->objects[i].has_digest &&
                       c->objects[i].has_offset && c->objects[i].has_bytes &&
                       (!only || only[i]);
             checked += want[i];
@@ -245,12 +245,14 @@ static int verify_one(const char *path)
             for (size_t i = 0; i < c->n_objects; i++) {
                 if (!want[i] || !got[i][0])
                     continue;
-                if (strcmp(got[i], c->objects[i].sha256) != 0) {
+                char said[65];
+                nf_object_digest_hex(&c->objects[i], said);
+                if (strcmp(got[i], said) != 0) {
                     char ptr[96];
                     snprintf(ptr, sizeof ptr, "/objects/%zu", i);
                     nf_diag_add(&d, NF_C_DIGEST, ptr,
                                 "object \"%s\": sha256 %s, metadata.integrity says %s",
-                                c->objects[i].id, got[i], c->objects[i].sha256);
+                                c->objects[i].id, got[i], said);
                 }
             }
         free(got);

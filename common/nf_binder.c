@@ -525,10 +525,8 @@ done:
 
 static ssize_t comp_index(const nf_catalog *c, const char *id)
 {
-    for (size_t i = 0; i < c->n_components; i++)
-        if (strcmp(c->components[i].id, id) == 0)
-            return (ssize_t)i;
-    return -1;
+    size_t i = nf_catalog_component(c, id);
+    return i == SIZE_MAX ? -1 : (ssize_t)i;
 }
 
 /* Which components are selected: sel[i] for component i. Asked-for but
@@ -552,15 +550,15 @@ static bool select_components(const nf_catalog *c, const nf_bind_opts *o, bool *
             }
         }
     }
-    /* a selected component selects its target (spec 4.2: mtp loads text) */
-    for (size_t round = 0; round < c->n_components; round++)
-        for (size_t i = 0; i < c->n_components; i++) {
-            if (!sel[i] || !c->components[i].target)
-                continue;
-            ssize_t t = comp_index(c, c->components[i].target);
-            if (t >= 0)
-                sel[t] = true;
-        }
+    /* a selected component selects its target (spec 4.2: mtp loads text),
+     * transitively: each chain stops at a component already selected */
+    for (size_t i = 0; i < c->n_components; i++) {
+        if (!sel[i])
+            continue;
+        for (size_t t = c->components[i].target_index; t < c->n_components && !sel[t];
+             t = c->components[t].target_index)
+            sel[t] = true;
+    }
     return ok;
 }
 
@@ -570,8 +568,8 @@ static int derive_component(const nf_catalog *c, size_t i, nf_arch_plan *plan, n
     nf_arch_input in;
     memset(&in, 0, sizeof in);
     in.component = k->id;
-    in.config_raw = k->config_raw ? k->config_raw : "{}";
-    in.config_len = strlen(in.config_raw);
+    in.config_raw = k->config_text;
+    in.config_len = k->config_len;
     in.has_proposal = k->has_proposal;
     in.proposal_indexed = k->proposal_indexed;
     in.proposal_rows = k->proposal_rows;
@@ -579,8 +577,8 @@ static int derive_component(const nf_catalog *c, size_t i, nf_arch_plan *plan, n
         ssize_t t = comp_index(c, k->target);
         if (t >= 0) {
             in.target_component = c->components[t].id;
-            in.target_config_raw = c->components[t].config_raw ? c->components[t].config_raw : "{}";
-            in.target_config_len = strlen(in.target_config_raw);
+            in.target_config_raw = c->components[t].config_text;
+            in.target_config_len = c->components[t].config_len;
         }
     }
     return nf_arch_derive(&in, plan, d);
@@ -626,52 +624,13 @@ typedef struct {
     const nf_catalog *c;
     nf_artifact *a;
     nf_diags *d;
-    size_t *bind_sorted; /* binding indices by name */
-    size_t *use_sorted;  /* use indices by parameter */
 } chk;
 
-static int bind_cmp(const void *x, const void *y, void *ctx)
-{
-    const nf_catalog *c = ctx;
-    return strcmp(c->bindings[*(const size_t *)x].name, c->bindings[*(const size_t *)y].name);
-}
-
-static int use_cmp(const void *x, const void *y, void *ctx)
-{
-    const nf_catalog *c = ctx;
-    size_t a = *(const size_t *)x, b = *(const size_t *)y;
-    int r = strcmp(c->uses[a].parameter, c->uses[b].parameter);
-    return r ? r : (a < b ? -1 : a > b);
-}
-
+/* the catalog resolved its bindings by name when it was parsed */
 static const nf_named_binding *find_binding(const chk *k, const char *name)
 {
-    size_t lo = 0, hi = k->c->n_bindings;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int r = strcmp(k->c->bindings[k->bind_sorted[mid]].name, name);
-        if (r == 0)
-            return &k->c->bindings[k->bind_sorted[mid]];
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
-/* The first position in use_sorted with this parameter (n_uses if none). */
-static size_t first_use(const chk *k, const char *param)
-{
-    size_t lo = 0, hi = k->c->n_uses;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(k->c->uses[k->use_sorted[mid]].parameter, param) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    size_t i = nf_catalog_binding(k->c, name);
+    return i == SIZE_MAX ? NULL : &k->c->bindings[i];
 }
 
 static char *bptr(const char *name)
@@ -764,13 +723,12 @@ static void check_param(chk *k, const nf_arch_plan *plan, const nf_param *p)
         }
     }
     /* uses */
-    size_t u0 = first_use(k, p->name);
+    size_t nu;
+    const size_t *ul = nf_catalog_uses_of(c, (size_t)(nb - c->bindings), &nu);
     bool found = false;
-    for (size_t j = u0; j < c->n_uses; j++) {
-        size_t ui = k->use_sorted[j];
+    for (size_t j = 0; j < nu; j++) {
+        size_t ui = ul[j];
         const nf_use *u = &c->uses[ui];
-        if (strcmp(u->parameter, p->name) != 0)
-            break;
         char *up = nf_ptr_index("/uses", ui);
         if (!p->input) {
             nf_diag_add(k->d, NF_C_UNKNOWN_PARAMETER, up,
@@ -886,43 +844,31 @@ static void check_aux(chk *k, size_t ui, const nf_param *p)
     free(up);
 }
 
-/* The selected component that owns a name: its component prefix, or the
- * component with a proposal record for root "proposal/" names. */
-static ssize_t owner(const nf_catalog *c, const char *name)
+/* The component that owns a name (resolved when the catalog was parsed):
+ * its component prefix, or the text component, when it has a proposal
+ * record, for root "proposal/" names. */
+static ssize_t owner_idx(const nf_catalog *c, const char *name, size_t w)
 {
-    size_t l;
-    comp_of_name(name, &l);
-    if (l == 8 && strncmp(name, "proposal", 8) == 0)
-        for (size_t i = 0; i < c->n_components; i++)
-            if (c->components[i].has_proposal)
-                return (ssize_t)i;
-    for (size_t i = 0; i < c->n_components; i++)
-        if (strlen(c->components[i].id) == l && strncmp(c->components[i].id, name, l) == 0)
-            return (ssize_t)i;
-    return -1;
+    if (w >= c->n_components)
+        return -1;
+    if (strncmp(name, "proposal/", 9) == 0 && !c->components[w].has_proposal)
+        return -1;
+    return (ssize_t)w;
 }
 
 int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, nf_diags *d)
 {
     nf_diags local = NF_DIAGS_INIT;
     local.file = d->file;
-    chk k = {c, a, &local, NULL, NULL};
+    chk k = {c, a, &local};
     size_t nc = c->n_components ? c->n_components : 1;
     bool *sel = calloc(nc, sizeof *sel);
     nf_arch_plan *plans = calloc(nc, sizeof *plans);
     bool *have = calloc(nc, sizeof *have);
-    k.bind_sorted = malloc((c->n_bindings ? c->n_bindings : 1) * sizeof(size_t));
-    k.use_sorted = malloc((c->n_uses ? c->n_uses : 1) * sizeof(size_t));
-    if (!sel || !plans || !have || !k.bind_sorted || !k.use_sorted) {
+    if (!sel || !plans || !have) {
         nf_diag_add(&local, NF_C_IO, "", "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < c->n_bindings; i++)
-        k.bind_sorted[i] = i;
-    qsort_r(k.bind_sorted, c->n_bindings, sizeof(size_t), bind_cmp, (void *)c);
-    for (size_t i = 0; i < c->n_uses; i++)
-        k.use_sorted[i] = i;
-    qsort_r(k.use_sorted, c->n_uses, sizeof(size_t), use_cmp, (void *)c);
     bool all = !o || !o->n_components;
     select_components(c, o, sel, &local);
 
@@ -938,11 +884,10 @@ int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, 
         if (comp->target) {
             ssize_t t = comp_index(c, comp->target);
             nf_diags tmp = NF_DIAGS_INIT;
-            nf_jdoc *own = nf_jdoc_parse(comp->config_raw, strlen(comp->config_raw), 0, &tmp);
-            nf_jdoc *tgt = t >= 0 && c->components[t].config_raw
-                               ? nf_jdoc_parse(c->components[t].config_raw,
-                                               strlen(c->components[t].config_raw), 0, &tmp)
-                               : NULL;
+            nf_jdoc *own = nf_jdoc_parse(comp->config_text, comp->config_len, 0, &tmp);
+            nf_jdoc *tgt = t >= 0 ? nf_jdoc_parse(c->components[t].config_text,
+                                                  c->components[t].config_len, 0, &tmp)
+                                  : NULL;
             static const char *const keys[] = {"hidden_size", "vocab_size", "num_attention_heads",
                                                "num_key_value_heads", "head_dim"};
             for (size_t j = 0; own && tgt && j < sizeof keys / sizeof *keys; j++) {
@@ -979,7 +924,7 @@ int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, 
     /* bindings and uses the architectures do not know */
     for (size_t i = 0; i < c->n_bindings; i++) {
         const char *name = c->bindings[i].name;
-        ssize_t w = owner(c, name);
+        ssize_t w = owner_idx(c, name, c->bindings[i].component);
         if (w < 0) {
             if (all) {
                 char *ptr = bptr(name);
@@ -998,7 +943,7 @@ int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, 
     }
     for (size_t i = 0; i < c->n_uses; i++) {
         const nf_use *u = &c->uses[i];
-        ssize_t w = owner(c, u->parameter);
+        ssize_t w = owner_idx(c, u->parameter, nf_catalog_owner(c, u->parameter));
         if (w < 0 || !sel[w])
             continue;
         const nf_param *p = have[w] ? nf_arch_find(&plans[w], u->parameter) : NULL;
@@ -1017,8 +962,6 @@ done:
     free(plans);
     free(have);
     free(sel);
-    free(k.bind_sorted);
-    free(k.use_sorted);
     int rc = nf_diags_exit(&local);
     nf_diags_move(d, &local);
     nf_diags_free(&local);

@@ -12,22 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_catalog_int.h"
 #include "nf_json.h"
 #include "nf_strmap.h"
 #include "nf_util.h"
 
-/* ---- name maps (nf_strmap) ---- */
-
-static nf_strmap *idmap_new(void)
-{
-    return calloc(1, sizeof(nf_strmap));
-}
-
-static void idmap_free(nf_strmap *m)
-{
-    nf_strmap_free(m);
-    free(m);
-}
+static const uint64_t no_dims[1];
 
 /* ---- parse context ---- */
 
@@ -38,8 +28,33 @@ typedef struct {
     nf_cat_mode mode;
     const char *entry_name;
     bool bigints; /* the pre-scan saw integers above U64: build pointers */
-    nf_strmap *bindmap;
 } pctx;
+
+static void diag_at_oom(pctx *x);
+
+/* A record string: a malloc'ed s moved into the arena (NULL stays NULL;
+ * out of memory is reported). */
+static char *to_arena(pctx *x, char *s)
+{
+    if (!s)
+        return NULL;
+    char *r = nf_arena_strndup(x->c->arena, s, strlen(s));
+    free(s);
+    if (!r)
+        diag_at_oom(x);
+    return r;
+}
+
+static char *interned(pctx *x, char *s)
+{
+    if (!s)
+        return NULL;
+    char *r = nf_catalog_intern(x->c, s, strlen(s));
+    free(s);
+    if (!r)
+        diag_at_oom(x);
+    return r;
+}
 
 /* Pointer builders used only on the error path (or for big integers). */
 static char *ptr_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -67,6 +82,11 @@ static void diag_at(pctx *x, nf_code code, const char *ptr, const char *fmt, ...
     va_start(ap, fmt);
     nf_diag_vadd(x->d, code, ptr ? ptr : "", fmt, ap);
     va_end(ap);
+}
+
+static void diag_at_oom(pctx *x)
+{
+    nf_diag_add(x->d, NF_C_IO, "", "out of memory");
 }
 
 /* Member-set check: every member of v must be in allowed[] (NULL-ended);
@@ -409,7 +429,7 @@ static void parse_resources(pctx *x, nf_component *comp, nf_jval *v, const char 
     if (!expect_type(x, v, NF_J_OBJECT, ptr, "resources"))
         return;
     size_t n = nf_jobj_len(v);
-    comp->resources = calloc(n ? n : 1, sizeof *comp->resources);
+    comp->resources = nf_arena_alloc(x->c->arena, (n ? n : 1) * sizeof *comp->resources);
     if (!comp->resources) {
         diag_at(x, NF_C_IO, ptr, "out of memory");
         return;
@@ -419,10 +439,10 @@ static void parse_resources(pctx *x, nf_component *comp, nf_jval *v, const char 
     nf_jval *m;
     while (nf_jobj_next(&it, &role, &m)) {
         char *p = ptr_key(ptr, role);
-        char *id = read_id(x, m, p, "a resource reference");
+        char *id = to_arena(x, read_id(x, m, p, "a resource reference"));
         if (id) {
             nf_resource_ref *r = &comp->resources[comp->n_resources++];
-            r->role = strdup(role);
+            r->role = nf_catalog_intern(x->c, role, strlen(role));
             r->object = id;
             r->obj = SIZE_MAX;
         }
@@ -492,7 +512,10 @@ static void parse_components(pctx *x, nf_jval *v)
     while (nf_jobj_next(&it, &key, &m)) {
         char *p = ptr_key("/components", key);
         nf_component *comp = &c->components[c->n_components++];
-        comp->id = strdup(key);
+        comp->id = nf_arena_strndup(c->arena, key, strlen(key));
+        comp->config_text = "{}";
+        comp->config_len = 2;
+        comp->target_index = SIZE_MAX;
         key_id_ok(x, key, p, "component ID");
         if (expect_type(x, m, NF_J_OBJECT, p, "a component")) {
             check_members(x, m, p, allowed, required, "component");
@@ -501,17 +524,15 @@ static void parse_components(pctx *x, nf_jval *v)
             if (nf_jobj_has(m, "config") && expect_type(x, cfg, NF_J_OBJECT, q, "config")) {
                 const char *cpath[] = {"components", key, "config", NULL};
                 nf_span cs;
-                size_t tl;
-                const char *text = nf_jdoc_text(x->doc, &tl);
-                if (nf_jdoc_span(x->doc, cpath, &cs))
-                    comp->config_raw = strndup(text + cs.start, cs.len);
-                else
-                    comp->config_raw = nf_jval_to_text(cfg, false, NULL);
+                if (nf_jdoc_span(x->doc, cpath, &cs)) {
+                    comp->config_text = c->text + cs.start;
+                    comp->config_len = cs.len;
+                }
             }
             free(q);
             if (nf_jobj_has(m, "target")) {
                 q = ptr_key(p, "target");
-                comp->target = read_id(x, nf_jobj_get(m, "target"), q, "target");
+                comp->target = to_arena(x, read_id(x, nf_jobj_get(m, "target"), q, "target"));
                 free(q);
             }
             if (nf_jobj_has(m, "resources")) {
@@ -553,6 +574,14 @@ static void parse_shape(pctx *x, nf_object *o, nf_jval *v, const char *ptr)
         return;
     }
     bool ok = true;
+    uint64_t *dims = n ? nf_arena_alloc(x->c->arena, n * sizeof *dims) : NULL;
+    if (n && !dims) {
+        diag_at_oom(x);
+        o->enc_status = NF_ENC_INVALID;
+        return;
+    }
+    if (n)
+        o->dims = dims;
     for (size_t i = 0; i < n; i++) {
         char *p = x->bigints ? nf_ptr_index(ptr, i) : NULL;
         nf_jval *e = nf_jarr_get(v, i);
@@ -576,7 +605,7 @@ static void parse_shape(pctx *x, nf_object *o, nf_jval *v, const char *ptr)
 
 static char *read_name(pctx *x, nf_jval *v, const char *ptr, const char *what)
 {
-    return read_id(x, v, ptr, what);
+    return interned(x, read_id(x, v, ptr, what));
 }
 
 static void parse_object(pctx *x, size_t i, nf_jval *v)
@@ -596,6 +625,7 @@ static void parse_object(pctx *x, size_t i, nf_jval *v)
     nf_object *o = &x->c->objects[i];
     bool man = x->mode == NF_CAT_MANIFEST;
     char *p = elem_ptr("/objects", i, NULL), *q;
+    o->dims = (uint64_t *)no_dims;
     o->divisors = 1;
     o->enc_status = NF_ENC_OK;
     if (!expect_type(x, v, NF_J_OBJECT, p, "an object")) {
@@ -629,7 +659,7 @@ static void parse_object(pctx *x, size_t i, nf_jval *v)
 
     if (nf_jobj_has(v, "id")) {
         q = ptr_key(p, "id");
-        o->id = read_id(x, nf_jobj_get(v, "id"), q, "object ID");
+        o->id = to_arena(x, read_id(x, nf_jobj_get(v, "id"), q, "object ID"));
         free(q);
     }
     if (tensor) {
@@ -679,7 +709,7 @@ static void parse_object(pctx *x, size_t i, nf_jval *v)
     }
     o->bytes_given = nf_jobj_has(v, "bytes");
     if (man && nf_jobj_has(v, "source")) {
-        o->source_raw = nf_jval_to_text(nf_jobj_get(v, "source"), false, NULL);
+        o->source_raw = to_arena(x, nf_jval_to_text(nf_jobj_get(v, "source"), false, NULL));
         q = ptr_key(p, "source");
         o->source = calloc(1, sizeof *o->source);
         if (o->source && !parse_source(x, nf_jobj_get(v, "source"), q, o->source, 0)) {
@@ -691,8 +721,12 @@ static void parse_object(pctx *x, size_t i, nf_jval *v)
     /* encoded size (DESIGN 8); unknown names are not structural (DESIGN 13) */
     if (tensor && o->enc_status == NF_ENC_OK) {
         const char *why = NULL;
+        nf_encoding enc;
         o->enc_status = nf_encoding_compute(o->format, o->layout, o->dims, o->rank,
-                                            o->divisors, &o->enc, &why);
+                                            o->divisors, &enc, &why);
+        if (o->enc_status == NF_ENC_OK || o->enc_status == NF_ENC_UNSUPPORTED)
+            if (!nf_shape_elements(o->dims, o->rank, &o->elements))
+                o->elements = 0;
         if (o->enc_status == NF_ENC_INVALID) {
             diag_at(x, NF_C_ENCODING, p, "%s with %s: %s", o->format_name, o->layout_name,
                     why ? why : "not allowed");
@@ -700,15 +734,15 @@ static void parse_object(pctx *x, size_t i, nf_jval *v)
             diag_at(x, NF_C_RANGE, p, "encoded size of shape overflows U64%s%s",
                     why ? ": " : "", why ? why : "");
         } else if (o->enc_status == NF_ENC_OK && o->has_bytes &&
-                   o->bytes != o->enc.encoded_bytes) {
+                   o->bytes != enc.encoded_bytes) {
             q = ptr_key(p, "bytes");
             diag_at(x, NF_C_SIZE, q, "bytes is %llu but %s/%s of this shape encodes to %llu",
                     (unsigned long long)o->bytes, o->format_name, o->layout_name,
-                    (unsigned long long)o->enc.encoded_bytes);
+                    (unsigned long long)enc.encoded_bytes);
             free(q);
         }
         if (o->enc_status == NF_ENC_OK && !o->has_bytes && !nf_jobj_has(v, "bytes")) {
-            o->bytes = o->enc.encoded_bytes;
+            o->bytes = enc.encoded_bytes;
             o->has_bytes = true;
         }
     }
@@ -804,8 +838,8 @@ static void parse_objects(pctx *x, nf_jval *v)
         return;
     }
     c->objects = calloc(n, sizeof *c->objects);
-    c->ids = idmap_new();
-    if (!c->objects || !c->ids) {
+    c->objects_cap = n;
+    if (!c->objects || !nf_ixmap_init(&c->ix->objects, n)) {
         diag_at(x, NF_C_IO, "/objects", "out of memory for %zu objects", n);
         return;
     }
@@ -815,7 +849,7 @@ static void parse_objects(pctx *x, nf_jval *v)
         nf_object *o = &c->objects[i];
         if (!o->id)
             continue;
-        size_t prev = nf_strmap_add(c->ids, o->id, strlen(o->id), i);
+        size_t prev = nf_catalog_index_add_object(c, i);
         if (prev == SIZE_MAX - 1) {
             diag_at(x, NF_C_IO, "/objects", "out of memory");
         } else if (prev != SIZE_MAX) {
@@ -844,7 +878,7 @@ static bool parse_binding(pctx *x, nf_binding *b, nf_jval *v, const char *ptr)
     char *p;
     if (ho) {
         p = ptr_key(ptr, "object");
-        b->object = read_id(x, nf_jobj_get(v, "object"), p, "binding object");
+        b->object = to_arena(x, read_id(x, nf_jobj_get(v, "object"), p, "binding object"));
         free(p);
         return ok && b->object;
     }
@@ -857,7 +891,9 @@ static bool parse_binding(pctx *x, nf_binding *b, nf_jval *v, const char *ptr)
         return false;
     }
     size_t n = nf_jarr_len(parts);
-    b->parts = calloc(n, sizeof *b->parts);
+    b->parts = nf_arena_alloc(x->c->arena, n * sizeof *b->parts);
+    if (b->parts)
+        memset(b->parts, 0, n * sizeof *b->parts);
     if (!b->parts) {
         diag_at(x, NF_C_IO, p, "out of memory");
         free(p);
@@ -877,7 +913,7 @@ static bool parse_binding(pctx *x, nf_binding *b, nf_jval *v, const char *ptr)
             continue;
         }
         char *r = ptr_key(q, "object");
-        pt->object = read_id(x, nf_jobj_get(e, "object"), r, "part object");
+        pt->object = to_arena(x, read_id(x, nf_jobj_get(e, "object"), r, "part object"));
         ok &= pt->object != NULL;
         free(r);
         r = ptr_key(q, "range");
@@ -921,8 +957,7 @@ static void parse_bindings(pctx *x, nf_jval *v)
     }
     size_t n = nf_jobj_len(v);
     c->bindings = calloc(n ? n : 1, sizeof *c->bindings);
-    x->bindmap = idmap_new();
-    if (!c->bindings || !x->bindmap) {
+    if (!c->bindings || !nf_ixmap_init(&c->ix->bindings, n)) {
         diag_at(x, NF_C_IO, "/bindings", "out of memory");
         return;
     }
@@ -933,10 +968,11 @@ static void parse_bindings(pctx *x, nf_jval *v)
         nf_named_binding *nb = &c->bindings[c->n_bindings];
         char *p = ptr_key("/bindings", name);
         key_id_ok(x, name, p, "parameter name");
-        nb->name = strdup(name);
+        nb->name = nf_arena_strndup(c->arena, name, strlen(name));
+        nb->component = SIZE_MAX;
         parse_binding(x, &nb->b, m, p);
         if (nb->name)
-            nf_strmap_add(x->bindmap, nb->name, strlen(nb->name), c->n_bindings);
+            nf_catalog_index_add_binding(c, c->n_bindings);
         c->n_bindings++;
         free(p);
     }
@@ -952,15 +988,14 @@ static void parse_uses(pctx *x, nf_jval *v)
         return;
     size_t n = nf_jarr_len(v);
     c->uses = calloc(n ? n : 1, sizeof *c->uses);
-    nf_strmap *seen = idmap_new(); /* "parameter\0input" -> use index */
-    if (!c->uses || !seen) {
+    if (!c->uses || !nf_ixmap_init(&c->ix->uses, n)) {
         diag_at(x, NF_C_IO, "/uses", "out of memory");
-        idmap_free(seen);
         return;
     }
     for (size_t i = 0; i < n; i++) {
         nf_jval *e = nf_jarr_get(v, i);
         nf_use *u = &c->uses[c->n_uses++];
+        u->binding = SIZE_MAX;
         char *p = nf_ptr_index("/uses", i), *q;
         if (!expect_type(x, e, NF_J_OBJECT, p, "a use")) {
             free(p);
@@ -969,19 +1004,19 @@ static void parse_uses(pctx *x, nf_jval *v)
         check_members(x, e, p, allowed, required, "use");
         if (nf_jobj_has(e, "parameter")) {
             q = ptr_key(p, "parameter");
-            u->parameter = read_id(x, nf_jobj_get(e, "parameter"), q, "parameter");
+            u->parameter = to_arena(x, read_id(x, nf_jobj_get(e, "parameter"), q, "parameter"));
             free(q);
         }
         if (nf_jobj_has(e, "input")) {
             q = ptr_key(p, "input");
-            u->input = read_id(x, nf_jobj_get(e, "input"), q, "input");
+            u->input = interned(x, read_id(x, nf_jobj_get(e, "input"), q, "input"));
             free(q);
         }
         if (nf_jobj_has(e, "activation_policy")) {
             q = ptr_key(p, "activation_policy");
             const char *s = nf_jstr(nf_jobj_get(e, "activation_policy"), NULL);
             if (s && (!strcmp(s, "A16Only") || !strcmp(s, "AllowA8") || !strcmp(s, "AllowA4")))
-                u->activation_policy = strdup(s);
+                u->activation_policy = nf_catalog_intern(c, s, strlen(s));
             else
                 diag_at(x, NF_C_SCHEMA, q,
                         "activation_policy must be \"A16Only\", \"AllowA8\" or \"AllowA4\"");
@@ -992,13 +1027,15 @@ static void parse_uses(pctx *x, nf_jval *v)
             nf_jval *a = nf_jobj_get(e, "auxiliaries");
             if (expect_type(x, a, NF_J_OBJECT, q, "auxiliaries")) {
                 size_t na = nf_jobj_len(a);
-                u->aux = calloc(na ? na : 1, sizeof *u->aux);
+                u->aux = nf_arena_alloc(c->arena, (na ? na : 1) * sizeof *u->aux);
+                if (u->aux)
+                    memset(u->aux, 0, (na ? na : 1) * sizeof *u->aux);
                 nf_jiter it = nf_jobj_iter(a);
                 const char *role;
                 nf_jval *m;
                 while (u->aux && nf_jobj_next(&it, &role, &m)) {
                     nf_aux *ax = &u->aux[u->n_aux++];
-                    ax->role = strdup(role);
+                    ax->role = nf_catalog_intern(c, role, strlen(role));
                     char *r = ptr_key(q, role);
                     parse_binding(x, &ax->b, m, r);
                     free(r);
@@ -1006,19 +1043,17 @@ static void parse_uses(pctx *x, nf_jval *v)
             }
             free(q);
         }
-        char *key = NULL;
-        if (u->parameter && u->input && asprintf(&key, "%s%c%s", u->parameter, 0, u->input) >= 0) {
-            size_t kl = strlen(u->parameter) + 1 + strlen(u->input);
-            size_t prev = nf_strmap_add(seen, key, kl, i);
-            if (prev != SIZE_MAX && prev != SIZE_MAX - 1)
+        if (u->parameter && u->input) {
+            size_t prev = nf_catalog_index_add_use(c, i);
+            if (prev == SIZE_MAX - 1)
+                diag_at_oom(x);
+            else if (prev != SIZE_MAX)
                 diag_at(x, NF_C_DUPLICATE_USE, p,
                         "(parameter \"%s\", input \"%s\") is already used by /uses/%zu",
                         u->parameter, u->input, prev);
-            free(key);
         }
         free(p);
     }
-    idmap_free(seen);
 }
 
 /* ---- files (spec 3.3) ---- */
@@ -1035,10 +1070,9 @@ static void parse_files(pctx *x, nf_jval *v)
         return;
     }
     c->files = calloc(n, sizeof *c->files);
-    nf_strmap *names = idmap_new();
-    if (!c->files || !names) {
+    nf_strmap names = NF_STRMAP_INIT;
+    if (!c->files) {
         diag_at(x, NF_C_IO, "/files", "out of memory");
-        idmap_free(names);
         return;
     }
     c->n_files = n;
@@ -1082,8 +1116,8 @@ static void parse_files(pctx *x, nf_jval *v)
             if (bad) {
                 diag_at(x, NF_C_FILES, q, "part path %s", bad);
             } else {
-                f->path = strdup(s);
-                size_t prev = f->path ? nf_strmap_add(names, f->path, len, i) : SIZE_MAX;
+                f->path = nf_arena_strndup(c->arena, s, len);
+                size_t prev = f->path ? nf_strmap_add(&names, f->path, len, i) : SIZE_MAX;
                 if (prev != SIZE_MAX && prev != SIZE_MAX - 1) {
                     diag_at(x, NF_C_FILES, q, "part path \"%s\" is also files[%zu]", s, prev);
                 }
@@ -1104,7 +1138,7 @@ static void parse_files(pctx *x, nf_jval *v)
         free(q);
         free(p);
     }
-    idmap_free(names);
+    nf_strmap_free(&names);
     c->payload_bytes = sum_ok ? sum : UINT64_MAX;
     if (!sum_ok)
         c->has_files = false;
@@ -1122,58 +1156,6 @@ static bool is_lower_hex64(const char *s, size_t n)
     return true;
 }
 
-struct meta_ctx {
-    pctx *x;
-    size_t cap; /* entries allocated in c->metadata */
-};
-
-static bool count_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
-{
-    (void)text;
-    (void)raw_name;
-    (void)value;
-    ((struct meta_ctx *)vctx)->cap++;
-    return true;
-}
-
-static bool meta_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
-{
-    struct meta_ctx *mc = vctx;
-    pctx *x = mc->x;
-    nf_catalog *c = x->c;
-    if (c->n_metadata >= mc->cap)
-        return false;
-    /* a name without escapes is its own text; others are unescaped by
-     * parsing them as a JSON string */
-    const char *raw = text + raw_name.start;
-    if (!memchr(raw, '\\', raw_name.len)) {
-        if (raw_name.len != strlen("integrity") || memcmp(raw, "integrity", raw_name.len) != 0) {
-            nf_raw_member *r = &c->metadata[c->n_metadata++];
-            r->name = strndup(raw, raw_name.len);
-            r->raw_value = strndup(text + value.start, value.len);
-        }
-        return true;
-    }
-    char *rn = strndup(raw, raw_name.len);
-    char *quoted = NULL;
-    if (rn && asprintf(&quoted, "\"%s\"", rn) >= 0) {
-        nf_diags tmp = NF_DIAGS_INIT;
-        nf_jdoc *nd = nf_jdoc_parse(quoted, strlen(quoted), 4, &tmp);
-        size_t nl = 0;
-        const char *name = nd ? nf_jstr(nf_jdoc_root(nd), &nl) : NULL;
-        if (name && strcmp(name, "integrity") != 0) {
-            nf_raw_member *r = &c->metadata[c->n_metadata++];
-            r->name = strndup(name, nl);
-            r->raw_value = strndup(text + value.start, value.len);
-        }
-        nf_jdoc_free(nd);
-        nf_diags_free(&tmp);
-    }
-    free(quoted);
-    free(rn);
-    return true;
-}
-
 static void parse_metadata(pctx *x, nf_jval *v)
 {
     nf_catalog *c = x->c;
@@ -1186,11 +1168,8 @@ static void parse_metadata(pctx *x, nf_jval *v)
         if (!s || n == 0)
             diag_at(x, NF_C_SCHEMA, "/metadata/name", "metadata name must be a non-empty string");
     }
-    /* count the members in the text, not in json-c's tree: json-c merges
-     * names that differ only after a U+0000 ("a\u0000b", "a\u0000c") */
     static const char *const path[] = {"metadata", NULL};
     nf_span span;
-    struct meta_ctx mc = {x, 0};
     if (nf_jdoc_span(x->doc, path, &span)) {
         /* such names cannot be written back (json-c keys end at a NUL):
          * refused like component keys, binding names and roles */
@@ -1199,10 +1178,8 @@ static void parse_metadata(pctx *x, nf_jval *v)
             diag_at(x, NF_C_SCHEMA, nulp, "metadata member name must not contain U+0000");
             free(nulp);
         }
-        nf_jspan_members(nf_jdoc_text(x->doc, NULL), span, count_member, &mc);
-        c->metadata = calloc(mc.cap ? mc.cap : 1, sizeof *c->metadata);
-        if (c->metadata)
-            nf_jspan_members(nf_jdoc_text(x->doc, NULL), span, meta_member, &mc);
+        c->metadata_text = c->text + span.start;
+        c->metadata_len = span.len;
     }
 
     if (!nf_jobj_has(v, "integrity"))
@@ -1233,7 +1210,7 @@ static void parse_metadata(pctx *x, nf_jval *v)
     while (nf_jobj_next(&it, &k, &m)) {
         size_t len;
         const char *s = nf_jstr(m, &len);
-        size_t oi = c->ids ? nf_strmap_get(c->ids, k, strlen(k)) : SIZE_MAX;
+        size_t oi = nf_catalog_find(c, k);
         if (oi == SIZE_MAX || !s || !is_lower_hex64(s, len)) {
             char *p = ptr_key("/metadata/integrity/sha256", k);
             if (oi == SIZE_MAX)
@@ -1243,7 +1220,7 @@ static void parse_metadata(pctx *x, nf_jval *v)
             free(p);
             continue;
         }
-        memcpy(c->objects[oi].sha256, s, 65);
+        nf_object_set_digest_hex(&c->objects[oi], s);
     }
 }
 
@@ -1295,10 +1272,7 @@ static void check_references(pctx *x)
         nf_component *k = &c->components[i];
         char *base = ptr_key("/components", k->id ? k->id : "");
         if (k->target) {
-            bool found = false;
-            for (size_t j = 0; j < c->n_components; j++)
-                found |= c->components[j].id && !strcmp(c->components[j].id, k->target);
-            if (!found) {
+            if (k->target_index == SIZE_MAX) {
                 char *p = ptr_key(base, "target");
                 diag_at(x, NF_C_REFERENCE, p, "target \"%s\" is no component", k->target);
                 free(p);
@@ -1326,8 +1300,7 @@ static void check_references(pctx *x)
     }
     for (size_t i = 0; i < c->n_uses; i++) {
         nf_use *u = &c->uses[i];
-        if (u->parameter && x->bindmap &&
-            nf_strmap_get(x->bindmap, u->parameter, strlen(u->parameter)) == SIZE_MAX) {
+        if (u->parameter && c->ix->bindings.s && nf_catalog_binding(c, u->parameter) == SIZE_MAX) {
             char *p = elem_ptr("/uses", i, "parameter");
             diag_at(x, NF_C_REFERENCE, p, "no binding \"%s\"", u->parameter);
             free(p);
@@ -1345,8 +1318,8 @@ static void check_references(pctx *x)
 
 /* ---- root ---- */
 
-nf_catalog *nf_catalog_parse(const char *text, size_t len, nf_cat_mode mode,
-                             const char *entry_name, nf_diags *d)
+nf_catalog *nf_catalog_parse_owned(char *text, size_t len, nf_cat_mode mode,
+                                   const char *entry_name, nf_diags *d)
 {
     static const char *const allowed[] = {"components", "objects", "bindings", "uses",
                                           "files", "metadata", "provenance", NULL};
@@ -1355,15 +1328,27 @@ nf_catalog *nf_catalog_parse(const char *text, size_t len, nf_cat_mode mode,
     static const char *const required_m[] = {"components", "objects", "bindings", "uses",
                                              NULL};
     nf_jdoc *doc = nf_jdoc_parse(text, len, 0, d);
-    if (!doc)
-        return NULL;
-    nf_catalog *c = calloc(1, sizeof *c);
-    if (!c) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-        nf_jdoc_free(doc);
+    if (!doc) {
+        free(text);
         return NULL;
     }
-    pctx x = {c, doc, d, mode, entry_name, nf_jdoc_scan(doc)->n_bigint > 0, NULL};
+    nf_catalog *c = calloc(1, sizeof *c);
+    if (c) {
+        c->text = text;
+        c->text_len = len;
+        c->arena = nf_arena_new();
+        c->ix = calloc(1, sizeof *c->ix);
+    }
+    if (!c || !c->arena || !c->ix) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        nf_jdoc_free(doc);
+        if (c)
+            nf_catalog_free(c);
+        else
+            free(text);
+        return NULL;
+    }
+    pctx x = {c, doc, d, mode, entry_name, nf_jdoc_scan(doc)->n_bigint > 0};
     nf_jval *root = nf_jdoc_root(doc);
     if (!expect_type(&x, root, NF_J_OBJECT, "", "the catalog")) {
         nf_jdoc_free(doc);
@@ -1389,90 +1374,62 @@ nf_catalog *nf_catalog_parse(const char *text, size_t len, nf_cat_mode mode,
         if (expect_type(&x, pv, NF_J_OBJECT, "/provenance", "provenance")) {
             static const char *const path[] = {"provenance", NULL};
             nf_span s;
-            if (nf_jdoc_span(doc, path, &s))
-                c->provenance_raw = strndup(text + s.start, s.len);
+            if (nf_jdoc_span(doc, path, &s)) {
+                c->provenance_text = text + s.start;
+                c->provenance_len = s.len;
+            }
             c->has_provenance = true;
         }
     }
     /* unknown resource encodings are reported when interpreted (DESIGN 13) */
     check_ranges(&x, c->has_files ? c->payload_bytes : UINT64_MAX);
+    if (!nf_catalog_index_build(c))
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
     check_references(&x);
-    idmap_free(x.bindmap);
     nf_jdoc_free(doc);
     return c;
 }
 
-size_t nf_catalog_find(const nf_catalog *c, const char *id)
+nf_catalog *nf_catalog_parse(const char *text, size_t len, nf_cat_mode mode,
+                             const char *entry_name, nf_diags *d)
 {
-    if (!c->ids || !id)
-        return SIZE_MAX;
-    return nf_strmap_get(c->ids, id, strlen(id));
+    char *copy = malloc(len ? len : 1);
+    if (!copy) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory for %zu bytes of catalog", len);
+        return NULL;
+    }
+    if (len)
+        memcpy(copy, text, len);
+    return nf_catalog_parse_owned(copy, len, mode, entry_name, d);
 }
 
-static void binding_free(nf_binding *b)
+const char *nf_catalog_text(const nf_catalog *c, size_t *len)
 {
-    free(b->object);
-    for (size_t i = 0; i < b->n_parts; i++)
-        free(b->parts[i].object);
-    free(b->parts);
+    if (len)
+        *len = c->text_len;
+    return c->text;
 }
 
 void nf_catalog_free(nf_catalog *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->n_components; i++) {
-        nf_component *k = &c->components[i];
-        free(k->id);
-        free(k->config_raw);
-        free(k->target);
-        for (size_t j = 0; j < k->n_resources; j++) {
-            free(k->resources[j].role);
-            free(k->resources[j].object);
-        }
-        free(k->resources);
-    }
-    free(c->components);
     for (size_t i = 0; i < c->n_objects; i++) {
         nf_object *o = &c->objects[i];
-        free(o->id);
-        free(o->format_name);
-        free(o->layout_name);
-        free(o->encoding_name);
         if (o->source) {
             source_free(o->source);
             free(o->source);
         }
-        free(o->source_raw);
     }
+    free(c->components);
     free(c->objects);
-    for (size_t i = 0; i < c->n_bindings; i++) {
-        free(c->bindings[i].name);
-        binding_free(&c->bindings[i].b);
-    }
     free(c->bindings);
-    for (size_t i = 0; i < c->n_uses; i++) {
-        nf_use *u = &c->uses[i];
-        free(u->parameter);
-        free(u->input);
-        free(u->activation_policy);
-        for (size_t j = 0; j < u->n_aux; j++) {
-            free(u->aux[j].role);
-            binding_free(&u->aux[j].b);
-        }
-        free(u->aux);
-    }
     free(c->uses);
-    for (size_t i = 0; i < c->n_files; i++)
-        free(c->files[i].path);
     free(c->files);
-    for (size_t i = 0; i < c->n_metadata; i++) {
-        free(c->metadata[i].name);
-        free(c->metadata[i].raw_value);
-    }
-    free(c->metadata);
-    free(c->provenance_raw);
-    idmap_free(c->ids);
+    free(c->own_provenance);
+    nf_catalog_index_free(c);
+    nf_arena_free(c->arena);
+    free(c->text);
     free(c);
 }
 
@@ -1501,8 +1458,9 @@ int nf_catalog_layout(nf_catalog *c, nf_diags *d)
     for (size_t i = 0; i < c->n_objects; i++) {
         nf_object *o = &c->objects[i];
         char *p = ptr_fmt("/objects/%zu", i);
-        if (o->kind == NF_OBJ_TENSOR && o->enc_status == NF_ENC_OK && !o->has_bytes) {
-            o->bytes = o->enc.encoded_bytes;
+        nf_encoding enc;
+        if (o->kind == NF_OBJ_TENSOR && !o->has_bytes && nf_object_encoding(o, &enc) == NF_ENC_OK) {
+            o->bytes = enc.encoded_bytes;
             o->has_bytes = true;
         }
         if (o->kind == NF_OBJ_TENSOR && o->enc_status == NF_ENC_UNSUPPORTED && !o->has_bytes) {
@@ -1538,7 +1496,7 @@ int nf_catalog_layout(nf_catalog *c, nf_diags *d)
     if (bad)
         return -1;
     c->payload_bytes = pos;
-    pctx x = {c, NULL, d, NF_CAT_MANIFEST, NULL, false, NULL};
+    pctx x = {c, NULL, d, NF_CAT_MANIFEST, NULL, false};
     size_t before = d->n + d->dropped;
     check_ranges(&x, UINT64_MAX);
     for (size_t i = 0; i < c->n_objects; i++) {
@@ -1584,6 +1542,38 @@ static nf_jval *binding_json(const nf_binding *b)
     return o;
 }
 
+/* The unescaped name of a member (raw_name is a span of accepted JSON). */
+static char *member_name(const char *text, nf_span raw_name)
+{
+    const char *raw = text + raw_name.start;
+    if (!memchr(raw, '\\', raw_name.len))
+        return strndup(raw, raw_name.len);
+    char *quoted = NULL, *out = NULL;
+    if (asprintf(&quoted, "\"%.*s\"", (int)raw_name.len, raw) < 0)
+        return NULL;
+    nf_diags tmp = NF_DIAGS_INIT;
+    nf_jdoc *nd = nf_jdoc_parse(quoted, strlen(quoted), 4, &tmp);
+    size_t nl = 0;
+    const char *name = nd ? nf_jstr(nf_jdoc_root(nd), &nl) : NULL;
+    if (name)
+        out = strndup(name, nl);
+    nf_jdoc_free(nd);
+    nf_diags_free(&tmp);
+    free(quoted);
+    return out;
+}
+
+/* metadata members other than integrity, their values as written */
+static bool meta_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
+{
+    nf_jval *m = vctx;
+    char *name = member_name(text, raw_name);
+    if (name && strcmp(name, "integrity") != 0)
+        nf_jobj_set(m, name, nf_jnew_raw(text + value.start, value.len));
+    free(name);
+    return true;
+}
+
 char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *op, size_t *len)
 {
     nf_jval *root = nf_jnew_object();
@@ -1593,8 +1583,8 @@ char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *op, siz
     for (size_t i = 0; i < c->n_components; i++) {
         const nf_component *k = &c->components[i];
         nf_jval *o = nf_jnew_object();
-        nf_jobj_set(o, "config", nf_jnew_raw(k->config_raw ? k->config_raw : "{}",
-                                             k->config_raw ? strlen(k->config_raw) : 2));
+        nf_jobj_set(o, "config", nf_jnew_raw(k->config_text ? k->config_text : "{}",
+                                             k->config_text ? k->config_len : 2));
         if (k->target)
             nf_jobj_set(o, "target", nf_jnew_string(k->target));
         if (k->n_resources) {
@@ -1690,89 +1680,33 @@ char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *op, siz
     bool any_digest = false;
     if (op->digests && !op->manifest)
         for (size_t i = 0; i < c->n_objects; i++)
-            any_digest |= c->objects[i].sha256[0] != 0;
+            any_digest |= c->objects[i].has_digest;
     if (c->has_metadata || any_digest) {
         nf_jval *m = nf_jnew_object();
-        for (size_t i = 0; i < c->n_metadata; i++)
-            nf_jobj_set(m, c->metadata[i].name,
-                        nf_jnew_raw(c->metadata[i].raw_value, strlen(c->metadata[i].raw_value)));
+        if (c->metadata_text)
+            nf_jspan_members(c->metadata_text, nf_jspan_root(c->metadata_text, c->metadata_len),
+                             meta_member, m);
         if (any_digest) {
             nf_jval *in = nf_jnew_object(), *sh = nf_jnew_object();
             for (size_t i = 0; i < c->n_objects; i++)
-                if (c->objects[i].sha256[0])
-                    nf_jobj_set(sh, c->objects[i].id, nf_jnew_string(c->objects[i].sha256));
+                if (c->objects[i].has_digest) {
+                    char hex[65];
+                    nf_object_digest_hex(&c->objects[i], hex);
+                    nf_jobj_set(sh, c->objects[i].id, nf_jnew_string(hex));
+                }
             nf_jobj_set(in, "sha256", sh);
             nf_jobj_set(m, "integrity", in);
         }
         nf_jobj_set(root, "metadata", m);
     }
-    if (c->provenance_raw)
-        nf_jobj_set(root, "provenance",
-                    nf_jnew_raw(c->provenance_raw, strlen(c->provenance_raw)));
+    if (c->provenance_text)
+        nf_jobj_set(root, "provenance", nf_jnew_raw(c->provenance_text, c->provenance_len));
     char *text = nf_jval_to_text(root, op->pretty, len);
     nf_jval_free(root);
     return text;
 }
 
 /* ---- manifest editing ---- */
-
-size_t nf_catalog_add_tensor(nf_catalog *c, const char *id, const uint64_t *dims,
-                             unsigned rank, const char *format, const char *layout,
-                             const char *source_json)
-{
-    if (nf_catalog_find(c, id) != SIZE_MAX || rank > NF_MAX_RANK)
-        return SIZE_MAX;
-    nf_object *nv = realloc(c->objects, (c->n_objects + 1) * sizeof *nv);
-    if (!nv)
-        return SIZE_MAX;
-    c->objects = nv;
-    nf_object *o = &c->objects[c->n_objects];
-    memset(o, 0, sizeof *o);
-    o->id = strdup(id);
-    o->kind = NF_OBJ_TENSOR;
-    o->rank = rank;
-    if (rank)
-        memcpy(o->dims, dims, rank * sizeof *dims);
-    o->format_name = strdup(format);
-    o->layout_name = strdup(layout);
-    o->format = nf_format_from_name(format, strlen(format));
-    o->layout = nf_layout_from_name(layout, strlen(layout));
-    o->divisors = 1;
-    o->source_raw = source_json ? strdup(source_json) : NULL;
-    if (!o->id || !o->format_name || !o->layout_name || (source_json && !o->source_raw))
-        return SIZE_MAX;
-    o->enc_status = nf_encoding_compute(o->format, o->layout, o->dims, o->rank, 1, &o->enc, NULL);
-    if (o->enc_status == NF_ENC_OK) {
-        o->bytes = o->enc.encoded_bytes;
-        o->has_bytes = true;
-    }
-    size_t idx = c->n_objects++;
-    if (!c->ids)
-        c->ids = idmap_new();
-    if (!c->ids || nf_strmap_add(c->ids, o->id, strlen(o->id), idx) == SIZE_MAX - 1)
-        return SIZE_MAX;
-    return idx;
-}
-
-bool nf_use_add_aux(nf_use *u, const char *role, const char *obj_id, size_t obj)
-{
-    for (size_t i = 0; i < u->n_aux; i++)
-        if (!strcmp(u->aux[i].role, role))
-            return false;
-    nf_aux *na = realloc(u->aux, (u->n_aux + 1) * sizeof *na);
-    if (!na)
-        return false;
-    u->aux = na;
-    nf_aux *a = &u->aux[u->n_aux];
-    memset(a, 0, sizeof *a);
-    a->role = strdup(role);
-    a->b.object = strdup(obj_id);
-    a->b.obj = obj;
-    if (!a->role || !a->b.object)
-        return false;
-    u->n_aux++;
-    return true;
-}
 
 struct prov_ctx {
     const char *skip;
@@ -1809,17 +1743,18 @@ bool nf_catalog_set_provenance(nf_catalog *c, const char *name, const char *valu
     struct prov_ctx pc = {name, nf_jnew_object(), true};
     if (!pc.obj)
         return false;
-    if (c->provenance_raw) {
-        size_t n = strlen(c->provenance_raw);
-        nf_jspan_members(c->provenance_raw, nf_jspan_root(c->provenance_raw, n), prov_member, &pc);
-    }
+    if (c->provenance_text)
+        nf_jspan_members(c->provenance_text, nf_jspan_root(c->provenance_text, c->provenance_len),
+                         prov_member, &pc);
     pc.ok &= nf_jobj_set(pc.obj, name, nf_jnew_raw(value_json, strlen(value_json)));
     char *t = pc.ok ? nf_jval_to_text(pc.obj, false, NULL) : NULL;
     nf_jval_free(pc.obj);
     if (!t)
         return false;
-    free(c->provenance_raw);
-    c->provenance_raw = t;
+    free(c->own_provenance);
+    c->own_provenance = t;
+    c->provenance_text = t;
+    c->provenance_len = strlen(t);
     c->has_provenance = true;
     return true;
 }

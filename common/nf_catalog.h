@@ -12,8 +12,8 @@
  * checked, so one run reports all it can.
  *
  * Ownership: the catalog owns every string in it. config, metadata (less
- * integrity) and provenance are kept as raw JSON text and written back
- * byte for byte.
+ * integrity) and provenance are kept as spans of the catalog text and
+ * written back byte for byte (DESIGN 3, 14).
  */
 #ifndef NF_CATALOG_H
 #define NF_CATALOG_H
@@ -59,28 +59,42 @@ typedef struct nf_source {
     char *pointer;           /* JSON Pointer of this source (for messages) */
 } nf_source;
 
+/* Ownership of every record below: the catalog owns all of it. Strings,
+ * shapes, parts, auxiliaries and resource lists live in the catalog's arena
+ * (one bump allocator freed with the catalog): never free or realloc them,
+ * and change them only through the nf_object_set_* / nf_use_* functions
+ * below. Strings are NUL-terminated (IDs hold no U+0000, DESIGN 13). Equal
+ * strings may share storage: a use's `parameter` is its binding's name, a
+ * reference is the referenced object's ID, format/layout/encoding names,
+ * inputs and roles are interned. Record arrays (objects, bindings, ...) may
+ * move when records are added (nf_catalog_add_tensor): hold indices, not
+ * pointers, across additions. */
+
 typedef struct {
     char *id;
     nf_obj_kind kind;
     /* tensor */
     unsigned rank;
-    uint64_t dims[NF_MAX_RANK];
+    uint64_t *dims;     /* rank entries (never NULL, also for rank 0) */
     char *format_name, *layout_name;
     nf_format format;   /* NF_FMT_UNKNOWN for names this build does not know */
     nf_layout layout;
     uint64_t divisors;  /* 1 when absent */
     bool has_divisors;
-    nf_enc_status enc_status; /* of nf_encoding_compute */
-    nf_encoding enc;
+    nf_enc_status enc_status; /* of nf_encoding_compute on the fields above;
+                                 nf_object_encoding gives the planes */
+    uint64_t elements;  /* elements(shape) (spec 1) when the shape is valid, else 0 */
     /* resource */
     char *encoding_name;
     /* both */
     uint64_t offset, bytes;
     bool has_offset, has_bytes;
-    /* metadata.integrity.sha256[id], 64 lowercase hex + NUL, or "" */
-    char sha256[65];
+    /* metadata.integrity.sha256[id] as 32 raw bytes (DESIGN 9, 13);
+     * nf_object_digest_hex / nf_object_set_digest_hex convert */
+    bool has_digest;
+    uint8_t digest[32];
     /* manifest only */
-    nf_source *source;  /* NULL when absent */
+    nf_source *source;  /* NULL when absent (malloc'ed tree, owned) */
     char *source_raw;   /* the source as JSON text, written back by manifest
                            serialization (ninfer-quant passes sources on) */
     bool bytes_given;   /* `bytes` was written in the manifest */
@@ -103,6 +117,8 @@ typedef struct {
 typedef struct {
     char *name;          /* logical parameter name */
     nf_binding b;
+    size_t component;    /* index of the component owning the name
+                            (nf_catalog_owner), SIZE_MAX when none */
 } nf_named_binding;
 
 typedef struct {
@@ -115,6 +131,8 @@ typedef struct {
     char *activation_policy; /* NULL when absent; else A16Only/AllowA8/AllowA4 */
     nf_aux *aux;
     size_t n_aux;
+    size_t binding;      /* index of the binding named `parameter`, SIZE_MAX
+                            when there is none (a `reference` error) */
 } nf_use;
 
 typedef struct {
@@ -125,8 +143,15 @@ typedef struct {
 
 typedef struct {
     char *id;
-    char *config_raw;    /* raw JSON text of config, as written */
+    /* config: its JSON text exactly as written, config_text[0..config_len)
+     * (NOT NUL-terminated: a span of the catalog's text; "{}" when the
+     * catalog lacks one). Parse it with nf_jdoc_parse when its values are
+     * needed (DESIGN 14: the cost guard applies to it alone). */
+    const char *config_text;
+    size_t config_len;
     char *target;        /* NULL when absent */
+    size_t target_index; /* index of the target component, SIZE_MAX when
+                            absent or unresolved */
     nf_resource_ref *resources;
     size_t n_resources;
     bool has_proposal;
@@ -141,10 +166,8 @@ typedef struct {
     uint64_t logical_offset; /* P_i of spec 2.2 */
 } nf_file;
 
-typedef struct {
-    char *name;          /* unescaped member name */
-    char *raw_value;     /* raw JSON text */
-} nf_raw_member;
+struct nf_catalog_index; /* lookups; see nf_catalog_find and friends */
+struct nf_arena;
 
 typedef struct nf_catalog {
     nf_component *components;
@@ -159,11 +182,22 @@ typedef struct nf_catalog {
     size_t n_files;
     bool has_files;
     bool has_metadata, has_provenance, has_integrity;
-    nf_raw_member *metadata;   /* members other than "integrity", in order */
-    size_t n_metadata;
-    char *provenance_raw;      /* NULL when absent */
+    /* Open members as written (spans, NOT NUL-terminated): the metadata
+     * object with all its members (integrity included; serialization leaves
+     * integrity out and writes its own) and the provenance object. NULL/0
+     * when absent. */
+    const char *metadata_text;
+    size_t metadata_len;
+    const char *provenance_text;
+    size_t provenance_len;
     uint64_t payload_bytes;    /* sum of files[].payload_bytes */
-    struct nf_strmap *ids;     /* object ID -> index */
+    /* private */
+    struct nf_catalog_index *ix;
+    struct nf_arena *arena;
+    char *text;                /* the catalog text the spans point into */
+    size_t text_len;
+    char *own_provenance;      /* nf_catalog_set_provenance's text */
+    size_t objects_cap;        /* objects allocated (>= n_objects) */
 } nf_catalog;
 
 typedef enum {
@@ -172,17 +206,72 @@ typedef enum {
 } nf_cat_mode;
 
 /* Parse and validate a catalog from JSON text[0..len) (spec 11.1 items
- * 1, 3 and 4, plus the files table of item 2 without file lengths).
- * max_json_depth 0 means 64. Returns the catalog (possibly with problems
- * recorded in d: check nf_diags_exit) or NULL when the text is not even a
- * JSON object to read from (d says why). entry_name, when not NULL, is the
- * entry's file name, which no part path may equal (spec 3.3). */
+ * 1, 3 and 4, plus the files table of item 2 without file lengths) in one
+ * pass of the strict scanner (nf_jscan.h; DESIGN 14): the record arrays go
+ * into compact records, config/metadata/provenance stay text spans. Time
+ * is linear in len; memory, beyond the text, is a small multiple of the
+ * records (about 150 bytes per object, 50 per binding and per use, plus
+ * the strings), whatever the text holds: no catalog is refused for what
+ * parsing it costs. Returns the catalog (possibly with problems recorded
+ * in d: check nf_diags_exit) or NULL when the text is not even a JSON
+ * object to read from (d says why). entry_name, when not NULL, is the
+ * entry's file name, which no part path may equal (spec 3.3). The text is
+ * copied (see nf_catalog_parse_owned to hand a buffer over instead). */
 nf_catalog *nf_catalog_parse(const char *text, size_t len, nf_cat_mode mode,
                              const char *entry_name, nf_diags *d);
+
+/* The same, taking ownership of the malloc'ed buffer text[0..len): the
+ * catalog keeps it (nf_catalog_text gives it back, unchanged) and frees it
+ * with itself; on a NULL return it is freed at once. */
+nf_catalog *nf_catalog_parse_owned(char *text, size_t len, nf_cat_mode mode,
+                                   const char *entry_name, nf_diags *d);
+
+/* The catalog text as parsed, byte for byte (len: its length). */
+const char *nf_catalog_text(const nf_catalog *c, size_t *len);
+
 void nf_catalog_free(nf_catalog *c);
 
-/* Index of the object with this ID, or SIZE_MAX. O(1) expected. */
+/* ---- lookups (DESIGN 14: resolved once, when the catalog is parsed) ----
+ * Every lookup is O(1) expected (keyed hashes, so chosen names cannot make
+ * them slow) and returns SIZE_MAX when nothing matches or the argument is
+ * NULL. With duplicates (a `duplicate-id` or `duplicate-use` problem) the
+ * first record wins, as references resolve. */
+
+/* Index of the object with this ID. */
 size_t nf_catalog_find(const nf_catalog *c, const char *id);
+
+/* Index of the binding of this logical parameter name. */
+size_t nf_catalog_binding(const nf_catalog *c, const char *name);
+
+/* Index of the component with this ID. */
+size_t nf_catalog_component(const nf_catalog *c, const char *id);
+
+/* The component owning a logical name (spec 4.2, 9.2; DESIGN 10): the one
+ * whose ID is the name's first segment ("text" for "text/layers/0/..."),
+ * and "text" for root "proposal/..." names (spec 9.2). Bindings carry
+ * theirs in nf_named_binding.component. */
+size_t nf_catalog_owner(const nf_catalog *c, const char *name);
+
+/* The uses of binding b (an index into bindings), in catalog order: *n of
+ * them, indices into uses (NULL and 0 when none). Valid until the uses
+ * change. */
+const size_t *nf_catalog_uses_of(const nf_catalog *c, size_t b, size_t *n);
+
+/* Index of the use (parameter, input), or SIZE_MAX. */
+size_t nf_catalog_use(const nf_catalog *c, const char *parameter, const char *input);
+
+/* The planes and encoded size of tensor object o (DESIGN 8), computed from
+ * its format, layout, shape and divisors: returns o->enc_status, and fills
+ * *out when that is NF_ENC_OK. O(1). */
+nf_enc_status nf_object_encoding(const nf_object *o, nf_encoding *out);
+
+/* The object's digest as 64 lowercase hex digits and a NUL ("" when it has
+ * none). */
+void nf_object_digest_hex(const nf_object *o, char hex[65]);
+
+/* Set the digest from 64 hex digits (either case); false (and nothing
+ * changes) when hex is not that. */
+bool nf_object_set_digest_hex(nf_object *o, const char *hex);
 
 /* Manifest layout (DESIGN 5): compute missing tensor bytes (encoded size)
  * and lay out objects without offsets in array order after the previous
@@ -210,18 +299,31 @@ typedef struct {
 char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *o,
                            size_t *len);
 
+/* ---- editing (manifests: ninfer-quant) ---- */
+
 /* Append a tensor object (manifest editing, e.g. ninfer-quant's auxiliary
  * scalars): id, shape, format/layout names and the source as JSON text are
  * copied; the encoding is computed. Returns the new index or SIZE_MAX (an
- * ID already in use, or out of memory). */
+ * ID already in use, rank above NF_MAX_RANK, or out of memory). */
 size_t nf_catalog_add_tensor(nf_catalog *c, const char *id, const uint64_t *dims,
                              unsigned rank, const char *format, const char *layout,
                              const char *source_json);
 
+/* Give tensor object i a new encoding: format and layout names (copied),
+ * divisors (0: absent, i.e. 1). Recomputes format/layout/enc_status and
+ * sets bytes to the encoded size (has_bytes), drops the digest. Returns
+ * false when out of memory. */
+bool nf_object_set_encoding(nf_catalog *c, size_t i, const char *format, const char *layout,
+                            uint64_t divisors);
+
+/* Set (policy != NULL, copied) or remove a use's activation_policy. False
+ * when out of memory. */
+bool nf_use_set_policy(nf_catalog *c, nf_use *u, const char *policy);
+
 /* Add an auxiliary input (spec 8) binding the whole object obj_id under
  * role to use u. Returns false on allocation failure or when the role is
  * already there. */
-bool nf_use_add_aux(nf_use *u, const char *role, const char *obj_id, size_t obj);
+bool nf_use_add_aux(nf_catalog *c, nf_use *u, const char *role, const char *obj_id, size_t obj);
 
 /* Set member `name` of the provenance object to the JSON text value_json
  * (replacing a member of that name; other members keep their text).

@@ -886,7 +886,7 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
             free(src[i].s.mem);
             memset(&src[i].s, 0, sizeof src[i].s);
             src[i].transcode = true;
-            uint64_t el = o->enc.elements, cols = o->rank >= 2 ? o->dims[o->rank - 1] : el;
+            uint64_t el = o->elements, cols = o->rank >= 2 ? o->dims[o->rank - 1] : el;
             if (add_values(&p, o, o->source, &src[i], cols, el, 0) < 0)
                 continue;
             if (src[i].v.elements != el) {
@@ -894,7 +894,7 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
                             (unsigned long long)src[i].v.elements, (unsigned long long)el);
                 continue;
             }
-            o->sha256[0] = 0;
+            o->has_digest = false;
             continue;
         }
         if (r < 0)
@@ -906,12 +906,12 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
         }
         o->bytes = src[i].s.total;
         o->has_bytes = true;
-        o->sha256[0] = 0;
+        o->has_digest = false;
     }
     if (nf_diags_exit(d) || nf_catalog_layout(c, d) < 0)
         goto done;
     for (size_t i = 0; i < c->n_objects && !wc->no_digests; i++)
-        memcpy(c->objects[i].sha256, ZEROS64, 65);
+        nf_object_set_digest_hex(&c->objects[i], ZEROS64);
     nf_write_opts wo = wc->w;
     if (nf_plan_make(c, &wo, entry ? entry : "-", !wc->no_digests && !stream_out, &plan, d) < 0)
         goto done;
@@ -1007,8 +1007,11 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
                 nf_progress_update(&pr, done_bytes, c->payload_bytes);
             }
         }
-        if (h)
-            nf_sha256_final(h, o->sha256);
+        if (h) {
+            char hex[65];
+            nf_sha256_final(h, hex);
+            nf_object_set_digest_hex(o, hex);
+        }
     }
     nf_progress_done(&pr);
     rc = nf_writer_finish_catalog(w, c, !wc->no_digests, d);

@@ -256,37 +256,26 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
     for (size_t i = 0; i < n0; i++) {
         if (!ch[i].rule)
             continue;
-        nf_object *o = &c->objects[i];
         const nf_quant_rule *r = ch[i].rule;
-        free(o->format_name);
-        free(o->layout_name);
-        o->format_name = strdup(r->format);
-        o->layout_name = strdup(r->layout);
-        o->format = nf_format_from_name(r->format, strlen(r->format));
-        o->layout = nf_layout_from_name(r->layout, strlen(r->layout));
-        o->divisors = r->divisors ? r->divisors : 1;
-        o->has_divisors = r->divisors > 0;
-        o->enc_status = nf_encoding_compute(o->format, o->layout, o->dims, o->rank, o->divisors,
-                                            &o->enc, NULL);
-        o->bytes = o->enc.encoded_bytes;
-        o->has_bytes = true;
-        o->sha256[0] = 0;
+        if (!nf_object_set_encoding(c, i, r->format, r->layout, r->divisors)) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            rc = -1;
+            goto out;
+        }
     }
     /* policies, and the nvfp4 activation divisor of AllowA4 (spec 8) */
     for (size_t u = 0; u < c->n_uses; u++) {
         nf_use *use = &c->uses[u];
-        const nf_quant_rule *r = NULL;
-        size_t b;
-        for (b = 0; b < c->n_bindings; b++)
-            if (use->parameter && !strcmp(c->bindings[b].name, use->parameter)) {
-                r = by_param[b];
-                break;
-            }
+        /* the use's binding was resolved when the manifest was read */
+        const nf_quant_rule *r = use->binding < c->n_bindings ? by_param[use->binding] : NULL;
         /* a lookup use (token ids into the embedding) has no policy to set */
         if (!r || !r->policy || !use->activation_policy)
             continue;
-        free(use->activation_policy);
-        use->activation_policy = strdup(r->policy);
+        if (!nf_use_set_policy(c, use, r->policy)) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            rc = -1;
+            break;
+        }
         if (strcmp(r->policy, "AllowA4") || strcmp(r->format, "nvfp4"))
             continue;
         char *id = NULL;
@@ -298,7 +287,7 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
         if (oi == SIZE_MAX)
             oi = nf_catalog_add_tensor(c, id, NULL, 0, "fp32", "contiguous_le_v1",
                                        "{\"values\":[1.0],\"dtype\":\"f32\"}");
-        if (oi == SIZE_MAX || (!nf_use_add_aux(use, "activation_input_divisor", id, oi) &&
+        if (oi == SIZE_MAX || (!nf_use_add_aux(c, use, "activation_input_divisor", id, oi) &&
                                use->n_aux == 0)) {
             nf_diag_add(d, NF_C_IO, "", "cannot add the activation divisor of \"%s\"", use->parameter);
             rc = -1;
@@ -324,12 +313,11 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
     nf_jobj_set(q, "encoder", nf_jnew_string("DESIGN 7.4 defaults (least-squares scale search)"));
     nf_jobj_set(q, "rules", arr);
     /* a second run keeps the first one's record under "previous" */
-    if (c->provenance_raw) {
-        size_t pl = strlen(c->provenance_raw);
+    if (c->provenance_text) {
         nf_span prev;
-        if (nf_jspan_member(c->provenance_raw, nf_jspan_root(c->provenance_raw, pl), "quantization",
-                            12, &prev))
-            nf_jobj_set(q, "previous", nf_jnew_raw(c->provenance_raw + prev.start, prev.len));
+        if (nf_jspan_member(c->provenance_text, nf_jspan_root(c->provenance_text, c->provenance_len),
+                            "quantization", 12, &prev))
+            nf_jobj_set(q, "previous", nf_jnew_raw(c->provenance_text + prev.start, prev.len));
     }
     char *t = nf_jval_to_text(q, false, NULL);
     nf_jval_free(q);

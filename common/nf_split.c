@@ -62,15 +62,15 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
     }
     for (size_t i = 0; i < n; i++) {
         nf_object *o = &c->objects[i];
-        memcpy(carried[i], o->sha256, 65);
+        nf_object_digest_hex(o, carried[i]);
         if (wc->no_digests) {
-            o->sha256[0] = 0;
+            o->has_digest = false;
             continue;
         }
         /* check carried digests whenever the bytes pass through us anyway */
-        want[i] = stream_in || wc->verify || (!o->sha256[0] && !stream_out);
-        if (!o->sha256[0] && !stream_out)
-            memcpy(o->sha256, ZEROS64, 65); /* placeholder: same length as the digest */
+        want[i] = stream_in || wc->verify || (!o->has_digest && !stream_out);
+        if (!o->has_digest && !stream_out)
+            nf_object_set_digest_hex(o, ZEROS64); /* placeholder: same length as the digest */
         hashing |= want[i];
     }
     if (nf_plan_make(c, &wc->w, entry, !wc->no_digests, &plan, d) < 0)
@@ -148,7 +148,7 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
             bad = true;
         }
         if (!stream_out)
-            memcpy(c->objects[i].sha256, got[i], 65);
+            nf_object_set_digest_hex(&c->objects[i], got[i]);
     }
     if (bad)
         goto out_w;

@@ -1,21 +1,69 @@
-/* nf_strmap.c — open addressing with linear probing, load <= 1/2. */
+/* nf_strmap.c — open addressing with linear probing, load <= 1/2; and
+ * the keyed hash the library's name maps share. */
 #include "nf_strmap.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-static uint64_t hash(const char *s, size_t n)
+#include "nf_util.h"
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                        \
+    do {                                                                \
+        v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);       \
+        v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                          \
+        v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                          \
+        v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);       \
+    } while (0)
+
+uint64_t nf_siphash13(const void *p, size_t len, const uint64_t key[2])
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h ^ (h >> 29);
+    const unsigned char *in = p;
+    uint64_t k0 = key[0], k1 = key[1];
+    uint64_t v0 = 0x736f6d6570736575ULL ^ k0, v1 = 0x646f72616e646f6dULL ^ k1;
+    uint64_t v2 = 0x6c7967656e657261ULL ^ k0, v3 = 0x7465646279746573ULL ^ k1;
+    uint64_t b = (uint64_t)len << 56, m;
+    const unsigned char *stop = in + (len & ~(size_t)7);
+    for (; in != stop; in += 8) {
+        m = nf_load_le64(in);
+        v3 ^= m;
+        SIPROUND;
+        v0 ^= m;
+    }
+    m = 0;
+    for (size_t k = 0; k < (len & 7); k++)
+        m |= (uint64_t)in[k] << (8 * k);
+    b |= m;
+    v3 ^= b;
+    SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+void nf_hash_key(uint64_t key[2])
+{
+    if (nf_random_bytes(key, 2 * sizeof *key) == 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    key[0] = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)key;
+    key[1] = (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&ts;
+}
+
+static uint64_t hash(const nf_strmap *m, const char *s, size_t n)
+{
+    return nf_siphash13(s, n, m->hkey);
 }
 
 static size_t find(const nf_strmap *m, const char *key, size_t len)
 {
-    size_t j = hash(key, len) & (m->cap - 1);
+    size_t j = hash(m, key, len) & (m->cap - 1);
     while (m->key[j] && !(m->klen[j] == len && memcmp(m->key[j], key, len) == 0))
         j = (j + 1) & (m->cap - 1);
     return j;
@@ -24,6 +72,10 @@ static size_t find(const nf_strmap *m, const char *key, size_t len)
 static bool grow(nf_strmap *m)
 {
     nf_strmap n = {0};
+    if (!m->cap)
+        nf_hash_key(m->hkey);
+    n.hkey[0] = m->hkey[0];
+    n.hkey[1] = m->hkey[1];
     n.cap = m->cap ? m->cap * 2 : 16;
     n.key = calloc(n.cap, sizeof *n.key);
     n.klen = calloc(n.cap, sizeof *n.klen);

@@ -3,7 +3,7 @@
  * are generated at test time by small C tools).
  *
  *   nf-mkarch --arch FAMILY [--mtp] [--tied] [--language-model] [--dtype T]
- *             [--vocab V] [--seed N] DIR
+ *             [--vocab V] [--layers L] [--experts E] [--seed N] DIR
  *
  * FAMILY: llama, qwen2, qwen3, qwen3moe, qwen3next, qwen3_5, spec121 (the
  * spec's small Qwen3.5 Text example of 12.1: H=128, I=256, Nq=Nkv=1, D=128,
@@ -13,7 +13,12 @@
  * tokenizer_config.json, chat_template.jinja and generation_config.json.
  * --mtp adds Qwen3-Next / Qwen3.5 mtp.* tensors; --language-model writes a
  * multimodal config (text_config) and prefixes tensor names with
- * model.language_model. (Qwen3.5).
+ * model.language_model. (Qwen3.5). --layers L and --experts E change the
+ * layer count and (MoE families) the expert count; a hybrid family given
+ * --layers puts full attention on every 4th layer (3, 7, ...), as
+ * Qwen3-Next-80B and Qwen3.5 do (`--arch qwen3next --layers 48 --experts 512`
+ * has Qwen3-Next-80B's 74,391 tensors, with tiny hidden sizes; the
+ * catalog benchmark, scripts/bench-catalog.sh, uses it).
  *
  * The tensor names and shapes are written here from the Hugging Face
  * modelling code, independently of the binder (common/arch/), so the tests
@@ -260,7 +265,7 @@ static int write_safetensors(const char *dir, const char *dtype)
 
 static const char usage_text[] =
     "usage: " PROG " --arch FAMILY [--mtp] [--tied] [--language-model] [--dtype bf16|f32|f16]\n"
-    "       [--vocab V] [--seed N] DIR\n"
+    "       [--vocab V] [--layers L] [--experts E] [--seed N] DIR\n"
     "FAMILY: llama qwen2 qwen3 qwen3moe qwen3next qwen3_5 spec121\n";
 
 int main(int argc, char **argv)
@@ -270,11 +275,12 @@ int main(int argc, char **argv)
         {"tied", no_argument, 0, 't'},       {"language-model", no_argument, 0, 'l'},
         {"dtype", required_argument, 0, 'd'}, {"vocab", required_argument, 0, 'v'},
         {"seed", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
+        {"layers", required_argument, 0, 'L'}, {"experts", required_argument, 0, 'E'},
         {0, 0, 0, 0},
     };
     const char *arch = NULL, *dtype = "bf16";
     bool mtp = false, tied = false, lm = false;
-    uint64_t seed = 1, vocab = 0;
+    uint64_t seed = 1, vocab = 0, layers = 0, experts = 0;
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
@@ -285,6 +291,18 @@ int main(int argc, char **argv)
         case 'd': dtype = optarg; break;
         case 'v':
             if (!nf_parse_u64(optarg, &vocab) || !vocab) {
+                fputs(usage_text, stderr);
+                return 2;
+            }
+            break;
+        case 'L':
+            if (!nf_parse_u64(optarg, &layers) || !layers || layers > 1024) {
+                fputs(usage_text, stderr);
+                return 2;
+            }
+            break;
+        case 'E':
+            if (!nf_parse_u64(optarg, &experts) || !experts || experts > 4096) {
                 fputs(usage_text, stderr);
                 return 2;
             }
@@ -348,6 +366,28 @@ int main(int argc, char **argv)
     }
     if (vocab)
         f.V = vocab;
+    if (experts && !f.E) {
+        fprintf(stderr, PROG ": --experts: %s has no experts\n", arch);
+        return 2;
+    }
+    if (experts)
+        f.E = experts;
+    char *kinds = NULL;
+    if (layers) {
+        if (f.mlp_only != ~0ull && f.mlp_only >= layers)
+            f.mlp_only = ~0ull;
+        if (f.layer_kinds) {
+            /* full attention every 4th layer (full_attention_interval 4) */
+            kinds = malloc(layers + 1);
+            if (!kinds)
+                return 3;
+            for (uint64_t i = 0; i < layers; i++)
+                kinds[i] = i % 4 == 3 ? 'f' : 'l';
+            kinds[layers] = 0;
+            f.layer_kinds = kinds;
+        }
+        f.L = layers;
+    }
     bool hybrid = f.layer_kinds != NULL;
     const char *mp = lm && hybrid ? "model.language_model" : "model";
 
@@ -442,5 +482,6 @@ int main(int argc, char **argv)
                           "<|im_end|>\n{% endfor %}");
     rc = rc || write_text(dir, "generation_config.json", "{\"eos_token_id\": [1, 2]}\n");
     free(T);
+    free(kinds);
     return rc ? 3 : 0;
 }
