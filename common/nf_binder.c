@@ -21,15 +21,17 @@ static const struct {
     int (*build)(nf_ab *b);
     const char *gguf_arch;   /* llama.cpp general.architecture, or NULL */
     const char *target_arch; /* the target's architecture, or NULL: no target */
+    const char *target_alt;  /* another architecture the target may have */
 } modules[] = {
-    {"LlamaForCausalLM", nf_arch_llama, "llama", NULL},
-    {"Qwen2ForCausalLM", nf_arch_qwen2, "qwen2", NULL},
-    {"Qwen3ForCausalLM", nf_arch_qwen3, "qwen3", NULL},
-    {"Qwen3MoeForCausalLM", nf_arch_qwen3_moe, "qwen3moe", NULL},
-    {"Qwen3NextForCausalLM", nf_arch_qwen3_next, NULL, NULL},
-    {"Qwen3_5ForCausalLM", nf_arch_qwen3_5, NULL, NULL},
-    {"Qwen3NextMTP", nf_arch_mtp, NULL, "Qwen3NextForCausalLM"},
-    {"Qwen3_5MTP", nf_arch_mtp, NULL, "Qwen3_5ForCausalLM"},
+    {"LlamaForCausalLM", nf_arch_llama, "llama", NULL, NULL},
+    {"Qwen2ForCausalLM", nf_arch_qwen2, "qwen2", NULL, NULL},
+    {"Qwen3ForCausalLM", nf_arch_qwen3, "qwen3", NULL, NULL},
+    {"Qwen3MoeForCausalLM", nf_arch_qwen3_moe, "qwen3moe", NULL, NULL},
+    {"Qwen3NextForCausalLM", nf_arch_qwen3_next, "qwen3next", NULL, NULL},
+    {"Qwen3_5ForCausalLM", nf_arch_qwen3_5, "qwen35", NULL, NULL},
+    {"Qwen3_5MoeForCausalLM", nf_arch_qwen3_5_moe, "qwen35moe", NULL, NULL},
+    {"Qwen3NextMTP", nf_arch_mtp, NULL, "Qwen3NextForCausalLM", NULL},
+    {"Qwen3_5MTP", nf_arch_mtp, NULL, "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM"},
 };
 #define N_MODULES (sizeof modules / sizeof *modules)
 
@@ -261,6 +263,83 @@ void nf_ab_map_rows(nf_ab *b, size_t param, nf_naming n, size_t t, uint64_t firs
     m->n_ranges = nr;
 }
 
+void nf_ab_map_range(nf_ab *b, size_t param, nf_naming n, size_t t, uint64_t begin,
+                     uint64_t end)
+{
+    if (b->failed || param == SIZE_MAX || t == SIZE_MAX)
+        return;
+    const nf_src_tensor *st = &b->p->tensors[n][t];
+    nf_src_map *m = &b->p->params[param].src[n];
+    if (begin >= end || end > st->elements) {
+        nf_ab_fail(b, NF_C_RANGE, NULL, "%s: elements [%llu, %llu) outside tensor %s",
+                   b->p->params[param].name, (unsigned long long)begin, (unsigned long long)end,
+                   st->name);
+        return;
+    }
+    nf_erange *r = malloc(sizeof *r);
+    if (!r) {
+        nf_ab_fail(b, NF_C_IO, NULL, "out of memory");
+        return;
+    }
+    *r = (nf_erange){begin, end};
+    free(m->ranges);
+    m->tensor = t;
+    m->ranges = r;
+    m->n_ranges = 1;
+}
+
+void nf_ab_map_tiled(nf_ab *b, size_t param, nf_naming n, size_t t, uint64_t lead,
+                     uint64_t first, uint64_t hk, uint64_t hv, uint64_t hd)
+{
+    if (b->failed || param == SIZE_MAX || t == SIZE_MAX)
+        return;
+    const nf_src_tensor *st = &b->p->tensors[n][t];
+    nf_src_map *m = &b->p->params[param].src[n];
+    uint64_t rows = st->dims[0], cols = st->elements / rows, r = hv / hk; /* hk | hv: checked */
+    if (lead > first || first > rows || hv * hd > rows - first) { /* hv*hd: a checked width */
+        nf_ab_fail(b, NF_C_RANGE, NULL, "%s: %llu tiled heads of %llu rows from row %llu "
+                   "outside tensor %s", b->p->params[param].name, (unsigned long long)hv,
+                   (unsigned long long)hd, (unsigned long long)first, st->name);
+        return;
+    }
+    nf_erange *v = calloc(hv + 1, sizeof *v);
+    if (!v) {
+        nf_ab_fail(b, NF_C_IO, NULL, "out of memory");
+        return;
+    }
+    size_t nr = 0;
+    if (lead)
+        v[nr++] = (nf_erange){0, lead * cols};
+    for (uint64_t h = 0; h < hv; h++) {
+        uint64_t r0 = first + ((h % r) * hk + h / r) * hd, r1 = r0 + hd;
+        if (nr && v[nr - 1].end == r0 * cols)
+            v[nr - 1].end = r1 * cols;
+        else
+            v[nr++] = (nf_erange){r0 * cols, r1 * cols};
+    }
+    free(m->ranges);
+    m->tensor = t;
+    m->ranges = v;
+    m->n_ranges = nr;
+}
+
+void nf_ab_tensor_map(nf_ab *b, size_t t, nf_naming n, nf_value_map map)
+{
+    if (!b->failed && t != SIZE_MAX)
+        b->p->tensors[n][t].map = map;
+}
+
+void nf_ab_tensor_tiled_columns(nf_ab *b, size_t t, nf_naming n, uint64_t hk, uint64_t hv,
+                                uint64_t hd)
+{
+    if (b->failed || t == SIZE_MAX || hk == hv)
+        return;
+    nf_src_tensor *st = &b->p->tensors[n][t];
+    st->tiled_k = hk;
+    st->tiled_v = hv;
+    st->tiled_hd = hd;
+}
+
 void nf_ab_share(nf_ab *b, size_t param, bool full, const char *name)
 {
     if (b->failed || param == SIZE_MAX)
@@ -445,7 +524,8 @@ int nf_arch_derive(const nf_arch_input *in, nf_arch_plan *out, nf_diags *d)
         nf_diag_add(d, NF_C_UNSUPPORTED, q ? q : b.own_ptr,
                     "unknown architecture \"%s\" (known: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3NextForCausalLM, "
-                    "Qwen3_5ForCausalLM, Qwen3NextMTP, Qwen3_5MTP)", arch);
+                    "Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, Qwen3NextMTP, Qwen3_5MTP)",
+                    arch);
         free(q);
         goto done;
     }
@@ -468,10 +548,13 @@ int nf_arch_derive(const nf_arch_input *in, nf_arch_plan *out, nf_diags *d)
             goto done;
         }
         const char *ta = arch_of(nf_jdoc_root(tdoc), NULL, NULL);
-        if (!ta || strcmp(ta, modules[m].target_arch) != 0) {
+        if (!ta || (strcmp(ta, modules[m].target_arch) != 0 &&
+                    (!modules[m].target_alt || strcmp(ta, modules[m].target_alt) != 0))) {
             nf_diag_add(d, NF_C_TARGET, b.own_ptr,
-                        "component \"%s\" (%s) needs a target of architecture %s; \"%s\" is %s",
-                        in->component, arch, modules[m].target_arch, in->target_component,
+                        "component \"%s\" (%s) needs a target of architecture %s%s%s; \"%s\" is %s",
+                        in->component, arch, modules[m].target_arch,
+                        modules[m].target_alt ? " or " : "",
+                        modules[m].target_alt ? modules[m].target_alt : "", in->target_component,
                         ta ? ta : "without architectures");
             goto done;
         }

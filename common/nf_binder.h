@@ -13,8 +13,11 @@
  *
  * Known architectures (config.architectures[0]), one module each under
  * common/arch/: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
- * Qwen3MoeForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM, and the
- * mtp component's Qwen3NextMTP and Qwen3_5MTP (target: the text component).
+ * Qwen3MoeForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM,
+ * Qwen3_5MoeForCausalLM, and the mtp component's Qwen3NextMTP and
+ * Qwen3_5MTP (target: the text component; Qwen3_5MTP targets Qwen3.5 or
+ * Qwen3.5-MoE). The binder reads normalized configs only (DESIGN 10:
+ * nf_import_normalize_config turns wrapper configs into these).
  *
  * Units: shapes and element counts in elements (C order, spec 7.2); element
  * ranges [begin, end) as spec 7.1's part ranges. Every product and sum is
@@ -62,6 +65,14 @@ typedef struct {
     uint64_t elements;
     uint64_t unpermute_heads; /* GGUF: undo llama.cpp's q/k rope row order with
                                  this many heads (DESIGN 5 "llama-rope"); 0: none */
+    nf_value_map map;         /* GGUF: the stored values are a function of the
+                                 logical ones; the source's "map" undoes it
+                                 (minus-one: norms stored w + 1; log-neg: ssm_a =
+                                 -exp(A_log)), DESIGN 5 and 10 */
+    uint64_t tiled_k, tiled_v, tiled_hd; /* GGUF qwen35*: the columns are v-head
+                                 tiled (Hk, Hv, Dv; GGUF.md 3.3): undone by a
+                                 column unpermute (F32/F16/BF16) or by the use's
+                                 input_columns (block formats); 0: not tiled */
 } nf_src_tensor;
 
 /* An element range [begin, end) of a checkpoint tensor. */
@@ -127,8 +138,9 @@ typedef struct nf_arch_plan {
 bool nf_arch_known(const char *architecture);
 
 /* The architecture an mtp-style component must target: "Qwen3NextMTP" ->
- * "Qwen3NextForCausalLM", "Qwen3_5MTP" -> "Qwen3_5ForCausalLM"; NULL for
- * architectures that take no target. */
+ * "Qwen3NextForCausalLM", "Qwen3_5MTP" -> "Qwen3_5ForCausalLM" (or
+ * Qwen3_5MoeForCausalLM, which it also accepts); NULL for architectures
+ * that take no target. */
 const char *nf_arch_target_architecture(const char *architecture);
 
 /* Derive the plan of component `component` from its config (JSON text
@@ -151,7 +163,18 @@ typedef struct {
     size_t target_config_len;
     bool has_proposal, proposal_indexed;
     uint64_t proposal_rows;
+    unsigned gguf_forms;    /* NF_GGUF_FORM_* bits: which of llama.cpp's
+                               alternative tensor layouts a GGUF uses (the
+                               importer looks; GGUF names only) */
 } nf_arch_input;
+
+/* Alternative GGUF tensor layouts (GGUF.md 4.2). */
+enum {
+    NF_GGUF_FORM_SSM_IN = 1,       /* qwen3next: legacy blk.i.ssm_in (HF
+                                      in_proj_qkvz verbatim), no attn_qkv/attn_gate */
+    NF_GGUF_FORM_GATE_UP_EXPS = 2, /* blk.i.ffn_gate_up_exps ([E, 2*Fe, X]: per
+                                      expert gate rows then up rows) */
+};
 int nf_arch_derive(const nf_arch_input *in, nf_arch_plan *out, nf_diags *d);
 void nf_arch_plan_free(nf_arch_plan *p);
 

@@ -243,11 +243,78 @@ static void source_free(nf_source *s)
 static const char *const dtypes[] = {"bf16", "f16", "f32", "f64", "i8", "i16", "i32",
                                      "i64", "u8", "u16", "u32", "u64", NULL};
 
+/* "unpermute" of a source (DESIGN 5): llama-rope {scheme, heads} or
+ * v-heads-tiled {scheme, axis, k_heads, v_heads, head_dim[, offset]}. */
+static bool parse_unpermute(pctx *x, nf_jval *m, const char *p, nf_source *s)
+{
+    static const char *const rope[] = {"scheme", "heads", NULL};
+    static const char *const tiled[] = {"scheme", "axis", "k_heads", "v_heads", "head_dim",
+                                        "offset", NULL};
+    static const char *const tiled_req[] = {"scheme", "axis", "k_heads", "v_heads", "head_dim",
+                                            NULL};
+    if (!expect_type(x, m, NF_J_OBJECT, p, "unpermute"))
+        return false;
+    const char *sch = nf_jstr(nf_jobj_get(m, "scheme"), NULL);
+    char *q = ptr_key(p, "scheme");
+    bool ok = true;
+    if (sch && strcmp(sch, "llama-rope") == 0) {
+        char *h = ptr_key(p, "heads");
+        ok = check_members(x, m, p, rope, rope, "unpermute") &&
+             read_u64(x, nf_jobj_get(m, "heads"), h, "heads", true, &s->unpermute_heads);
+        free(h);
+        s->unpermute = NF_UNPERMUTE_LLAMA_ROPE;
+    } else if (sch && strcmp(sch, "v-heads-tiled") == 0) {
+        ok = check_members(x, m, p, tiled, tiled_req, "unpermute");
+        static const char *const names[] = {"k_heads", "v_heads", "head_dim", "offset"};
+        uint64_t *dst[] = {&s->k_heads, &s->v_heads, &s->head_dim, &s->unpermute_offset};
+        for (int i = 0; ok && i < 4; i++) {
+            if (i == 3 && !nf_jobj_has(m, names[i]))
+                break;
+            char *f = ptr_key(p, names[i]);
+            ok = read_u64(x, nf_jobj_get(m, names[i]), f, names[i], i < 3, dst[i]);
+            free(f);
+        }
+        const char *axis = nf_jstr(nf_jobj_get(m, "axis"), NULL);
+        char *a = ptr_key(p, "axis");
+        uint64_t w;
+        if (ok && (!axis || (strcmp(axis, "rows") && strcmp(axis, "columns")))) {
+            diag_at(x, NF_C_SCHEMA, a, "axis must be \"rows\" or \"columns\"");
+            ok = false;
+        } else if (ok && s->v_heads % s->k_heads != 0) {
+            char *f = ptr_key(p, "v_heads");
+            diag_at(x, NF_C_RANGE, f, "v_heads %llu is not a multiple of k_heads %llu",
+                    (unsigned long long)s->v_heads, (unsigned long long)s->k_heads);
+            free(f);
+            ok = false;
+        } else if (ok && (!nf_mul_u64(s->v_heads, s->head_dim, &w) ||
+                          !nf_add_u64(w, s->unpermute_offset, &w))) {
+            diag_at(x, NF_C_RANGE, p, "offset + v_heads x head_dim overflows U64");
+            ok = false;
+        } else if (ok && axis[0] == 'c' && s->unpermute_offset) {
+            char *f = ptr_key(p, "offset");
+            diag_at(x, NF_C_SCHEMA, f, "a column unpermute takes every column: no offset");
+            free(f);
+            ok = false;
+        }
+        s->unpermute_columns = ok && axis[0] == 'c';
+        free(a);
+        s->unpermute = NF_UNPERMUTE_V_HEADS_TILED;
+    } else {
+        diag_at(x, NF_C_SCHEMA, q, "unpermute scheme must be \"llama-rope\" or \"v-heads-tiled\"");
+        ok = false;
+    }
+    free(q);
+    s->has_unpermute = ok;
+    if (!ok)
+        s->unpermute = NF_UNPERMUTE_NONE;
+    return ok;
+}
+
 static bool parse_source(pctx *x, nf_jval *v, const char *ptr, nf_source *s, unsigned depth)
 {
     static const char *const allowed[] = {"file", "offset", "dtype", "values", "safetensors",
                                           "gguf", "tensor", "artifact", "object", "concat",
-                                          "rows", "unpermute", NULL};
+                                          "rows", "unpermute", "map", NULL};
     memset(s, 0, sizeof *s);
     s->pointer = strdup(ptr);
     if (!expect_type(x, v, NF_J_OBJECT, ptr, "source"))
@@ -396,25 +463,18 @@ static bool parse_source(pctx *x, nf_jval *v, const char *ptr, nf_source *s, uns
     }
     if (nf_jobj_has(v, "unpermute")) {
         p = ptr_key(ptr, "unpermute");
-        m = nf_jobj_get(v, "unpermute");
-        static const char *const ua[] = {"scheme", "heads", NULL};
-        if (expect_type(x, m, NF_J_OBJECT, p, "unpermute") &&
-            check_members(x, m, p, ua, ua, "unpermute")) {
-            const char *sch = nf_jstr(nf_jobj_get(m, "scheme"), NULL);
-            char *q = ptr_key(p, "heads");
-            if (!sch || strcmp(sch, "llama-rope") != 0) {
-                char *q2 = ptr_key(p, "scheme");
-                diag_at(x, NF_C_SCHEMA, q2, "unpermute scheme must be \"llama-rope\"");
-                free(q2);
-                ok = false;
-            } else if (read_u64(x, nf_jobj_get(m, "heads"), q, "heads", true,
-                                &s->unpermute_heads)) {
-                s->has_unpermute = true;
-            } else {
-                ok = false;
-            }
-            free(q);
+        ok &= parse_unpermute(x, nf_jobj_get(v, "unpermute"), p, s);
+        free(p);
+    }
+    if (nf_jobj_has(v, "map")) {
+        p = ptr_key(ptr, "map");
+        const char *mp = nf_jstr(nf_jobj_get(v, "map"), NULL);
+        if (mp && strcmp(mp, "minus-one") == 0) {
+            s->map = NF_VMAP_MINUS_ONE;
+        } else if (mp && strcmp(mp, "log-neg") == 0) {
+            s->map = NF_VMAP_LOG_NEG;
         } else {
+            diag_at(x, NF_C_SCHEMA, p, "map must be \"minus-one\" or \"log-neg\"");
             ok = false;
         }
         free(p);

@@ -42,6 +42,22 @@ typedef enum {
     NF_SRC_CONCAT,      /* {"concat": [SOURCE...]} */
 } nf_src_kind;
 
+/* A source's unpermute scheme (DESIGN 5). */
+typedef enum {
+    NF_UNPERMUTE_NONE = 0,
+    NF_UNPERMUTE_LLAMA_ROPE,    /* {"scheme": "llama-rope", "heads": N} */
+    NF_UNPERMUTE_V_HEADS_TILED, /* {"scheme": "v-heads-tiled", "axis": "rows"|"columns",
+                                   "k_heads": Hk, "v_heads": Hv, "head_dim": Dv,
+                                   "offset": R} (GGUF.md 3.3) */
+} nf_unpermute_scheme;
+
+/* A source's value map, applied in f32 after decoding (DESIGN 5). */
+typedef enum {
+    NF_VMAP_NONE = 0,
+    NF_VMAP_MINUS_ONE, /* "minus-one": x - 1 (GGUF's w + 1 norms) */
+    NF_VMAP_LOG_NEG,   /* "log-neg": log(-x) (ssm_a = -exp(A_log)) */
+} nf_value_map;
+
 typedef struct nf_source {
     nf_src_kind kind;
     char *path;      /* file / safetensors / gguf / artifact path (as written) */
@@ -55,7 +71,14 @@ typedef struct nf_source {
     bool has_rows;
     uint64_t rows[2];        /* [begin, end) rows of a rank-2 source */
     bool has_unpermute;
-    uint64_t unpermute_heads; /* scheme "llama-rope" */
+    nf_unpermute_scheme unpermute;
+    uint64_t unpermute_heads; /* llama-rope: heads (rows per head even) */
+    /* v-heads-tiled: stored position (j*Hk + g)*Dv + d of the axis, offset by
+       R on rows, holds logical position (g*r + j)*Dv + d (r = Hv/Hk, g < Hk,
+       j < r, d < Dv); rows [R, R + Hv*Dv) or every column (then Hv*Dv = K) */
+    bool unpermute_columns;
+    uint64_t k_heads, v_heads, head_dim, unpermute_offset;
+    nf_value_map map;        /* NF_VMAP_NONE when absent */
     char *pointer;           /* JSON Pointer of this source (for messages) */
 } nf_source;
 

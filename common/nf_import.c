@@ -375,61 +375,117 @@ static nf_jval *copy_members(const nf_jdoc *doc, const char *const *path, const 
     return out;
 }
 
-/* The normalised text config (spec 4.2) of a Hugging Face config.json:
- * returned as JSON text; NULL with diagnostics. */
+/* "<X>ForConditionalGeneration" -> "<X>ForCausalLM" into buf; false when
+ * name is not a wrapper class. */
+static bool causal_name(const char *name, char *buf, size_t n)
+{
+    static const char suf[] = "ForConditionalGeneration";
+    size_t l = name ? strlen(name) : 0;
+    if (l <= sizeof suf - 1 || l > 200 || strcmp(name + l - (sizeof suf - 1), suf) != 0)
+        return false;
+    snprintf(buf, n, "%.*sForCausalLM", (int)(l - (sizeof suf - 1)), name);
+    return true;
+}
+
+char *nf_import_normalize_config(const char *text, size_t len, const char *file, nf_diags *d)
+{
+    nf_diags local = NF_DIAGS_INIT;
+    local.file = file;
+    nf_jdoc *doc = nf_jdoc_parse(text, len, 0, &local);
+    char *out = NULL;
+    nf_jval *o = NULL;
+    if (doc && nf_jtype_of(nf_jdoc_root(doc)) != NF_J_OBJECT) {
+        nf_diag_add(&local, NF_C_SCHEMA, "", "config must be a JSON object");
+        goto done;
+    }
+    if (!doc)
+        goto done;
+    size_t tl;
+    const char *t = nf_jdoc_text(doc, &tl);
+    nf_jval *root = nf_jdoc_root(doc);
+    nf_jval *tc = nf_jobj_get(root, "text_config");
+    nf_jval *a = nf_jobj_get(root, "architectures");
+    const char *top = nf_jtype_of(a) == NF_J_ARRAY ? nf_jstr(nf_jarr_get(a, 0), NULL) : NULL;
+    char name[256];
+    bool wrapper = causal_name(top, name, sizeof name);
+    const char *mt = nf_jstr(nf_jobj_get(root, "model_type"), NULL);
+    bool flat_text = wrapper && mt && ends_with(mt, "_text");
+    nf_jval *geom = root;
+    if (nf_jtype_of(tc) == NF_J_OBJECT) {
+        /* the text part; architectures and tie_word_embeddings from the top */
+        static const char *const tp[] = {"text_config", NULL};
+        o = copy_members(doc, tp, NULL);
+        geom = tc;
+        if (o && !nf_jobj_has(tc, "architectures") && wrapper) {
+            nf_jval *arr = nf_jnew_array();
+            nf_jarr_push(arr, nf_jnew_string(name));
+            nf_jobj_set(o, "architectures", arr);
+        }
+        if (o && !nf_jobj_has(tc, "tie_word_embeddings")) {
+            static const char *const p2[] = {"tie_word_embeddings", NULL};
+            nf_span sp;
+            if (nf_jdoc_span(doc, p2, &sp))
+                nf_jobj_set(o, "tie_word_embeddings", nf_jnew_raw(t + sp.start, sp.len));
+        }
+    } else if (flat_text) {
+        /* the text geometry at the top, a wrapper class name (spec 4.2) */
+        static const char *const none[] = {NULL};
+        static const char *const skip[] = {"architectures", NULL};
+        nf_jval *c = copy_members(doc, none, skip);
+        o = nf_jnew_object();
+        nf_jval *arr = nf_jnew_array();
+        nf_jarr_push(arr, nf_jnew_string(name));
+        nf_jobj_set(o, "architectures", arr);
+        nf_jiter it = nf_jobj_iter(c);
+        const char *k;
+        nf_jval *v;
+        while (o && nf_jobj_next(&it, &k, &v))
+            nf_jobj_set(o, k, nf_jval_ref(v));
+        nf_jval_free(c);
+    }
+    /* the Hugging Face defaults of the MoE families */
+    bool moe = nf_jobj_has(geom, "num_experts") || nf_jobj_has(geom, "num_local_experts");
+    if (moe && !nf_jobj_has(geom, "decoder_sparse_step")) {
+        if (!o) {
+            static const char *const none[] = {NULL};
+            o = copy_members(doc, none, NULL);
+        }
+        if (o)
+            nf_jobj_set(o, "decoder_sparse_step", nf_jnew_u64(1));
+    }
+    if (moe && !nf_jobj_has(geom, "mlp_only_layers")) {
+        if (!o) {
+            static const char *const none[] = {NULL};
+            o = copy_members(doc, none, NULL);
+        }
+        if (o)
+            nf_jobj_set(o, "mlp_only_layers", nf_jnew_array());
+    }
+    if (o) {
+        out = nf_jval_to_text(o, false, NULL);
+    } else {
+        nf_span sp = nf_jspan_root(t, tl);
+        out = strndup(t + sp.start, sp.len);
+    }
+    if (!out)
+        nf_diag_add(&local, NF_C_IO, "", "out of memory");
+done:
+    nf_jval_free(o);
+    nf_jdoc_free(doc);
+    nf_diags_move(d, &local);
+    nf_diags_free(&local);
+    return out;
+}
+
+/* The normalised config of a Hugging Face config.json file. */
 static char *hf_config(const char *path, nf_diags *d)
 {
     size_t len;
     char *text = slurp(path, MAX_CONFIG_BYTES, &len, d);
     if (!text)
         return NULL;
-    nf_diags local = NF_DIAGS_INIT;
-    local.file = path;
-    nf_jdoc *doc = nf_jdoc_parse(text, len, 0, &local);
+    char *out = nf_import_normalize_config(text, len, path, d);
     free(text);
-    char *out = NULL;
-    if (doc && nf_jtype_of(nf_jdoc_root(doc)) != NF_J_OBJECT)
-        nf_diag_add(&local, NF_C_SCHEMA, "", "config must be a JSON object");
-    else if (doc) {
-        nf_jval *root = nf_jdoc_root(doc);
-        nf_jval *tc = nf_jobj_get(root, "text_config");
-        if (nf_jtype_of(tc) == NF_J_OBJECT) {
-            static const char *const tp[] = {"text_config", NULL};
-            nf_jval *o = copy_members(doc, tp, NULL);
-            if (o && !nf_jobj_has(tc, "architectures")) {
-                nf_jval *a = nf_jobj_get(root, "architectures");
-                const char *top = nf_jtype_of(a) == NF_J_ARRAY ? nf_jstr(nf_jarr_get(a, 0), NULL) : NULL;
-                char name[256];
-                if (top && ends_with(top, "ForConditionalGeneration") && strlen(top) < 200) {
-                    snprintf(name, sizeof name, "%.*sForCausalLM",
-                             (int)(strlen(top) - strlen("ForConditionalGeneration")), top);
-                    nf_jval *arr = nf_jnew_array();
-                    nf_jarr_push(arr, nf_jnew_string(name));
-                    nf_jobj_set(o, "architectures", arr);
-                }
-            }
-            if (o && !nf_jobj_has(tc, "tie_word_embeddings")) {
-                static const char *const p2[] = {"tie_word_embeddings", NULL};
-                nf_span sp;
-                size_t tl;
-                const char *t = nf_jdoc_text(doc, &tl);
-                if (nf_jdoc_span(doc, p2, &sp))
-                    nf_jobj_set(o, "tie_word_embeddings", nf_jnew_raw(t + sp.start, sp.len));
-            }
-            out = o ? nf_jval_to_text(o, false, NULL) : NULL;
-            nf_jval_free(o);
-        } else {
-            size_t tl;
-            const char *t = nf_jdoc_text(doc, &tl);
-            nf_span sp = nf_jspan_root(t, tl);
-            out = strndup(t + sp.start, sp.len);
-        }
-        if (!out)
-            nf_diag_add(&local, NF_C_IO, "", "out of memory");
-    }
-    nf_jdoc_free(doc);
-    nf_diags_move(d, &local);
-    nf_diags_free(&local);
     return out;
 }
 
@@ -439,6 +495,9 @@ static const struct {
 } gguf_archs[] = {
     {"llama", "LlamaForCausalLM", "llama"},       {"qwen2", "Qwen2ForCausalLM", "qwen2"},
     {"qwen3", "Qwen3ForCausalLM", "qwen3"},       {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"qwen3next", "Qwen3NextForCausalLM", "qwen3_next"},
+    {"qwen35", "Qwen3_5ForCausalLM", "qwen3_5_text"},
+    {"qwen35moe", "Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
     {"phi3", "Phi3ForCausalLM", "phi3"},          {"gpt2", "GPT2LMHeadModel", "gpt2"},
     {"mistral", "MistralForCausalLM", "mistral"}, {"gemma", "GemmaForCausalLM", "gemma"},
 };
@@ -456,6 +515,78 @@ static void set_kv(nf_jval *o, const nf_gguf *g, const char *hf_key, const char 
     if (j)
         nf_jobj_set(o, hf_key, nf_jnew_raw(j, len));
     free(j);
+}
+
+static bool kv_u64(const nf_gguf *g, const char *arch, const char *suffix, uint64_t *out)
+{
+    char key[256];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return nf_gguf_kv_u64(g, nf_gguf_find_kv(g, key), out);
+}
+
+/* Which of llama.cpp's alternative tensor layouts a GGUF uses (nf_binder.h
+ * NF_GGUF_FORM_*), from the first layers' tensor names. */
+static unsigned gguf_forms(const nf_gguf *g, const char *arch)
+{
+    uint64_t L = 0;
+    unsigned f = 0;
+    kv_u64(g, arch, "block_count", &L);
+    for (uint64_t i = 0; i < L && i < 8; i++) {
+        char n[96];
+        snprintf(n, sizeof n, "blk.%llu.ssm_in.weight", (unsigned long long)i);
+        if (!strcmp(arch, "qwen3next") && nf_gguf_find_tensor(g, n))
+            f |= NF_GGUF_FORM_SSM_IN;
+        snprintf(n, sizeof n, "blk.%llu.ffn_gate_up_exps.weight", (unsigned long long)i);
+        if (nf_gguf_find_tensor(g, n))
+            f |= NF_GGUF_FORM_GATE_UP_EXPS;
+    }
+    return f;
+}
+
+/* The hybrids' keys (GGUF.md 4.1) into Hugging Face names: the trunk's
+ * layers (block_count less nextn_predict_layers, which becomes
+ * mtp_num_hidden_layers), full_attention_interval and the linear-attention
+ * geometry (Dv = inner_size / time_step_rank). */
+static bool gguf_hybrid_config(nf_jval *o, const nf_gguf *g, const char *arch, nf_diags *d)
+{
+    uint64_t L = 0, nextn = 0, v;
+    if (kv_u64(g, arch, "block_count", &L) && kv_u64(g, arch, "nextn_predict_layers", &nextn) &&
+        nextn) {
+        if (nextn >= L) {
+            nf_diag_addf(d, NF_C_RANGE, g->path, "", "%s.nextn_predict_layers %llu is not below "
+                         "block_count %llu", arch, (unsigned long long)nextn, (unsigned long long)L);
+            return false;
+        }
+        nf_jobj_set(o, "num_hidden_layers", nf_jnew_u64(L - nextn));
+        nf_jobj_set(o, "mtp_num_hidden_layers", nf_jnew_u64(nextn));
+    }
+    set_kv(o, g, "full_attention_interval", arch, "full_attention_interval");
+    set_kv(o, g, "linear_conv_kernel_dim", arch, "ssm.conv_kernel");
+    set_kv(o, g, "linear_key_head_dim", arch, "ssm.state_size");
+    set_kv(o, g, "linear_num_key_heads", arch, "ssm.group_count");
+    set_kv(o, g, "linear_num_value_heads", arch, "ssm.time_step_rank");
+    set_kv(o, g, "shared_expert_intermediate_size", arch, "expert_shared_feed_forward_length");
+    uint64_t inner, hv;
+    if (kv_u64(g, arch, "ssm.inner_size", &inner) && kv_u64(g, arch, "ssm.time_step_rank", &hv)) {
+        if (hv == 0 || inner % hv != 0) {
+            nf_diag_addf(d, NF_C_SCHEMA, g->path, "", "%s.ssm.inner_size %llu is not a multiple "
+                         "of %s.ssm.time_step_rank %llu", arch, (unsigned long long)inner, arch,
+                         (unsigned long long)hv);
+            return false;
+        }
+        nf_jobj_set(o, "linear_value_head_dim", nf_jnew_u64(inner / hv));
+    }
+    if (kv_u64(g, arch, "rope.dimension_count", &v)) {
+        uint64_t D = 0;
+        if (kv_u64(g, arch, "attention.key_length", &D) && D && v <= D && v) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%.17g", (double)v / (double)D);
+            if (!strchr(buf, '.') && !strchr(buf, 'e'))
+                strcat(buf, ".0");
+            nf_jobj_set(o, "partial_rotary_factor", nf_jnew_raw(buf, strlen(buf)));
+        }
+    }
+    return true;
 }
 
 /* A Hugging Face-style config from a GGUF's keys (as JSON text). */
@@ -496,6 +627,11 @@ static char *gguf_config(const nf_gguf *g, const char *arch, nf_diags *d)
     };
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         set_kv(o, g, keys[i].hf, arch, keys[i].suffix);
+    bool hybrid = !strcmp(arch, "qwen3next") || !strcmp(arch, "qwen35") || !strcmp(arch, "qwen35moe");
+    if (hybrid && !gguf_hybrid_config(o, g, arch, d)) {
+        nf_jval_free(o);
+        return NULL;
+    }
     if (!nf_jobj_has(o, "vocab_size")) {
         const nf_gguf_tensor *e = nf_gguf_find_tensor(g, "token_embd.weight");
         const nf_gguf_kv *tok = nf_gguf_find_kv(g, "tokenizer.ggml.tokens");
@@ -504,12 +640,14 @@ static char *gguf_config(const nf_gguf *g, const char *arch, nf_diags *d)
         else if (tok && tok->type == NF_GGUF_ARRAY)
             nf_jobj_set(o, "vocab_size", nf_jnew_u64(tok->n_elems));
     }
-    if (strcmp(arch, "qwen3moe") == 0 && nf_jobj_has(o, "num_experts")) {
+    if ((!strcmp(arch, "qwen3moe") || !strcmp(arch, "qwen3next") || !strcmp(arch, "qwen35moe")) &&
+        nf_jobj_has(o, "num_experts")) {
         /* llama.cpp keeps no such key: a layer without a router is dense */
         nf_jval *dense = nf_jnew_array();
-        uint64_t L = 0;
-        snprintf(key, sizeof key, "%s.block_count", arch);
-        nf_gguf_kv_u64(g, nf_gguf_find_kv(g, key), &L);
+        uint64_t L = 0, nextn = 0;
+        kv_u64(g, arch, "block_count", &L);
+        if (kv_u64(g, arch, "nextn_predict_layers", &nextn) && nextn < L)
+            L -= nextn; /* MTP layers are not the trunk's */
         for (uint64_t i = 0; g->n_tensors && i < L && i < 65536; i++) {
             char tn[64];
             snprintf(tn, sizeof tn, "blk.%llu.ffn_gate_inp.weight", (unsigned long long)i);
@@ -572,10 +710,14 @@ static nf_jval *shape_json(unsigned rank, const uint64_t *dims)
     return a;
 }
 
-/* The source object of one checkpoint tensor (optionally rows [r0,r1)). */
-static nf_jval *tensor_source(const mb *m, const ck_t *t, uint64_t unpermute, bool rows,
+/* The source object of one checkpoint tensor (optionally rows [r0,r1)),
+ * with the transforms that undo what llama.cpp's converter did (DESIGN 5):
+ * llama q/k rope order, maps (w + 1 norms, -exp(A_log)) and, for
+ * F32/F16/BF16 tensors, v-head tiled columns. */
+static nf_jval *tensor_source(const mb *m, const ck_t *t, const nf_src_tensor *want, bool rows,
                               uint64_t r0, uint64_t r1)
 {
+    uint64_t unpermute = want->unpermute_heads;
     nf_jval *s = nf_jnew_object();
     if (!s)
         return NULL;
@@ -592,7 +734,17 @@ static nf_jval *tensor_source(const mb *m, const ck_t *t, uint64_t unpermute, bo
         nf_jobj_set(u, "scheme", nf_jnew_string("llama-rope"));
         nf_jobj_set(u, "heads", nf_jnew_u64(unpermute));
         nf_jobj_set(s, "unpermute", u);
+    } else if (want->tiled_v && t->dt != DT_OTHER) {
+        nf_jval *u = nf_jnew_object();
+        nf_jobj_set(u, "scheme", nf_jnew_string("v-heads-tiled"));
+        nf_jobj_set(u, "axis", nf_jnew_string("columns"));
+        nf_jobj_set(u, "k_heads", nf_jnew_u64(want->tiled_k));
+        nf_jobj_set(u, "v_heads", nf_jnew_u64(want->tiled_v));
+        nf_jobj_set(u, "head_dim", nf_jnew_u64(want->tiled_hd));
+        nf_jobj_set(s, "unpermute", u);
     }
+    if (want->map)
+        nf_jobj_set(s, "map", nf_jnew_string(want->map == NF_VMAP_MINUS_ONE ? "minus-one" : "log-neg"));
     return s;
 }
 
@@ -663,10 +815,14 @@ static nf_jval *bind_plain(mb *m, const nf_arch_plan *plan, const nf_param *p, n
         nf_jval *o = nf_jnew_object();
         nf_jobj_set(o, "id", nf_jnew_string(t.name));
         nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
-        nf_jobj_set(o, "shape", shape_json(t.rank, t.dims));
+        if (m->c->gguf && t.rank == 3) /* an expert bank [E, N, K]: the object [E*N, K] (DESIGN 8) */
+            nf_jobj_set(o, "shape", shape_json(2, (const uint64_t[]){t.dims[0] * t.dims[1],
+                                                                    t.dims[2]}));
+        else
+            nf_jobj_set(o, "shape", shape_json(t.rank, t.dims));
         nf_jobj_set(o, "format", nf_jnew_string(fmt_of(m, t.dt)));
         nf_jobj_set(o, "layout", nf_jnew_string("contiguous_le_v1"));
-        nf_jobj_set(o, "source", tensor_source(m, &t, want->unpermute_heads, false, 0, 0));
+        nf_jobj_set(o, "source", tensor_source(m, &t, want, false, 0, 0));
         nf_jarr_push(m->objects, o);
         sm_put(&m->objs, t.name, m->n_objects++);
     }
@@ -727,7 +883,7 @@ static bool bind_group(mb *m, const nf_arch_plan *plan, size_t gi, nf_naming nm)
             uint64_t b0 = map->n_ranges ? map->ranges[i].begin : 0;
             uint64_t b1 = map->n_ranges ? map->ranges[i].end : want->elements;
             bool whole = map->n_ranges == 0;
-            nf_jarr_push(items, tensor_source(m, &t, want->unpermute_heads, !whole, b0 / cols,
+            nf_jarr_push(items, tensor_source(m, &t, want, !whole, b0 / cols,
                                               b1 / cols));
         }
         rows += p->dims[0];
@@ -1202,6 +1358,8 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
                 goto done;
             }
         }
+        if (c.gguf)
+            in.gguf_forms = gguf_forms(c.g, gguf_arch);
         nf_diags local = NF_DIAGS_INIT;
         local.file = c.gguf ? cp : config_path;
         have_plan = nf_arch_derive(&in, &plan, &local) == 0;
@@ -1246,11 +1404,22 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
         bool ok = add_plan(&m, &plan, nm);
         /* an mtp component for hybrid checkpoints that carry mtp.* tensors */
         const char *mtp_arch = !strcmp(plan.architecture, "Qwen3NextForCausalLM") ? "Qwen3NextMTP"
-                             : !strcmp(plan.architecture, "Qwen3_5ForCausalLM") ? "Qwen3_5MTP"
-                             : NULL;
-        ck_t probe;
-        char mtp_cfg[96] = "";
-        if (ok && mtp_arch && !c.gguf && ck_find(&c, "mtp.fc.weight", &probe)) {
+                             : !strcmp(plan.architecture, "Qwen3_5ForCausalLM") ||
+                                       !strcmp(plan.architecture, "Qwen3_5MoeForCausalLM")
+                                   ? "Qwen3_5MTP"
+                                   : NULL;
+        char mtp_cfg[96] = "", probe[64] = "mtp.fc.weight";
+        if (c.gguf) { /* the MTP block follows the trunk's: blk.L.nextn.* (GGUF.md 4.4) */
+            uint64_t L = 0, nextn = 0;
+            kv_u64(c.g, gguf_arch, "block_count", &L);
+            kv_u64(c.g, gguf_arch, "nextn_predict_layers", &nextn);
+            snprintf(probe, sizeof probe, "blk.%llu.nextn.eh_proj.weight",
+                     (unsigned long long)(nextn < L ? L - nextn : 0));
+            if (!nextn || nextn >= L)
+                mtp_arch = NULL;
+        }
+        ck_t pt;
+        if (ok && mtp_arch && ck_find(&c, probe, &pt)) {
             snprintf(mtp_cfg, sizeof mtp_cfg, "{\"architectures\":[\"%s\"]}", mtp_arch);
             nf_arch_input mi;
             memset(&mi, 0, sizeof mi);
@@ -1260,6 +1429,7 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
             mi.target_component = "text";
             mi.target_config_raw = config;
             mi.target_config_len = strlen(config);
+            mi.gguf_forms = in.gguf_forms;
             have_mtp = nf_arch_derive(&mi, &mtp, d) == 0;
             ok = have_mtp && add_plan(&m, &mtp, nm);
         }

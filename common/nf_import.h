@@ -13,22 +13,29 @@
  *  - one .safetensors file with a config (opts.config, else config.json
  *    beside it), frontend files taken from its directory;
  *  - a GGUF file (v2/v3): F32, F16 and BF16 tensors of the llama, qwen2,
- *    qwen3 and qwen3moe architectures, mapped to the logical names with the
- *    binder's GGUF naming (llama q/k rows carry "unpermute" llama-rope
- *    sources, DESIGN 5); its config keys normalised into a Hugging
- *    Face-style config; tokenizer.chat_template as resource
- *    chat_template.jinja and tokenizer.huggingface.json as tokenizer.json
+ *    qwen3, qwen3moe, qwen3next, qwen35 and qwen35moe architectures, mapped
+ *    to the logical names with the binder's GGUF naming, undoing what
+ *    llama.cpp's converter did (DESIGN 5, GGUF.md 3.3/4): llama q/k rows
+ *    carry "unpermute" llama-rope sources; the hybrids' w + 1 norms and
+ *    ssm_a carry "map" minus-one / log-neg; Qwen3.5's tiled value heads are
+ *    bound head by head (parts) and an F32/F16/BF16 ssm_out carries a
+ *    v-heads-tiled column unpermute; expert banks [E, N, K] are one object
+ *    [E*N, K] each. Its config keys become a Hugging Face-style config
+ *    (hybrids: block_count less nextn_predict_layers; an MTP block
+ *    blk.L.nextn.* adds the mtp component; the alternative layouts, legacy
+ *    ssm_in or fused ffn_gate_up_exps, are detected); tokenizer.chat_template
+ *    as resource chat_template.jinja and tokenizer.huggingface.json as
+ *    tokenizer.json
  *    (byte ranges of the GGUF itself), every other tokenizer.* key/value as
  *    one JSON object {"tokenizer.ggml.model": ..., ...} in resource
  *    gguf_tokenizer.json, written as a file into opts.resource_dir. A GGUF
  *    without tensors imports as resources only (empty bindings and uses).
  *    Quantized tensor types are `unsupported` (exit 4), naming the type.
  *
- * The manifest: components.text.config is the checkpoint's config (its
- * text_config for multimodal configs, with architectures mapped from
- * *ForConditionalGeneration to *ForCausalLM and a top-level
- * tie_word_embeddings carried over), every value's text kept; a checkpoint
- * with mtp.* tensors of a hybrid family adds the mtp component
+ * The manifest: components.text.config is the checkpoint's config
+ * normalised by nf_import_normalize_config (below), every other value's
+ * text kept; a checkpoint with mtp.* tensors of a hybrid family adds the
+ * mtp component
  * ({"architectures": ["Qwen3NextMTP"|"Qwen3_5MTP"]}, target text). Objects:
  * one per checkpoint tensor used (ID = the tensor's name), in first-use
  * order, fp32 for F32, bf16 for BF16, and opts.f16_as for F16 (the packer
@@ -79,6 +86,21 @@ typedef struct {
  * exit 4), and the binder's config diagnostics. Diagnostics about a file
  * name that file. */
 char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d);
+
+/* Source adaptation of a Hugging Face config.json (spec 4.2, DESIGN 10):
+ * the text component's config, as compact JSON text (malloc'ed, NUL-
+ * terminated), from text[0..len):
+ *  - a wrapper with a "text_config" object: its members, with
+ *    architectures "<X>ForConditionalGeneration" -> "<X>ForCausalLM" and
+ *    tie_word_embeddings taken from the top when the text part lacks them;
+ *  - a flat wrapper ("<X>ForConditionalGeneration" with a "*_text"
+ *    model_type): the same members with the causal-LM class name;
+ *  - MoE configs (num_experts) get the Hugging Face defaults
+ *    decoder_sparse_step 1 and mlp_only_layers [] when absent;
+ *  - anything else is returned as written.
+ * Every other member keeps its text. NULL with diagnostics naming `file`
+ * (json for bad JSON, schema for a non-object). */
+char *nf_import_normalize_config(const char *text, size_t len, const char *file, nf_diags *d);
 
 #ifdef __cplusplus
 }

@@ -233,7 +233,7 @@ static int aseg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t roff, u
 static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, segs *out)
 {
     bool tensor = o->kind == NF_OBJ_TENSOR;
-    if (s->has_unpermute && tensor)
+    if ((s->has_unpermute || s->map) && tensor)
         return 1;
     switch (s->kind) {
     case NF_SRC_FILE: {
@@ -340,7 +340,7 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
         for (size_t k = 0; k < s->n_items; k++) {
             const nf_source *it = &s->items[k];
             if ((it->kind != NF_SRC_SAFETENSORS && it->kind != NF_SRC_ARTIFACT) ||
-                it->has_unpermute)
+                it->has_unpermute || it->map)
                 return 1;
             /* each item is checked as raw rows of the same format */
             nf_object fake = *o;
@@ -434,10 +434,10 @@ static void os_free(objsrc *os)
     free(os->tes);
 }
 
-/* A raw piece over a source tensor of src_rows x src_cols elements, with
- * the source's rows/unpermute applied. */
-static int raw_piece(pack_ctx *p, const nf_source *s, nf_piece *pc, uint64_t src_rows,
-                     uint64_t src_cols, uint64_t size)
+/* The rows slice and the transforms of source s (DESIGN 5) on a piece over
+ * a source tensor of src_rows x src_cols elements. */
+static int piece_transforms(pack_ctx *p, const nf_source *s, nf_piece *pc, uint64_t src_rows,
+                            uint64_t src_cols)
 {
     uint64_t r0 = 0, r1 = src_rows;
     if (s->has_rows) {
@@ -450,7 +450,7 @@ static int raw_piece(pack_ctx *p, const nf_source *s, nf_piece *pc, uint64_t src
         r0 = s->rows[0];
         r1 = s->rows[1];
     }
-    if (s->has_unpermute) {
+    if (s->unpermute == NF_UNPERMUTE_LLAMA_ROPE) {
         uint64_t h = s->unpermute_heads;
         if (src_rows % h || (src_rows / h) % 2) {
             nf_diag_add(p->d, NF_C_RANGE, s->pointer,
@@ -459,7 +459,39 @@ static int raw_piece(pack_ctx *p, const nf_source *s, nf_piece *pc, uint64_t src
             return -1;
         }
         pc->heads = h;
+    } else if (s->unpermute == NF_UNPERMUTE_V_HEADS_TILED) {
+        uint64_t w = s->v_heads * s->head_dim; /* no overflow: checked when parsed */
+        if (s->unpermute_columns ? w != src_cols : w > src_rows || s->unpermute_offset > src_rows - w) {
+            nf_diag_add(p->d, NF_C_RANGE, s->pointer,
+                        "unpermute v-heads-tiled: %llu heads of %llu%s do not fit the source's "
+                        "%llu %s", (unsigned long long)s->v_heads, (unsigned long long)s->head_dim,
+                        s->unpermute_columns ? "" : " rows from the offset",
+                        (unsigned long long)(s->unpermute_columns ? src_cols : src_rows),
+                        s->unpermute_columns ? "columns (they must be all of them)" : "rows");
+            return -1;
+        }
+        pc->vt_rows = !s->unpermute_columns;
+        pc->vt_cols = s->unpermute_columns;
+        pc->vt_k = s->k_heads;
+        pc->vt_v = s->v_heads;
+        pc->vt_hd = s->head_dim;
+        pc->vt_off = s->unpermute_offset;
     }
+    pc->map = (int)s->map;
+    pc->src_rows = src_rows;
+    pc->src_cols = src_cols;
+    pc->row0 = r0;
+    pc->elements = (r1 - r0) * src_cols;
+    return 0;
+}
+
+/* A raw piece over a source tensor of src_rows x src_cols elements, with
+ * the source's rows and transforms applied. */
+static int raw_piece(pack_ctx *p, const nf_source *s, nf_piece *pc, uint64_t src_rows,
+                     uint64_t src_cols, uint64_t size)
+{
+    if (piece_transforms(p, s, pc, src_rows, src_cols) < 0)
+        return -1;
     uint64_t need;
     if (!nf_mul_u64(src_rows, src_cols, &need) || !nf_mul_u64(need, nf_dtype_bytes(pc->dtype), &need) ||
         !nf_add_u64(need, pc->offset, &need) || need > size) {
@@ -469,10 +501,6 @@ static int raw_piece(pack_ctx *p, const nf_source *s, nf_piece *pc, uint64_t src
         return -1;
     }
     pc->kind = NF_PIECE_RAW;
-    pc->src_rows = src_rows;
-    pc->src_cols = src_cols;
-    pc->row0 = r0;
-    pc->elements = (r1 - r0) * src_cols;
     return 0;
 }
 
@@ -558,6 +586,8 @@ static int add_values(pack_ctx *p, const nf_object *o, const nf_source *s, objsr
         uint64_t rows = s->has_rows ? s->rows[1] : (target_cols ? left / target_cols : 1);
         if (!s->has_rows && !s->has_unpermute)
             return raw_piece(p, s, &pc, 1, left, fd_size(in->fd)) || !nf_values_add(&os->v, &pc) ? -1 : 0;
+        if (o->rank <= 1 && !s->has_rows) /* a vector: one element per row */
+            rows = left, target_cols = 1;
         return raw_piece(p, s, &pc, rows, target_cols, fd_size(in->fd)) || !nf_values_add(&os->v, &pc) ? -1 : 0;
     }
     case NF_SRC_SAFETENSORS: {
@@ -631,10 +661,6 @@ static int add_values(pack_ctx *p, const nf_object *o, const nf_source *s, objsr
             return -1;
         }
         const nf_object *so = &c->objects[i];
-        if (s->has_unpermute) {
-            nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer, "unpermute applies to raw sources, not artifact objects");
-            return -1;
-        }
         nf_tensor_enc *te = calloc(1, sizeof *te);
         uint8_t *buf = te ? malloc(so->bytes ? so->bytes : 1) : NULL;
         if (!te || !buf || !os_own(os, buf, te)) {
@@ -654,24 +680,24 @@ static int add_values(pack_ctx *p, const nf_object *o, const nf_source *s, objsr
         pc.obj = buf;
         pc.obj_bytes = so->bytes;
         pc.path = in->path;
-        uint64_t el = te->enc.elements;
-        pc.elem0 = 0;
-        pc.elements = el;
-        if (s->has_rows) {
-            if (s->rows[1] > te->rows) {
-                nf_diag_add(p->d, NF_C_RANGE, s->pointer, "rows outside object \"%s\"", s->name);
-                return -1;
-            }
-            pc.elem0 = s->rows[0] * te->cols;
-            pc.elements = (s->rows[1] - s->rows[0]) * te->cols;
-        }
+        if (piece_transforms(p, s, &pc, te->rows, te->cols) < 0)
+            return -1;
         return nf_values_add(&os->v, &pc) ? 0 : -1;
     }
-    case NF_SRC_VALUES:
+    case NF_SRC_VALUES: {
         pc.kind = NF_PIECE_VALUES;
         pc.values = s->values;
-        pc.elements = s->n_values;
+        /* rows of the object's K (a vector: one element per row) */
+        uint64_t cols = o->rank >= 2 && target_cols ? target_cols : 1;
+        if (s->n_values % cols) {
+            nf_diag_add(p->d, NF_C_SIZE, s->pointer, "%zu values are not rows of %llu", s->n_values,
+                        (unsigned long long)cols);
+            return -1;
+        }
+        if (piece_transforms(p, s, &pc, s->n_values / cols, cols) < 0)
+            return -1;
         return nf_values_add(&os->v, &pc) ? 0 : -1;
+    }
     case NF_SRC_CONCAT:
         if (depth > 4)
             return -1;

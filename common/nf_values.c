@@ -2,6 +2,7 @@
 #include "nf_values.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,35 +77,46 @@ static void convert(nf_dtype dt, const unsigned char *in, uint64_t n, float *out
     }
 }
 
-/* Source row holding logical row l of a raw piece (rope permutation undone:
- * Hugging Face row h*hd + t*(hd/2) + i is llama.cpp's row h*hd + 2*i + t). */
-static uint64_t src_row(const nf_piece *p, uint64_t l)
+/* v-heads tiling (GGUF.md 3.3): the stored index of logical index l of a
+ * tiled span of Hv heads of hd (r = Hv/Hk): logical (g*r + j)*hd + d is
+ * stored at (j*Hk + g)*hd + d. */
+static uint64_t vt_src(const nf_piece *p, uint64_t l)
 {
-    if (!p->heads)
-        return l;
-    uint64_t hd = p->src_rows / p->heads, h = l / hd, w = l % hd, half = hd / 2;
-    uint64_t t = w / half, i = w % half;
-    return h * hd + 2 * i + t;
+    uint64_t r = p->vt_v / p->vt_k, head = l / p->vt_hd, d = l % p->vt_hd;
+    return ((head % r) * p->vt_k + head / r) * p->vt_hd + d;
 }
 
-static int read_raw(const nf_piece *p, uint64_t a, uint64_t b, float *out)
+/* Source row holding logical row l (rope permutation undone: Hugging Face
+ * row h*hd + t*(hd/2) + i is llama.cpp's row h*hd + 2*i + t; v-head tiling
+ * undone on its span of rows). */
+static uint64_t src_row(const nf_piece *p, uint64_t l)
 {
+    if (p->heads) {
+        uint64_t hd = p->src_rows / p->heads, h = l / hd, w = l % hd, half = hd / 2;
+        uint64_t t = w / half, i = w % half;
+        return h * hd + 2 * i + t;
+    }
+    if (p->vt_rows && l >= p->vt_off && l - p->vt_off < p->vt_v * p->vt_hd)
+        return p->vt_off + vt_src(p, l - p->vt_off);
+    return l;
+}
+
+/* Source elements [a, b) (C order over src_rows x src_cols), untransformed. */
+static int read_base(const nf_piece *p, uint64_t a, uint64_t b, float *out)
+{
+    if (p->kind == NF_PIECE_OBJECT)
+        return nf_decode_elems_f32(p->te, p->obj, p->obj_bytes, a, b, out);
+    if (p->kind == NF_PIECE_VALUES) {
+        for (uint64_t k = a; k < b; k++)
+            out[k - a] = (float)p->values[k];
+        return 0;
+    }
     unsigned eb = dts[p->dtype].bytes;
     unsigned char buf[1 << 16];
     uint64_t per = sizeof buf / eb;
-    uint64_t base = p->row0 * p->src_cols; /* element index where the piece starts */
     while (a < b) {
-        uint64_t e = base + a;             /* element in the unpermuted tensor */
-        uint64_t row = e / p->src_cols, col = e % p->src_cols;
-        uint64_t n = p->src_cols - col;    /* stay inside one source row ... */
-        if (!p->heads)
-            n = b - a;                     /* ... unless rows are in order */
-        if (n > b - a)
-            n = b - a;
-        if (n > per)
-            n = per;
-        uint64_t off = p->offset + (src_row(p, row) * p->src_cols + col) * eb;
-        ssize_t r = nf_pread_full(p->fd, buf, (size_t)(n * eb), off);
+        uint64_t n = b - a > per ? per : b - a;
+        ssize_t r = nf_pread_full(p->fd, buf, (size_t)(n * eb), p->offset + a * eb);
         if (r < 0)
             return (int)r;
         if ((uint64_t)r != n * eb)
@@ -114,6 +126,47 @@ static int read_raw(const nf_piece *p, uint64_t a, uint64_t b, float *out)
         a += n;
     }
     return 0;
+}
+
+static void map_values(int map, float *v, uint64_t n)
+{
+    if (map == 1)
+        for (uint64_t i = 0; i < n; i++)
+            v[i] = v[i] - 1.0f;
+    else if (map == 2)
+        for (uint64_t i = 0; i < n; i++)
+            v[i] = (float)log(-(double)v[i]);
+}
+
+/* Elements [a, b) of a piece (relative to the piece), with its transforms. */
+static int read_piece(const nf_piece *p, uint64_t a, uint64_t b, float *out)
+{
+    uint64_t cols = p->src_cols, base = p->elem0 + p->row0 * cols;
+    int rc = 0;
+    if (!p->heads && !p->vt_rows && !p->vt_cols) {
+        rc = read_base(p, base + a, base + b, out);
+    } else {
+        float *row = NULL;
+        if (p->vt_cols && !(row = malloc((size_t)cols * sizeof *row)))
+            return NF_CODEC_ENOMEM;
+        for (uint64_t e = a; e < b && !rc;) {
+            uint64_t l = p->row0 + e / cols, c = e % cols;
+            uint64_t n = cols - c < b - e ? cols - c : b - e;
+            uint64_t s = src_row(p, l) * cols;
+            if (p->vt_cols) {
+                rc = read_base(p, s, s + cols, row);
+                for (uint64_t k = 0; !rc && k < n; k++)
+                    out[e - a + k] = row[vt_src(p, c + k)];
+            } else {
+                rc = read_base(p, s + c, s + c + n, out + (e - a));
+            }
+            e += n;
+        }
+        free(row);
+    }
+    if (!rc)
+        map_values(p->map, out, b - a);
+    return rc;
 }
 
 int nf_values_read(const nf_values *vs, uint64_t e0, uint64_t e1, float *out)
@@ -127,15 +180,9 @@ int nf_values_read(const nf_values *vs, uint64_t e0, uint64_t e1, float *out)
             int rc = 0;
             switch (p->kind) {
             case NF_PIECE_RAW:
-                rc = read_raw(p, a, b, out);
-                break;
             case NF_PIECE_OBJECT:
-                rc = nf_decode_elems_f32(p->te, p->obj, p->obj_bytes, p->elem0 + a, p->elem0 + b,
-                                         out);
-                break;
             case NF_PIECE_VALUES:
-                for (uint64_t k = a; k < b; k++)
-                    out[k - a] = (float)p->values[k];
+                rc = read_piece(p, a, b, out);
                 break;
             }
             if (rc)

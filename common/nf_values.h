@@ -3,10 +3,14 @@
  * 7.4). A value source is a sequence of pieces whose elements, joined in
  * order, are the target object's elements in C order:
  *   - raw little-endian elements in a file (dtypes of DESIGN 5: bf16 f16 f32
- *     f64 i8 i16 i32 i64 u8 u16 u32 u64), optionally a slice of whole rows
- *     and with llama.cpp's q/k row permutation undone;
- *   - a decoded object of an existing artifact (any format, via nf_codec);
+ *     f64 i8 i16 i32 i64 u8 u16 u32 u64), optionally a slice of whole rows;
+ *   - a decoded object (an existing artifact's, or a GGUF tensor held in
+ *     memory; any format nf_codec decodes), optionally a slice of rows;
  *   - inline numbers.
+ * Every piece may undo a row permutation (llama.cpp's q/k rope
+ * order, Qwen3.5's v-head tiling of rows), undo the v-head tiling of the
+ * columns, and map each value (x - 1, log(-x)): DESIGN 5's source
+ * transforms.
  * Reading is by element range, so a packer can encode in row blocks with
  * memory bounded by the block (and one decoded source object).
  */
@@ -45,15 +49,27 @@ typedef struct {
     nf_dtype dtype;
     uint64_t src_rows, src_cols;
     uint64_t row0;         /* first (unpermuted) source row taken */
-    uint64_t heads;        /* > 0: undo llama.cpp's rope permutation with this
-                              many heads (rows per head = src_rows / heads) */
-    /* object: an encoded object held in memory (owned by the caller) */
+    /* object: an encoded object held in memory (owned by the caller), of
+       src_rows x src_cols elements (its rows and cols) */
     const nf_tensor_enc *te;
     const uint8_t *obj;
     uint64_t obj_bytes;
-    uint64_t elem0;        /* first element taken */
+    uint64_t elem0;        /* added to row0 * src_cols: the first source
+                              element (0 when rows and transforms are used) */
     /* values */
     const double *values;
+    /* transforms (DESIGN 5), applied in this order:
+       logical row l (l >= row0) reads source row rowperm(l), logical column
+       c reads source column colperm(c), then the value is mapped */
+    uint64_t heads;        /* > 0: undo llama.cpp's rope permutation with this
+                              many heads (rows per head = src_rows / heads) */
+    bool vt_rows, vt_cols; /* undo the v-heads tiling of rows [vt_off, vt_off +
+                              vt_v*vt_hd), or of every column (vt_v*vt_hd ==
+                              src_cols): stored (j*Hk + g)*hd + d holds logical
+                              (g*r + j)*hd + d */
+    uint64_t vt_k, vt_v, vt_hd, vt_off;
+    int map;               /* nf_value_map of nf_catalog.h: 0 none, 1 x - 1,
+                              2 log(-x) (computed in double, rounded once) */
 } nf_piece;
 
 typedef struct {

@@ -193,7 +193,7 @@ check_fails() {
     base qwen3next --mtp
     edit wrongfam 's|"Qwen3NextMTP"|"Qwen3_5MTP"|'
     check_fails 1 wrongfam.ninfer target
-    [[ "$stderr" == *'needs a target of architecture Qwen3_5ForCausalLM; "text" is Qwen3NextForCausalLM'* ]]
+    [[ "$stderr" == *'needs a target of architecture Qwen3_5ForCausalLM or Qwen3_5MoeForCausalLM; "text" is Qwen3NextForCausalLM'* ]]
     edit notarget 's|,\s*"target": "text"||'
     check_fails 1 notarget.ninfer target
     edit unshared 's|("mtp/head": \{\s*"object": ")[^"]+|${1}model.embed_tokens.weight|'

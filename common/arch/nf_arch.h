@@ -69,6 +69,22 @@ void nf_ab_map_whole(nf_ab *b, size_t param, nf_naming n, size_t t);
 void nf_ab_map_rows(nf_ab *b, size_t param, nf_naming n, size_t t, uint64_t first,
                     uint64_t len, uint64_t stride, uint64_t count);
 
+/* ... or one element range [begin, end) of it. */
+void nf_ab_map_range(nf_ab *b, size_t param, nf_naming n, size_t t, uint64_t begin,
+                     uint64_t end);
+/* ... or, for a tensor whose rows [first, first + hv*hd) hold hv heads of hd
+ * rows in Qwen3.5's tiled order (GGUF.md 3.3: logical head g*r + j is
+ * stored as head j*hk + g, r = hv/hk), rows [0, lead) (lead <= first; 0:
+ * none) then the heads in logical order, each its block of rows. */
+void nf_ab_map_tiled(nf_ab *b, size_t param, nf_naming n, size_t t, uint64_t lead,
+                     uint64_t first, uint64_t hk, uint64_t hv, uint64_t hd);
+/* Tensor t stores map^-1 of the logical values (nf_src_tensor.map). */
+void nf_ab_tensor_map(nf_ab *b, size_t t, nf_naming n, nf_value_map map);
+/* Tensor t's columns are v-head tiled (nf_src_tensor.tiled_*); nothing when
+ * hk == hv (the tiling is the identity). */
+void nf_ab_tensor_tiled_columns(nf_ab *b, size_t t, nf_naming n, uint64_t hk, uint64_t hv,
+                                uint64_t hd);
+
 /* The parameter `param` shares the binding of the parameter named
  * "<comp>/<suffix>" (or a full name when full is true). */
 void nf_ab_share(nf_ab *b, size_t param, bool full, const char *name);
@@ -101,6 +117,10 @@ typedef struct {
     uint64_t Hk, Hv, Dk, Dv, kernel;
     bool split_in_proj;      /* Qwen3.5: in_proj_qkv / _z / _b / _a */
     bool *full_attn;         /* per layer (L entries), NULL: all full attention */
+    /* GGUF naming of the hybrids (qwen3next, qwen35, qwen35moe; GGUF.md 4.2) */
+    bool gguf_hybrid;        /* +1 norms, post_attention_norm, ssm_* tensors */
+    bool gguf_tiled;         /* qwen35*: v heads tiled (the identity when Hk == Hv) */
+    unsigned gguf_forms;     /* NF_GGUF_FORM_* of the file */
 } nf_geom;
 
 /* Read H, V, L, Nq, Nkv, D and tie_word_embeddings (DESIGN 10: D is
@@ -113,6 +133,10 @@ bool nf_geom_moe(nf_ab *b, nf_geom *g, bool shared);
 /* Read the hybrid keys: layer kinds (layer_types or full_attention_interval)
  * and the linear-attention geometry when some layer is linear. */
 bool nf_geom_hybrid(nf_ab *b, nf_geom *g);
+/* The hybrids' GGUF naming (g->gguf and the gguf_* fields) for llama.cpp
+ * architecture arch ("qwen3next", "qwen35", "qwen35moe"), with the file's
+ * forms from the builder's input. */
+void nf_geom_gguf_hybrid(nf_ab *b, nf_geom *g, const char *arch);
 /* Is layer i an MoE layer (DESIGN 10)? */
 bool nf_geom_is_moe(const nf_geom *g, uint64_t i);
 void nf_geom_free(nf_geom *g);
@@ -134,6 +158,7 @@ int nf_arch_qwen3(nf_ab *b);
 int nf_arch_qwen3_moe(nf_ab *b);
 int nf_arch_qwen3_next(nf_ab *b);
 int nf_arch_qwen3_5(nf_ab *b);
+int nf_arch_qwen3_5_moe(nf_ab *b);
 int nf_arch_mtp(nf_ab *b);   /* Qwen3NextMTP, Qwen3_5MTP */
 
 #endif

@@ -184,6 +184,14 @@ bool nf_geom_hybrid(nf_ab *b, nf_geom *g)
     return mul(b, x, g->kernel, &x, "conv1d size");
 }
 
+void nf_geom_gguf_hybrid(nf_ab *b, nf_geom *g, const char *arch)
+{
+    g->gguf = true;
+    g->gguf_hybrid = true;
+    g->gguf_tiled = strcmp(arch, "qwen3next") != 0;
+    g->gguf_forms = b->in ? b->in->gguf_forms : 0;
+}
+
 void nf_geom_free(nf_geom *g)
 {
     free(g->full_attn);
@@ -209,9 +217,12 @@ void nf_blk_final(nf_ab *b, const nf_geom *g)
     size_t p = nf_ab_param(b, 1, D1(g->H), NULL, false, "final_norm");
     nf_ab_map_whole(b, p, NF_NAMING_HF, nf_ab_tensor(b, NF_NAMING_HF, 1, D1(g->H), 0,
                                                      "model.norm.weight"));
-    if (g->gguf)
-        nf_ab_map_whole(b, p, NF_NAMING_GGUF, nf_ab_tensor(b, NF_NAMING_GGUF, 1, D1(g->H), 0,
-                                                           "output_norm.weight"));
+    if (g->gguf) {
+        size_t t = nf_ab_tensor(b, NF_NAMING_GGUF, 1, D1(g->H), 0, "output_norm.weight");
+        nf_ab_map_whole(b, p, NF_NAMING_GGUF, t);
+        if (g->gguf_hybrid)
+            nf_ab_tensor_map(b, t, NF_NAMING_GGUF, NF_VMAP_MINUS_ONE);
+    }
     p = nf_ab_param(b, 2, D2(g->V, g->H), "head_input", true, "head");
     if (g->tied) {
         nf_ab_share(b, p, false, "embedding");
@@ -240,6 +251,26 @@ static size_t simple(nf_ab *b, const nf_geom *g, unsigned rank, const uint64_t *
     return p;
 }
 
+/* A norm [n]: stored as w + 1 in the hybrids' GGUFs (GGUF.md 4.2). */
+static size_t norm(nf_ab *b, const nf_geom *g, uint64_t n, const char *lp, const char *name,
+                   const char *hp, const char *hf, const char *gp, const char *gg)
+{
+    size_t p = simple(b, g, 1, D1(n), NULL, false, lp, name, hp, hf, gp, gg, 0);
+    if (g->gguf && g->gguf_hybrid && gp && p != SIZE_MAX)
+        nf_ab_tensor_map(b, b->p->params[p].src[NF_NAMING_GGUF].tensor, NF_NAMING_GGUF,
+                         NF_VMAP_MINUS_ONE);
+    return p;
+}
+
+/* One whole GGUF tensor "<gp>.<name>" for parameter p. */
+static size_t gguf_whole(nf_ab *b, size_t p, unsigned rank, const uint64_t *dims, const char *gp,
+                         const char *name)
+{
+    size_t t = nf_ab_tensor(b, NF_NAMING_GGUF, rank, dims, 0, "%s.%s", gp, name);
+    nf_ab_map_whole(b, p, NF_NAMING_GGUF, t);
+    return t;
+}
+
 static void attention(nf_ab *b, const nf_geom *g, const char *lp, const char *hp,
                       const char *gp)
 {
@@ -254,9 +285,14 @@ static void attention(nf_ab *b, const nf_geom *g, const char *lp, const char *hp
         q = nf_ab_param(b, 2, D2(QD, H), in, true, "%s/attention/query", lp);
         nf_ab_map_rows(b, q, NF_NAMING_HF, t, 0, g->D, 2 * g->D, g->Nq);
         k = simple(b, g, 2, D2(KD, H), in, true, lp, "attention/key", hp, "self_attn.k_proj.weight",
-                   NULL, NULL, 0);
+                   gp, "attn_k.weight", 0);
         gate = nf_ab_param(b, 2, D2(QD, H), in, true, "%s/attention/gate", lp);
         nf_ab_map_rows(b, gate, NF_NAMING_HF, t, g->D, g->D, 2 * g->D, g->Nq);
+        if (g->gguf && gp) { /* attn_q keeps HF's per-head query/gate interleave (GGUF.md 4.3) */
+            size_t u = nf_ab_tensor(b, NF_NAMING_GGUF, 2, D2(2 * QD, H), 0, "%s.attn_q.weight", gp);
+            nf_ab_map_rows(b, q, NF_NAMING_GGUF, u, 0, g->D, 2 * g->D, g->Nq);
+            nf_ab_map_rows(b, gate, NF_NAMING_GGUF, u, g->D, g->D, 2 * g->D, g->Nq);
+        }
     } else {
         q = simple(b, g, 2, D2(QD, H), in, true, lp, "attention/query", hp,
                    "self_attn.q_proj.weight", gp, "attn_q.weight", g->unpermute ? g->Nq : 0);
@@ -274,10 +310,10 @@ static void attention(nf_ab *b, const nf_geom *g, const char *lp, const char *hp
                "self_attn.v_proj.bias", gp, "attn_v.bias", 0);
     }
     if (g->qk_norm) {
-        simple(b, g, 1, D1(g->D), NULL, false, lp, "attention/query_norm", hp,
-               "self_attn.q_norm.weight", gp, "attn_q_norm.weight", 0);
-        simple(b, g, 1, D1(g->D), NULL, false, lp, "attention/key_norm", hp,
-               "self_attn.k_norm.weight", gp, "attn_k_norm.weight", 0);
+        norm(b, g, g->D, lp, "attention/query_norm", hp, "self_attn.q_norm.weight", gp,
+             "attn_q_norm.weight");
+        norm(b, g, g->D, lp, "attention/key_norm", hp, "self_attn.k_norm.weight", gp,
+             "attn_k_norm.weight");
     }
     snprintf(in, sizeof in, "%s/attention/context", lp);
     simple(b, g, 2, D2(H, QD), in, true, lp, "attention/output", hp, "self_attn.o_proj.weight", gp,
@@ -291,7 +327,75 @@ static void attention(nf_ab *b, const nf_geom *g, const char *lp, const char *hp
     }
 }
 
-static void linear_attention(nf_ab *b, const nf_geom *g, const char *lp, const char *hp)
+/* The GGUF tensors of a linear-attention layer (GGUF.md 4.2): qwen3next's
+ * attn_qkv = [all q; all k; all v] and attn_gate = z (or the legacy ssm_in,
+ * HF's in_proj_qkvz verbatim) with ssm_ba; qwen35*'s attn_qkv, attn_gate,
+ * ssm_beta, ssm_alpha with the value heads tiled; ssm_conv1d [C, kernel]
+ * (v channels tiled in qwen35*), ssm_dt.bias, ssm_a = -exp(A_log) (tiled),
+ * ssm_norm, ssm_out (columns tiled). */
+static void linear_gguf(nf_ab *b, const nf_geom *g, const char *gp, const size_t *p6, size_t c,
+                        size_t dt, size_t al, size_t nm, size_t out)
+{
+    uint64_t H = g->H, Hk = g->Hk, Hv = g->Hv, Dk = g->Dk, Dv = g->Dv, r = Hv / Hk;
+    uint64_t KW = Hk * Dk, VW = Hv * Dv, C = 2 * KW + VW;
+    bool tiled = g->gguf_tiled && Hk != Hv;
+    size_t q = p6[0], k = p6[1], v = p6[2], z = p6[3], pb = p6[4], pa = p6[5];
+    if (!g->gguf_tiled && (g->gguf_forms & NF_GGUF_FORM_SSM_IN)) {
+        uint64_t gs = 2 * Dk + 2 * r * Dv;
+        size_t t = nf_ab_tensor(b, NF_NAMING_GGUF, 2, D2(C + VW, H), 0, "%s.ssm_in.weight", gp);
+        nf_ab_map_rows(b, q, NF_NAMING_GGUF, t, 0, Dk, gs, Hk);
+        nf_ab_map_rows(b, k, NF_NAMING_GGUF, t, Dk, Dk, gs, Hk);
+        nf_ab_map_rows(b, v, NF_NAMING_GGUF, t, 2 * Dk, r * Dv, gs, Hk);
+        nf_ab_map_rows(b, z, NF_NAMING_GGUF, t, 2 * Dk + r * Dv, r * Dv, gs, Hk);
+    } else {
+        size_t t = nf_ab_tensor(b, NF_NAMING_GGUF, 2, D2(C, H), 0, "%s.attn_qkv.weight", gp);
+        nf_ab_map_rows(b, q, NF_NAMING_GGUF, t, 0, KW, 0, 1);
+        nf_ab_map_rows(b, k, NF_NAMING_GGUF, t, KW, KW, 0, 1);
+        size_t u = nf_ab_tensor(b, NF_NAMING_GGUF, 2, D2(VW, H), 0, "%s.attn_gate.weight", gp);
+        if (tiled) {
+            nf_ab_map_tiled(b, v, NF_NAMING_GGUF, t, 0, 2 * KW, Hk, Hv, Dv);
+            nf_ab_map_tiled(b, z, NF_NAMING_GGUF, u, 0, 0, Hk, Hv, Dv);
+        } else {
+            nf_ab_map_rows(b, v, NF_NAMING_GGUF, t, 2 * KW, VW, 0, 1);
+            nf_ab_map_whole(b, z, NF_NAMING_GGUF, u);
+        }
+    }
+    if (g->gguf_tiled) {
+        size_t tb = nf_ab_tensor(b, NF_NAMING_GGUF, 2, D2(Hv, H), 0, "%s.ssm_beta.weight", gp);
+        size_t ta = nf_ab_tensor(b, NF_NAMING_GGUF, 2, D2(Hv, H), 0, "%s.ssm_alpha.weight", gp);
+        if (tiled) {
+            nf_ab_map_tiled(b, pb, NF_NAMING_GGUF, tb, 0, 0, Hk, Hv, 1);
+            nf_ab_map_tiled(b, pa, NF_NAMING_GGUF, ta, 0, 0, Hk, Hv, 1);
+        } else {
+            nf_ab_map_whole(b, pb, NF_NAMING_GGUF, tb);
+            nf_ab_map_whole(b, pa, NF_NAMING_GGUF, ta);
+        }
+    } else { /* ssm_ba is HF's in_proj_ba: per group, r b rows then r a rows */
+        size_t u = nf_ab_tensor(b, NF_NAMING_GGUF, 2, D2(2 * Hv, H), 0, "%s.ssm_ba.weight", gp);
+        nf_ab_map_rows(b, pb, NF_NAMING_GGUF, u, 0, r, 2 * r, Hk);
+        nf_ab_map_rows(b, pa, NF_NAMING_GGUF, u, r, r, 2 * r, Hk);
+    }
+    size_t tc = nf_ab_tensor(b, NF_NAMING_GGUF, 2, D2(C, g->kernel), 0, "%s.ssm_conv1d.weight", gp);
+    size_t td = nf_ab_tensor(b, NF_NAMING_GGUF, 1, D1(Hv), 0, "%s.ssm_dt.bias", gp);
+    size_t ts = nf_ab_tensor(b, NF_NAMING_GGUF, 1, D1(Hv), 0, "%s.ssm_a", gp);
+    nf_ab_tensor_map(b, ts, NF_NAMING_GGUF, NF_VMAP_LOG_NEG);
+    if (tiled) {
+        nf_ab_map_tiled(b, c, NF_NAMING_GGUF, tc, 2 * KW, 2 * KW, Hk, Hv, Dv);
+        nf_ab_map_tiled(b, dt, NF_NAMING_GGUF, td, 0, 0, Hk, Hv, 1);
+        nf_ab_map_tiled(b, al, NF_NAMING_GGUF, ts, 0, 0, Hk, Hv, 1);
+    } else {
+        nf_ab_map_whole(b, c, NF_NAMING_GGUF, tc);
+        nf_ab_map_whole(b, dt, NF_NAMING_GGUF, td);
+        nf_ab_map_whole(b, al, NF_NAMING_GGUF, ts);
+    }
+    gguf_whole(b, nm, 1, D1(Dv), gp, "ssm_norm.weight");
+    size_t to = gguf_whole(b, out, 2, D2(H, VW), gp, "ssm_out.weight");
+    if (tiled)
+        nf_ab_tensor_tiled_columns(b, to, NF_NAMING_GGUF, Hk, Hv, Dv);
+}
+
+static void linear_attention(nf_ab *b, const nf_geom *g, const char *lp, const char *hp,
+                             const char *gp)
 {
     uint64_t H = g->H, Hk = g->Hk, Hv = g->Hv, Dk = g->Dk, Dv = g->Dv, r = Hv / Hk;
     uint64_t KW = Hk * Dk, VW = Hv * Dv, C = 2 * KW + VW; /* checked in nf_geom_hybrid */
@@ -335,16 +439,18 @@ static void linear_attention(nf_ab *b, const nf_geom *g, const char *lp, const c
     size_t c = nf_ab_param(b, 2, D2(C, g->kernel), NULL, false, "%s/linear_attention/conv1d", lp);
     nf_ab_map_whole(b, c, NF_NAMING_HF, nf_ab_tensor(b, NF_NAMING_HF, 3, D3(C, 1, g->kernel), 0,
                                                      "%s.linear_attn.conv1d.weight", hp));
-    simple(b, g, 1, D1(Hv), NULL, false, lp, "linear_attention/dt_bias", hp, "linear_attn.dt_bias",
-           NULL, NULL, 0);
-    simple(b, g, 1, D1(Hv), NULL, false, lp, "linear_attention/A_log", hp, "linear_attn.A_log",
-           NULL, NULL, 0);
-    simple(b, g, 1, D1(Dv), NULL, false, lp, "linear_attention/norm", hp,
-           "linear_attn.norm.weight", NULL, NULL, 0);
+    size_t dt = simple(b, g, 1, D1(Hv), NULL, false, lp, "linear_attention/dt_bias", hp,
+                       "linear_attn.dt_bias", NULL, NULL, 0);
+    size_t al = simple(b, g, 1, D1(Hv), NULL, false, lp, "linear_attention/A_log", hp,
+                       "linear_attn.A_log", NULL, NULL, 0);
+    size_t nm = simple(b, g, 1, D1(Dv), NULL, false, lp, "linear_attention/norm", hp,
+                       "linear_attn.norm.weight", NULL, NULL, 0);
     snprintf(in, sizeof in, "%s/linear_attention/context", lp);
-    simple(b, g, 2, D2(H, VW), in, true, lp, "linear_attention/output", hp,
-           "linear_attn.out_proj.weight", NULL, NULL, 0);
+    size_t out = simple(b, g, 2, D2(H, VW), in, true, lp, "linear_attention/output", hp,
+                        "linear_attn.out_proj.weight", NULL, NULL, 0);
     size_t m[6] = {q, k, v, z, pb, pa};
+    if (g->gguf && g->gguf_hybrid && gp)
+        linear_gguf(b, g, gp, m, c, dt, al, nm, out);
     nf_ab_group(b, m, 6, "%s/linear_attention/in_proj", lp);
 }
 
@@ -370,12 +476,18 @@ static void moe_mlp(nf_ab *b, const nf_geom *g, const char *lp, const char *hp, 
     snprintf(in, sizeof in, "%s/mlp_input", lp);
     simple(b, g, 2, D2(E, H), in, true, lp, "mlp/router", hp, "mlp.gate.weight", gp,
            "ffn_gate_inp.weight", 0);
-    size_t gg = SIZE_MAX, gu = SIZE_MAX, gd = SIZE_MAX;
+    size_t gg = SIZE_MAX, gu = SIZE_MAX, gd = SIZE_MAX, gf = SIZE_MAX;
     if (g->gguf && gp) { /* llama.cpp stacks the experts: [E, Im, H] and [E, H, Im] */
-        gg = nf_ab_tensor(b, NF_NAMING_GGUF, 3, D3(E, Im, H), 0, "%s.ffn_gate_exps.weight", gp);
-        gu = nf_ab_tensor(b, NF_NAMING_GGUF, 3, D3(E, Im, H), 0, "%s.ffn_up_exps.weight", gp);
+        if (g->gguf_forms & NF_GGUF_FORM_GATE_UP_EXPS) /* per expert, gate rows then up rows */
+            gf = nf_ab_tensor(b, NF_NAMING_GGUF, 3, D3(E, 2 * Im, H), 0,
+                              "%s.ffn_gate_up_exps.weight", gp);
+        else {
+            gg = nf_ab_tensor(b, NF_NAMING_GGUF, 3, D3(E, Im, H), 0, "%s.ffn_gate_exps.weight", gp);
+            gu = nf_ab_tensor(b, NF_NAMING_GGUF, 3, D3(E, Im, H), 0, "%s.ffn_up_exps.weight", gp);
+        }
         gd = nf_ab_tensor(b, NF_NAMING_GGUF, 3, D3(E, H, Im), 0, "%s.ffn_down_exps.weight", gp);
     }
+    uint64_t eg = Im * H; /* elements of one expert's gate (or up): checked by its nf_ab_param */
     size_t *gate_up = malloc(2 * E * sizeof *gate_up), *down = malloc(E * sizeof *down);
     if (!gate_up || !down) {
         free(gate_up);
@@ -390,10 +502,13 @@ static void moe_mlp(nf_ab *b, const nf_geom *g, const char *lp, const char *hp, 
         snprintf(hf, sizeof hf, "mlp.experts.%llu.gate_proj.weight", (unsigned long long)e);
         gate_up[2 * e] = simple(b, g, 2, D2(Im, H), in, true, lp, name, hp, hf, NULL, NULL, 0);
         nf_ab_map_rows(b, gate_up[2 * e], NF_NAMING_GGUF, gg, e, 1, 0, 1);
+        nf_ab_map_range(b, gate_up[2 * e], NF_NAMING_GGUF, gf, 2 * e * eg, (2 * e + 1) * eg);
         snprintf(name, sizeof name, "mlp/experts/%llu/up", (unsigned long long)e);
         snprintf(hf, sizeof hf, "mlp.experts.%llu.up_proj.weight", (unsigned long long)e);
         gate_up[2 * e + 1] = simple(b, g, 2, D2(Im, H), in, true, lp, name, hp, hf, NULL, NULL, 0);
         nf_ab_map_rows(b, gate_up[2 * e + 1], NF_NAMING_GGUF, gu, e, 1, 0, 1);
+        nf_ab_map_range(b, gate_up[2 * e + 1], NF_NAMING_GGUF, gf, (2 * e + 1) * eg,
+                        (2 * e + 2) * eg);
         snprintf(name, sizeof name, "mlp/experts/%llu/down", (unsigned long long)e);
         snprintf(hf, sizeof hf, "mlp.experts.%llu.down_proj.weight", (unsigned long long)e);
         down[e] = simple(b, g, 2, D2(H, Im), prod, true, lp, name, hp, hf, NULL, NULL, 0);
@@ -407,13 +522,13 @@ static void moe_mlp(nf_ab *b, const nf_geom *g, const char *lp, const char *hp, 
         snprintf(prod, sizeof prod, "%s/mlp/shared/product", lp);
         size_t m[2];
         m[0] = simple(b, g, 2, D2(g->Is, H), in, true, lp, "mlp/shared/gate", hp,
-                      "mlp.shared_expert.gate_proj.weight", NULL, NULL, 0);
+                      "mlp.shared_expert.gate_proj.weight", gp, "ffn_gate_shexp.weight", 0);
         m[1] = simple(b, g, 2, D2(g->Is, H), in, true, lp, "mlp/shared/up", hp,
-                      "mlp.shared_expert.up_proj.weight", NULL, NULL, 0);
+                      "mlp.shared_expert.up_proj.weight", gp, "ffn_up_shexp.weight", 0);
         simple(b, g, 2, D2(H, g->Is), prod, true, lp, "mlp/shared/down", hp,
-               "mlp.shared_expert.down_proj.weight", NULL, NULL, 0);
+               "mlp.shared_expert.down_proj.weight", gp, "ffn_down_shexp.weight", 0);
         simple(b, g, 2, D2(1, H), in, true, lp, "mlp/shared_gate", hp,
-               "mlp.shared_expert_gate.weight", NULL, NULL, 0);
+               "mlp.shared_expert_gate.weight", gp, "ffn_gate_inp_shexp.weight", 0);
         nf_ab_group(b, m, 2, "%s/mlp/shared/gate_up", lp);
     }
 }
@@ -421,14 +536,13 @@ static void moe_mlp(nf_ab *b, const nf_geom *g, const char *lp, const char *hp, 
 void nf_blk_layer(nf_ab *b, const nf_geom *g, const char *lp, const char *hp, const char *gp,
                   bool full_attention, nf_mlp_kind mlp)
 {
-    simple(b, g, 1, D1(g->H), NULL, false, lp, "input_norm", hp, "input_layernorm.weight", gp,
-           "attn_norm.weight", 0);
+    norm(b, g, g->H, lp, "input_norm", hp, "input_layernorm.weight", gp, "attn_norm.weight");
     if (full_attention)
         attention(b, g, lp, hp, gp);
     else
-        linear_attention(b, g, lp, hp);
-    simple(b, g, 1, D1(g->H), NULL, false, lp, "post_attention_norm", hp,
-           "post_attention_layernorm.weight", gp, "ffn_norm.weight", 0);
+        linear_attention(b, g, lp, hp, gp);
+    norm(b, g, g->H, lp, "post_attention_norm", hp, "post_attention_layernorm.weight", gp,
+         g->gguf_hybrid ? "post_attention_norm.weight" : "ffn_norm.weight");
     if (mlp == NF_MLP_DENSE)
         dense_mlp(b, g, lp, hp, gp);
     else if (mlp == NF_MLP_MOE)

@@ -3,11 +3,14 @@
  * are generated at test time by small C tools).
  *
  *   nf-mkarch --arch FAMILY [--mtp] [--tied] [--language-model] [--dtype T]
- *             [--vocab V] [--layers L] [--experts E] [--seed N] DIR
+ *             [--vocab V] [--layers L] [--experts E] [--seed N] [--grid T] DIR
  *
- * FAMILY: llama, qwen2, qwen3, qwen3moe, qwen3next, qwen3_5, spec121 (the
- * spec's small Qwen3.5 Text example of 12.1: H=128, I=256, Nq=Nkv=1, D=128,
- * one full-attention layer, vocab 248320, four frontend resources).
+ * FAMILY: llama, qwen2, qwen3, qwen3moe, qwen3next, qwen3_5, qwen3_5moe (a
+ * flat Qwen3_5MoeForConditionalGeneration config with model_type
+ * qwen3_5_moe_text and no decoder_sparse_step, as the real one in
+ * ../shared/realdata/qwen3.5-moe-frontend), spec121 (the spec's small
+ * Qwen3.5 Text example of 12.1: H=128, I=256, Nq=Nkv=1, D=128, one
+ * full-attention layer, vocab 248320, four frontend resources).
  * Writes config.json, model.safetensors (weights in --dtype: bf16, f32 or
  * f16; vectors F32 unless --dtype f16), tokenizer.json,
  * tokenizer_config.json, chat_template.jinja and generation_config.json.
@@ -18,7 +21,12 @@
  * --layers puts full attention on every 4th layer (3, 7, ...), as
  * Qwen3-Next-80B and Qwen3.5 do (`--arch qwen3next --layers 48 --experts 512`
  * has Qwen3-Next-80B's 74,391 tensors, with tiny hidden sizes; the
- * catalog benchmark, scripts/bench-catalog.sh, uses it).
+ * catalog benchmark, scripts/bench-catalog.sh, uses it). --grid q8_0|q4_0
+ * puts every matrix's values on a grid that ggml's reference quantizer of
+ * that type represents exactly, whatever 8-column-aligned column order a
+ * converter gives a row (q8_0: k/256, |k| <= 127, with +-127/256 at every
+ * 8th column; q4_0: k/16, -8 <= k <= 7, with -8/16 at every 8th column), so
+ * a quantized GGUF of the checkpoint decodes to its values bit for bit.
  *
  * The tensor names and shapes are written here from the Hugging Face
  * modelling code, independently of the binder (common/arch/), so the tests
@@ -87,6 +95,7 @@ typedef struct {
     uint64_t mlp_only;           /* a dense layer index among MoE ones, or ~0 */
     uint64_t Hk, Hv, Dk, Dv, K;  /* linear attention */
     bool split;                  /* Qwen3.5 in_proj_qkv/z/b/a */
+    bool no_sparse_step;         /* leave decoder_sparse_step out (HF default 1) */
     const char *layer_kinds;     /* 'f' full / 'l' linear per layer */
 } fam;
 
@@ -188,6 +197,21 @@ static int write_text(const char *dir, const char *name, const char *text)
     return write_file(dir, name, text, strlen(text));
 }
 
+static int grid; /* 0 none, 8 q8_0, 4 q4_0 */
+
+/* A value of the --grid: column col of a matrix row. */
+static float grid_val(uint64_t col)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    uint64_t r = rng >> 40;
+    if (grid == 8)
+        return col % 8 == 0 ? (r & 1 ? 127.0f : -127.0f) / 256.0f
+                            : (float)((int64_t)(r % 255) - 127) / 256.0f;
+    return col % 8 == 0 ? -0.5f : (float)((int64_t)(r % 16) - 8) / 16.0f;
+}
+
 static int write_safetensors(const char *dir, const char *dtype)
 {
     unsigned wb = !strcmp(dtype, "f32") ? 4 : 2;
@@ -238,7 +262,7 @@ static int write_safetensors(const char *dir, const char *dtype)
         for (unsigned k = 0; k < t->rank; k++)
             el *= t->dims[k];
         for (uint64_t e = 0; e < el; e++) {
-            float v = next_val();
+            float v = grid && t->rank == 2 ? grid_val(e % t->dims[1]) : next_val();
             if (t->vector)
                 v = 1.0f + v / 4;
             if (eb == 4) {
@@ -265,8 +289,8 @@ static int write_safetensors(const char *dir, const char *dtype)
 
 static const char usage_text[] =
     "usage: " PROG " --arch FAMILY [--mtp] [--tied] [--language-model] [--dtype bf16|f32|f16]\n"
-    "       [--vocab V] [--layers L] [--experts E] [--seed N] DIR\n"
-    "FAMILY: llama qwen2 qwen3 qwen3moe qwen3next qwen3_5 spec121\n";
+    "       [--vocab V] [--layers L] [--experts E] [--seed N] [--grid q8_0|q4_0] DIR\n"
+    "FAMILY: llama qwen2 qwen3 qwen3moe qwen3next qwen3_5 qwen3_5moe spec121\n";
 
 int main(int argc, char **argv)
 {
@@ -276,7 +300,7 @@ int main(int argc, char **argv)
         {"dtype", required_argument, 0, 'd'}, {"vocab", required_argument, 0, 'v'},
         {"seed", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
         {"layers", required_argument, 0, 'L'}, {"experts", required_argument, 0, 'E'},
-        {0, 0, 0, 0},
+        {"grid", required_argument, 0, 'g'}, {0, 0, 0, 0},
     };
     const char *arch = NULL, *dtype = "bf16";
     bool mtp = false, tied = false, lm = false;
@@ -309,6 +333,13 @@ int main(int argc, char **argv)
             break;
         case 's':
             if (!nf_parse_u64(optarg, &seed)) {
+                fputs(usage_text, stderr);
+                return 2;
+            }
+            break;
+        case 'g':
+            grid = !strcmp(optarg, "q8_0") ? 8 : !strcmp(optarg, "q4_0") ? 4 : -1;
+            if (grid < 0) {
                 fputs(usage_text, stderr);
                 return 2;
             }
@@ -355,6 +386,12 @@ int main(int argc, char **argv)
                   .gated = true, .tied = tied, .mlp_only = ~0ull, .Hk = 2, .Hv = 4, .Dk = 16,
                   .Dv = 8, .K = 4, .split = true, .layer_kinds = "lllf"};
         hf_arch = "Qwen3_5ForCausalLM", model_type = "qwen3_5_text";
+    } else if (!strcmp(arch, "qwen3_5moe")) {
+        f = (fam){.H = 64, .I = 96, .L = 4, .Nq = 2, .Nkv = 1, .D = 32, .V = 96, .qk_norm = true,
+                  .gated = true, .tied = tied, .E = 4, .Im = 32, .Is = 32, .mlp_only = ~0ull,
+                  .Hk = 2, .Hv = 4, .Dk = 16, .Dv = 16, .K = 4, .split = true,
+                  .layer_kinds = "lllf", .no_sparse_step = true};
+        hf_arch = "Qwen3_5MoeForConditionalGeneration", model_type = "qwen3_5_moe_text";
     } else if (!strcmp(arch, "spec121")) {
         f = (fam){.H = 128, .I = 256, .L = 1, .Nq = 1, .Nkv = 1, .D = 128, .V = 248320,
                   .qk_norm = true, .gated = true, .tied = tied, .mlp_only = ~0ull,
@@ -424,9 +461,10 @@ int main(int argc, char **argv)
             (unsigned long long)f.V);
     if (f.E)
         fprintf(h, "  \"num_experts\": %llu,\n  \"num_experts_per_tok\": 2,\n"
-                   "  \"moe_intermediate_size\": %llu,\n  \"decoder_sparse_step\": 1,\n"
+                   "  \"moe_intermediate_size\": %llu,\n%s"
                    "  \"mlp_only_layers\": [%s],\n",
                 (unsigned long long)f.E, (unsigned long long)f.Im,
+                f.no_sparse_step ? "" : "  \"decoder_sparse_step\": 1,\n",
                 f.mlp_only != ~0ull ? "1" : "");
     if (f.Is)
         fprintf(h, "  \"shared_expert_intermediate_size\": %llu,\n", (unsigned long long)f.Is);
@@ -453,9 +491,12 @@ int main(int argc, char **argv)
         char *w = NULL;
         size_t wl = 0;
         FILE *g = open_memstream(&w, &wl);
-        fprintf(g, "{\n  \"architectures\": [\"Qwen3_5ForConditionalGeneration\"],\n"
-                   "  \"model_type\": \"qwen3_5\",\n  \"tie_word_embeddings\": %s,\n"
-                   "  \"vision_config\": {\"depth\": 2},\n  \"text_config\": ", f.tied ? "true" : "false");
+        bool moe = !strcmp(arch, "qwen3_5moe");
+        fprintf(g, "{\n  \"architectures\": [\"%s\"],\n"
+                   "  \"model_type\": \"%s\",\n  \"tie_word_embeddings\": %s,\n"
+                   "  \"vision_config\": {\"depth\": 2},\n  \"text_config\": ",
+                moe ? "Qwen3_5MoeForConditionalGeneration" : "Qwen3_5ForConditionalGeneration",
+                moe ? "qwen3_5_moe" : "qwen3_5", f.tied ? "true" : "false");
         /* the text config without architectures and tie_word_embeddings */
         char *p = strstr(cfg, "\"model_type\"");
         char *q = strstr(cfg, ",\n  \"tie_word_embeddings\"");

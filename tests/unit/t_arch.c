@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "nf_binder.h"
+#include "nf_import.h"
 #include "nf_json.h"
 #include "nf_realdata.h"
 #include "nf_test.h"
@@ -263,7 +264,34 @@ static void test_qwen3_next(void)
     const nf_param *g = P(&p, "text/layers/3/attention/gate");
     CHECK(g->src[NF_NAMING_HF].n_ranges == 16 && g->src[NF_NAMING_HF].ranges[0].begin == 256ull * 2048,
           "qwen3-next: gate is the second 256 rows of each head's 512 in q_proj");
-    CHECK(p.gguf_arch == NULL && !gguf_name(&p, q), "qwen3-next: no GGUF names");
+    /* GGUF qwen3next (GGUF.md 4.2): attn_qkv = [all q; all k; all v], attn_gate = z, no
+     * tiling; w + 1 norms and ssm_a = -exp(A_log) undone by maps */
+    CHECK_STR(p.gguf_arch, "qwen3next", "qwen3-next: GGUF architecture qwen3next");
+    const nf_src_map *gq = &q->src[NF_NAMING_GGUF], *gz = &z->src[NF_NAMING_GGUF];
+    CHECK(gq->n_ranges == 1 && gq->ranges[0].begin == 0 && gq->ranges[0].end == 2048ull * 2048 &&
+              strcmp(gguf_name(&p, q), "blk.0.attn_qkv.weight") == 0,
+          "qwen3-next GGUF: query is attn_qkv rows [0, 2048)");
+    const nf_param *vv = P(&p, "text/layers/0/linear_attention/value");
+    CHECK(vv->src[NF_NAMING_GGUF].n_ranges == 1 &&
+              vv->src[NF_NAMING_GGUF].ranges[0].begin == 4096ull * 2048 &&
+              gz->n_ranges == 0 && strcmp(gguf_name(&p, z), "blk.0.attn_gate.weight") == 0,
+          "qwen3-next GGUF: value is attn_qkv rows [4096, 8192), z all of attn_gate");
+    const nf_param *al = P(&p, "text/layers/0/linear_attention/A_log");
+    const nf_param *in0 = P(&p, "text/layers/0/input_norm");
+    const nf_param *sn = P(&p, "text/layers/0/linear_attention/norm");
+    CHECK(strcmp(gguf_name(&p, al), "blk.0.ssm_a") == 0 &&
+              p.tensors[NF_NAMING_GGUF][al->src[NF_NAMING_GGUF].tensor].map == NF_VMAP_LOG_NEG &&
+              p.tensors[NF_NAMING_GGUF][in0->src[NF_NAMING_GGUF].tensor].map == NF_VMAP_MINUS_ONE &&
+              p.tensors[NF_NAMING_GGUF][sn->src[NF_NAMING_GGUF].tensor].map == NF_VMAP_NONE,
+          "qwen3-next GGUF: ssm_a log-neg, attn_norm minus-one, ssm_norm as stored");
+    CHECK_STR(gguf_name(&p, P(&p, "text/layers/3/post_attention_norm")),
+              "blk.3.post_attention_norm.weight", "qwen3-next GGUF: post_attention_norm");
+    const nf_param *ex = P(&p, "text/layers/5/mlp/experts/7/up");
+    CHECK(strcmp(gguf_name(&p, ex), "blk.5.ffn_up_exps.weight") == 0 &&
+              ex->src[NF_NAMING_GGUF].ranges[0].begin == 7ull * 512 * 2048,
+          "qwen3-next GGUF: expert 7 is its slice of the bank");
+    CHECK_STR(gguf_name(&p, P(&p, "text/layers/0/mlp/shared_gate")),
+              "blk.0.ffn_gate_inp_shexp.weight", "qwen3-next GGUF: the shared expert's gate");
 
     /* its MTP component: geometry from the target */
     nf_arch_plan m;
@@ -293,6 +321,118 @@ static void test_qwen3_next(void)
     nf_arch_plan_free(&p);
     nf_diags_free(&d);
     free(cfg);
+}
+
+/* ---- real: a Qwen3.5-MoE config and its 15,973-tensor index --------------- */
+
+static void test_qwen35_moe(void)
+{
+    char b1[1024], b2[1024];
+    const char *cp = nf_realdata("qwen3.5-moe-frontend/config.json", b1, sizeof b1);
+    const char *ip = nf_realdata("qwen3.5-moe-frontend/model.safetensors.index.json", b2, sizeof b2);
+    if (!cp || !ip) {
+        SKIP("real data absent (../shared/realdata/qwen3.5-moe-frontend)", "Qwen3.5-MoE index");
+        return;
+    }
+    size_t cn, in;
+    char *raw = slurp(cp, &cn), *idx = slurp(ip, &in);
+    nf_diags d = NF_DIAGS_INIT;
+    /* a flat wrapper (Qwen3_5MoeForConditionalGeneration, qwen3_5_moe_text): normalized */
+    char *cfg = nf_import_normalize_config(raw, cn, cp, &d);
+    CHECK(cfg && strstr(cfg, "\"architectures\":[\"Qwen3_5MoeForCausalLM\"]") &&
+              strstr(cfg, "\"decoder_sparse_step\":1") && strstr(cfg, "\"rms_norm_eps\":1e-06") &&
+              !strstr(cfg, "ForConditionalGeneration"),
+          "qwen3.5-moe: the config normalizes to Qwen3_5MoeForCausalLM, decoder_sparse_step 1");
+    nf_arch_plan p;
+    int rc = cfg ? derive("text", cfg, NULL, NULL, &p, &d) : -1;
+    CHECK(rc == 0 && d.n == 0, "qwen3.5-moe: the normalized config derives");
+    if (rc) {
+        nf_diags_print(&d, "t_arch", stdout);
+        goto out;
+    }
+    nf_jdoc *doc = nf_jdoc_parse(idx, in, 0, &d);
+    nf_jval *wm = doc ? nf_jobj_get(nf_jdoc_root(doc), "weight_map") : NULL;
+    size_t nw = nf_jobj_len(wm);
+    char **names = calloc(nw + 1, sizeof *names), **mine = calloc(p.n_params + 1, sizeof *mine);
+    nf_jiter it = nf_jobj_iter(wm);
+    const char *k;
+    nf_jval *v;
+    size_t i = 0, pref = 0;
+    while (nf_jobj_next(&it, &k, &v)) { /* the importer strips model.language_model. */
+        char *nm = NULL;
+        if (!strncmp(k, "model.language_model.", 21)) {
+            pref++;
+            if (asprintf(&nm, "model.%s", k + 21) < 0)
+                nm = NULL;
+        } else {
+            nm = strdup(k);
+        }
+        names[i++] = nm;
+    }
+    size_t nm = 0;
+    for (size_t j = 0; j < p.n_params; j++)
+        if (!p.params[j].shares)
+            mine[nm++] = (char *)hf_name(&p, &p.params[j]);
+    /* parameters of one tensor are counted once (q/gate share q_proj, ...) */
+    qsort(names, nw, sizeof *names, str_cmp);
+    qsort(mine, nm, sizeof *mine, str_cmp);
+    size_t u = 0;
+    for (size_t j = 0; j < nm; j++)
+        if (mine[j] && (u == 0 || strcmp(mine[u - 1], mine[j]) != 0))
+            mine[u++] = mine[j];
+    bool same = nw == u;
+    for (size_t j = 0; same && j < nw; j++)
+        if (!names[j] || strcmp(names[j], mine[j]) != 0) {
+            printf("#   index has %s, derived %s\n", names[j], mine[j]);
+            same = false;
+        }
+    CHECK(same && nw == 15973 && pref == 15972,
+          "qwen3.5-moe: the 15,973 index names (15,972 under model.language_model.) equal the "
+          "derived tensor names one to one (%zu, %zu)", nw, u);
+    /* 40 layers x (2 norms + MoE (router + 128x3 + 3 shared + shared gate) = 391)
+     * + 30 linear x 11 + 10 full x 7 + embedding, final norm, head */
+    CHECK_EQ_U64(p.n_params, 40 * 391 + 30 * 11 + 10 * 7 + 3, "qwen3.5-moe: 16043 parameters");
+    CHECK(shape2(P(&p, "text/layers/0/linear_attention/value"), 4096, 2048) &&
+              shape2(P(&p, "text/layers/0/linear_attention/z"), 4096, 2048) &&
+              shape2(P(&p, "text/layers/3/attention/gate"), 4096, 2048) &&
+              shape2(P(&p, "text/layers/39/mlp/experts/127/down"), 2048, 512) &&
+              shape2(P(&p, "text/layers/39/mlp/shared_gate"), 1, 2048) &&
+              P(&p, "text/layers/39/attention/query") && !P(&p, "text/layers/39/linear_attention/a"),
+          "qwen3.5-moe: shapes, layer 39 full attention");
+    /* GGUF qwen35moe: value heads tiled (Hk 16, Hv 32, r 2): logical head 1 is stored head 16 */
+    const nf_param *val = P(&p, "text/layers/0/linear_attention/value");
+    const nf_src_map *gv = &val->src[NF_NAMING_GGUF];
+    CHECK(strcmp(p.gguf_arch, "qwen35moe") == 0 && gv->n_ranges == 32 &&
+              gv->ranges[0].begin == 4096ull * 2048 &&
+              gv->ranges[1].begin == (4096ull + 16 * 128) * 2048 &&
+              gv->ranges[2].begin == (4096ull + 128) * 2048,
+          "qwen3.5-moe GGUF: value binds attn_qkv's tiled v heads in logical order");
+    const nf_param *bb = P(&p, "text/layers/0/linear_attention/b");
+    CHECK(strcmp(gguf_name(&p, bb), "blk.0.ssm_beta.weight") == 0 &&
+              bb->src[NF_NAMING_GGUF].n_ranges == 32 &&
+              bb->src[NF_NAMING_GGUF].ranges[1].begin == 16ull * 2048,
+          "qwen3.5-moe GGUF: b is ssm_beta's rows, head by head");
+    const nf_param *out = P(&p, "text/layers/0/linear_attention/output");
+    const nf_src_tensor *ot = &p.tensors[NF_NAMING_GGUF][out->src[NF_NAMING_GGUF].tensor];
+    CHECK(ot->tiled_k == 16 && ot->tiled_v == 32 && ot->tiled_hd == 128 &&
+              strcmp(ot->name, "blk.0.ssm_out.weight") == 0,
+          "qwen3.5-moe GGUF: ssm_out's columns are tiled (16, 32, 128)");
+    const nf_param *cv = P(&p, "text/layers/0/linear_attention/conv1d");
+    CHECK(cv->src[NF_NAMING_GGUF].n_ranges == 32 &&
+              cv->src[NF_NAMING_GGUF].ranges[0].end == (4096ull + 128) * 4 &&
+              cv->src[NF_NAMING_GGUF].ranges[1].begin == (4096ull + 16 * 128) * 4,
+          "qwen3.5-moe GGUF: conv1d: the q/k channels and v head 0, then the v heads in order");
+    for (size_t j = 0; j < nw; j++)
+        free(names[j]);
+    free(names);
+    free(mine);
+    nf_jdoc_free(doc);
+    nf_arch_plan_free(&p);
+out:
+    nf_diags_free(&d);
+    free(cfg);
+    free(raw);
+    free(idx);
 }
 
 /* ---- spec 12.1: the small Qwen3.5 Text example ---------------------------- */
@@ -543,6 +683,7 @@ int main(void)
 {
     test_qwen25();
     test_qwen3_next();
+    test_qwen35_moe();
     test_spec121();
     test_families();
     test_hostile();
