@@ -512,12 +512,6 @@ static int gguf_blocks_piece(pack_ctx *p, const nf_source *s, input *in, const n
 {
     nf_format f = nf_format_of_ggml_type(t->type);
     uint64_t cols = t->ne[0], rows = cols ? t->elements / cols : 0, dims[2] = {rows, cols};
-    if (s->has_unpermute) {
-        nf_diag_add(p->d, NF_C_UNSUPPORTED, s->pointer,
-                    "unpermute of the block-quantized GGUF tensor \"%s\" is a row copy, not a "
-                    "transcode", s->name);
-        return -1;
-    }
     nf_tensor_enc *te = calloc(1, sizeof *te);
     uint8_t *buf = te && t->bytes <= SIZE_MAX ? malloc(t->bytes ? (size_t)t->bytes : 1) : NULL;
     if (!te || !buf || !os_own(os, buf, te)) {
@@ -547,16 +541,9 @@ static int gguf_blocks_piece(pack_ctx *p, const nf_source *s, input *in, const n
     pc.obj = buf;
     pc.obj_bytes = t->bytes;
     pc.path = in->path;
-    pc.elements = te->enc.elements;
-    if (s->has_rows) {
-        if (s->rows[1] > rows) {
-            nf_diag_add(p->d, NF_C_RANGE, s->pointer, "rows [%llu, %llu) outside tensor \"%s\"",
-                        (unsigned long long)s->rows[0], (unsigned long long)s->rows[1], s->name);
-            return -1;
-        }
-        pc.elem0 = s->rows[0] * cols;
-        pc.elements = (s->rows[1] - s->rows[0]) * cols;
-    }
+    /* rows, unpermute and map in f32 (ninfer-quant's fold of input_columns, DESIGN 10) */
+    if (piece_transforms(p, s, &pc, rows, cols) < 0)
+        return -1;
     return nf_values_add(&os->v, &pc) ? 0 : -1;
 }
 
