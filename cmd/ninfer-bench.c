@@ -13,38 +13,63 @@
 #include "nf_gemv.h"
 #include "nf_util.h"
 
-static const char usage[] =
+static const char usage_head[] =
     "usage: ninfer-bench --format F [--layout L] --shape NxK [OPTIONS]\n"
     "       ninfer-bench ARTIFACT [--param GLOB] [OPTIONS]\n"
     "Time a kernel over encoded weights (generated, or an artifact's own objects)\n"
     "and compare its throughput with the peak measured in the same run: on the CPU\n"
-    "a read-only pass over a buffer larger than the last-level cache on all cores;\n"
+    "read-only passes over a buffer of 4x the last-level cache on the same threads;\n"
     "on CUDA a device-to-device copy larger than L2, counted as read + write.\n"
     "\n"
     "  --op gemv|decode|encode  the kernel (default gemv): y = W x with x in bf16;\n"
     "                        decode into a small reused buffer; encode from f32\n"
+    "  --activation a16|a8   gemv: x as bf16 (default), or quantized per block of\n"
+    "                        16 to int8 (the A8 path of AllowA8/AllowA4 uses)\n"
     "  --device cpu|cuda     where to run (default cpu)\n"
-    "  --format F, --layout L, --shape NxK, --divisors N   generated weights\n"
+    "  --format F|all, --layout L, --shape NxK, --divisors N   generated weights;\n"
+    "                        'all': every format in its default layout\n"
     "  --param GLOB          artifact mode: parameters to bench (default '*')\n"
     "  --iters N             timed iterations (default 20); --warmup N (default 3)\n"
     "  --threads N           CPU threads (default: all CPUs)\n"
+    "  --llc-bytes N         the last-level cache to defeat (default: from sysfs,\n"
+    "                        or $NF_BENCH_LLC_BYTES); suffixes K M G\n"
     "  --json                one JSON object per case (with raw samples)\n"
     "  --csv                 CSV with a header line\n"
     "  -h, --help, --version\n"
     "\n"
-    "GB/s counts encoded bytes read (encode: encoded bytes written). Weights are\n"
-    "rotated through copies larger than the last-level cache so that nothing is\n"
-    "timed from cache.\n"
+    "GB/s counts encoded bytes read (encode: encoded bytes written); x_peak is\n"
+    "that over the peak. The weights are rotated through copies that together\n"
+    "exceed 4x the last-level cache, so nothing is timed from cache; the peak is\n"
+    "the best of all read-only passes so far over a buffer of that size, with\n"
+    "the widest loads the CPU has.\n"
     "Exit status: 0 ok, 1 bad input, 2 usage, 3 I/O, 4 unsupported (a device or\n"
     "format this build cannot serve).\n";
+
+static void print_usage(void)
+{
+    fputs(usage_head, stdout);
+    fputs("Formats:", stdout);
+    for (int f = 0; f < NF_FMT_COUNT_; f++)
+        printf(" %s", nf_format_name((nf_format)f));
+    fputs("\n", stdout);
+}
 
 static struct {
     const char *op, *device, *param;
     unsigned iters, warmup, threads;
-    int out; /* 0 text, 1 json, 2 csv */
-} opt = {"gemv", "cpu", "*", 20, 3, 0, 0};
+    int out;     /* 0 text, 1 json, 2 csv */
+    nf_act act;
+    uint64_t llc;
+} opt = {"gemv", "cpu", "*", 20, 3, 0, 0, NF_ACT_A16, 0};
 
-static double peak_gbps;
+/* The rotation arena (CPU): at least 4x the last-level cache. The peak
+ * passes read it too. */
+static struct {
+    uint8_t *p;
+    size_t bytes;
+} arena;
+
+static double peak_gbps; /* best read-only pass so far (CPU), or the device's */
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -59,26 +84,42 @@ static double pct(const double *s, unsigned n, double q)
     return lo + 1 < n ? s[lo] + (s[lo + 1] - s[lo]) * (idx - lo) : s[lo];
 }
 
-/* CPU peak: read-only passes over 512 MiB on all threads, best of 5. */
-static double cpu_peak(void)
+/* n read-only passes over the arena, cycling through the access patterns of
+ * nf_read_pass_variant; the best rate goes into peak_gbps. */
+static void peak_passes(unsigned n)
 {
-    size_t bytes = 512u << 20;
-    unsigned char *b = malloc(bytes);
-    if (!b)
-        return 0;
-    memset(b, 1, bytes);
-    double best = 1e30;
-    volatile uint64_t sink = 0;
-    for (int i = 0; i < 6; i++) {
+    static unsigned variant;
+    static volatile uint64_t sink;
+    size_t bytes = arena.bytes & ~(size_t)255;
+    for (unsigned i = 0; i < n; i++) {
         double t0 = nf_now();
-        sink ^= nf_read_pass(b, bytes, opt.threads);
+        sink ^= nf_read_pass_variant(arena.p, bytes, opt.threads, variant++);
         double t = nf_now() - t0;
-        if (i && t < best)
-            best = t;
+        if (t > 0 && (double)bytes / t / 1e9 > peak_gbps)
+            peak_gbps = (double)bytes / t / 1e9;
     }
-    (void)sink;
-    free(b);
-    return (double)bytes / best / 1e9;
+}
+
+/* The arena: 4x the last-level cache plus 1 MiB, 64-byte aligned, touched. */
+static int arena_init(void)
+{
+    uint64_t b = 0;
+    if (!nf_mul_u64(opt.llc, 4, &b) || !nf_add_u64(b, 1u << 20, &b) || b > SIZE_MAX / 2)
+        return nf_usage_error("--llc-bytes %llu is too large", (unsigned long long)opt.llc);
+    b = (b + 4095) & ~(uint64_t)4095;
+    arena.p = aligned_alloc(4096, (size_t)b);
+    if (!arena.p) {
+        fprintf(stderr, "%s: out of memory for the %llu-byte rotation buffer (4x the %llu-byte "
+                        "last-level cache; see --llc-bytes)\n",
+                nf_prog, (unsigned long long)b, (unsigned long long)opt.llc);
+        return NF_EXIT_IO;
+    }
+    arena.bytes = (size_t)b;
+    memset(arena.p, 1, arena.bytes);
+    peak_passes(1); /* warm-up */
+    peak_gbps = 0;
+    peak_passes(2 * NF_READ_VARIANTS);
+    return 0;
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -101,6 +142,8 @@ static void report(const char *name, const nf_tensor_enc *t, double *s, unsigned
     double med = pct(s, n, 0.5), p10 = pct(s, n, 0.1), p90 = pct(s, n, 0.9);
     double gbps = bytes / med / 1e9, pp = peak_gbps > 0 ? 100 * gbps / peak_gbps : 0;
     const char *fmt = nf_format_name(t->format), *lay = nf_layout_name(t->layout);
+    const char *act = strcmp(opt.op, "gemv") ? "-" : opt.act == NF_ACT_A8 ? "a8" : "a16";
+    unsigned th = opt.threads ? opt.threads : nf_cpu_count();
     if (opt.out == 1) {
         nf_jval *o = nf_jnew_object(), *a = nf_jnew_array();
         nf_jobj_set(o, "case", nf_jnew_string(name));
@@ -108,6 +151,8 @@ static void report(const char *name, const nf_tensor_enc *t, double *s, unsigned
         nf_jobj_set(o, "device", nf_jnew_string(opt.device));
         nf_jobj_set(o, "format", nf_jnew_string(fmt));
         nf_jobj_set(o, "layout", nf_jnew_string(lay));
+        nf_jobj_set(o, "activation", nf_jnew_string(act));
+        nf_jobj_set(o, "threads", nf_jnew_u64(th));
         nf_jobj_set(o, "n", nf_jnew_u64(t->rows));
         nf_jobj_set(o, "k", nf_jnew_u64(t->cols));
         nf_jobj_set(o, "encoded_bytes", nf_jnew_u64(t->enc.encoded_bytes));
@@ -124,54 +169,62 @@ static void report(const char *name, const nf_tensor_enc *t, double *s, unsigned
         nf_print_json_line(o);
         nf_jval_free(o);
     } else if (opt.out == 2) {
-        printf("%s,%s,%s,%s,%s,%llu,%llu,%llu,%.9f,%.9f,%.9f,%.3f,%.1f\n", name, opt.op,
-               opt.device, fmt, lay, (unsigned long long)t->rows, (unsigned long long)t->cols,
-               (unsigned long long)t->enc.encoded_bytes, med, p10, p90, gbps, pp);
+        printf("%s,%s,%s,%s,%s,%s,%u,%llu,%llu,%llu,%.9f,%.9f,%.9f,%.3f,%.3f,%.1f\n", name,
+               opt.op, opt.device, fmt, lay, act, th, (unsigned long long)t->rows,
+               (unsigned long long)t->cols, (unsigned long long)t->enc.encoded_bytes, med, p10,
+               p90, gbps, peak_gbps, pp);
     } else {
-        printf("%-8s %-6s %-20s %7llu %7llu %12llu %9.3f %9.3f %9.3f %8.2f %6.1f%%\n", opt.op,
-               opt.device, fmt, (unsigned long long)t->rows, (unsigned long long)t->cols,
-               (unsigned long long)t->enc.encoded_bytes, med * 1e3, p10 * 1e3, p90 * 1e3, gbps,
-               pp);
+        printf("%-24s %-6s %-4s %-20s %7llu %7llu %12llu %9.3f %9.3f %9.3f %8.2f %8.2f %6.2f\n",
+               name, opt.op, act, fmt, (unsigned long long)t->rows,
+               (unsigned long long)t->cols, (unsigned long long)t->enc.encoded_bytes, med * 1e3,
+               p10 * 1e3, p90 * 1e3, gbps, peak_gbps, peak_gbps > 0 ? gbps / peak_gbps : 0);
     }
     fflush(stdout);
 }
 
-/* Time op over the encoded object obj (copies rotated past the cache). */
+/* Time op over the encoded object obj: copies of it side by side in the
+ * arena (each 64-byte aligned), so that together they exceed 4x the
+ * last-level cache, visited in turn; encode writes one copy. A peak pass
+ * before and after the timed runs keeps the peak a ceiling for this case. */
 static int bench_one(const char *name, const nf_tensor_enc *t, const uint8_t *obj,
                      const float *src)
 {
     uint64_t eb = t->enc.encoded_bytes;
-    unsigned copies = (unsigned)((256ull << 20) / (eb ? eb : 1) + 1);
-    if (copies > 4096)
-        copies = 4096;
-    if (!strcmp(opt.op, "encode"))
-        copies = 1;
-    uint8_t **w = calloc(copies, sizeof *w);
-    for (unsigned c = 0; w && c < copies; c++) {
-        w[c] = malloc(eb);
-        if (!w[c]) {
-            copies = c;
-            break;
-        }
-        memcpy(w[c], obj, eb);
+    uint64_t stride = (eb + 63) & ~(uint64_t)63;
+    if (!stride)
+        stride = 64;
+    bool enc = !strcmp(opt.op, "encode");
+    uint8_t *own = NULL;
+    uint64_t copies = 1;
+    if (stride > arena.bytes || enc) {
+        own = aligned_alloc(64, stride);
+        if (own)
+            memcpy(own, obj, eb);
+    } else {
+        copies = arena.bytes / stride;
+        for (uint64_t c = 0; c < copies; c++)
+            memcpy(arena.p + c * stride, obj, eb);
     }
-    if (!w || !copies) {
-        fprintf(stderr, "%s: out of memory for %llu bytes\n", nf_prog, (unsigned long long)eb);
-        free(w);
+    uint16_t *x = malloc((t->cols ? t->cols : 1) * sizeof *x);
+    float *y = malloc((t->rows ? t->rows : 1) * sizeof *y);
+    double *s = calloc(opt.iters, sizeof *s);
+    if ((!own && (stride > arena.bytes || enc)) || !x || !y || !s) {
+        fprintf(stderr, "%s: %s: out of memory for %llu bytes\n", nf_prog, name,
+                (unsigned long long)eb);
+        free(own), free(x), free(y), free(s);
         return NF_EXIT_IO;
     }
-    uint16_t *x = malloc(t->cols * sizeof *x);
-    float *y = malloc(t->rows * sizeof *y);
-    double *s = calloc(opt.iters, sizeof *s);
-    int rc = x && y && s ? 0 : NF_CODEC_ENOMEM;
-    for (uint64_t k = 0; !rc && k < t->cols; k++)
+    for (uint64_t k = 0; k < t->cols; k++)
         x[k] = (uint16_t)(0x3f80 ^ (k & 0x807f)); /* +-1.x, deterministic */
     nf_encode_opts eo = NF_ENCODE_OPTS_INIT;
+    int rc = 0;
+    if (!enc)
+        peak_passes(NF_READ_VARIANTS);
     for (unsigned i = 0; !rc && i < opt.warmup + opt.iters; i++) {
-        uint8_t *wc = w[i % copies];
+        uint8_t *wc = own ? own : arena.p + (i % copies) * stride;
         double t0 = nf_now();
         if (!strcmp(opt.op, "gemv"))
-            rc = nf_gemv(t, wc, eb, x, y, opt.threads);
+            rc = nf_gemv_rows_act(t, wc, eb, 0, t->rows, x, y, opt.threads, opt.act);
         else if (!strcmp(opt.op, "decode"))
             rc = nf_decode_pass(t, wc, eb, opt.threads);
         else
@@ -180,13 +233,13 @@ static int bench_one(const char *name, const nf_tensor_enc *t, const uint8_t *ob
         if (i >= opt.warmup)
             s[i - opt.warmup] = dt;
     }
+    if (!enc)
+        peak_passes(NF_READ_VARIANTS);
     if (!rc)
         report(name, t, s, opt.iters, (double)eb);
     else
         fprintf(stderr, "%s: %s: %s\n", nf_prog, name, nf_codec_strerror(rc));
-    for (unsigned c = 0; c < copies; c++)
-        free(w[c]);
-    free(w);
+    free(own);
     free(x);
     free(y);
     free(s);
@@ -302,7 +355,7 @@ static int bench_artifact(const char *path)
 int main(int argc, char **argv)
 {
     enum { O_FORMAT = 256, O_LAYOUT, O_SHAPE, O_OP, O_DEVICE, O_ITERS, O_WARMUP, O_THREADS,
-           O_JSON, O_CSV, O_PARAM, O_DIV, O_VERSION };
+           O_JSON, O_CSV, O_PARAM, O_DIV, O_VERSION, O_ACT, O_LLC };
     static const struct option lo[] = {
         {"format", required_argument, 0, O_FORMAT}, {"layout", required_argument, 0, O_LAYOUT},
         {"shape", required_argument, 0, O_SHAPE},   {"op", required_argument, 0, O_OP},
@@ -310,12 +363,14 @@ int main(int argc, char **argv)
         {"warmup", required_argument, 0, O_WARMUP}, {"threads", required_argument, 0, O_THREADS},
         {"json", no_argument, 0, O_JSON},           {"csv", no_argument, 0, O_CSV},
         {"param", required_argument, 0, O_PARAM},   {"divisors", required_argument, 0, O_DIV},
+        {"activation", required_argument, 0, O_ACT}, {"llc-bytes", required_argument, 0, O_LLC},
         {"help", no_argument, 0, 'h'},              {"version", no_argument, 0, O_VERSION},
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-bench";
-    const char *fmt = NULL, *lay = NULL, *shape = NULL;
+    const char *fmt = NULL, *lay = NULL, *shape = NULL, *llc = getenv("NF_BENCH_LLC_BYTES");
     uint64_t N = 0, K = 0, div = 1, v;
+    bool act_set = false;
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
@@ -354,23 +409,41 @@ int main(int argc, char **argv)
             if (!nf_parse_u64(optarg, &div) || div == 0)
                 return nf_usage_error("bad --divisors '%s'", optarg);
             break;
-        case 'h': fputs(usage, stdout); return 0;
+        case O_ACT:
+            if (strcmp(optarg, "a16") && strcmp(optarg, "a8"))
+                return nf_usage_error("--activation is a16 or a8");
+            opt.act = strcmp(optarg, "a8") ? NF_ACT_A16 : NF_ACT_A8;
+            act_set = true;
+            break;
+        case O_LLC: llc = optarg; break;
+        case 'h': print_usage(); return 0;
         case O_VERSION: nf_print_version(); return 0;
         default: return nf_usage_error("unknown option");
         }
     }
+    if (llc && (!nf_parse_size(llc, &opt.llc) || opt.llc == 0 || opt.llc > (64ull << 30)))
+        return nf_usage_error("bad --llc-bytes (or NF_BENCH_LLC_BYTES) '%s' (1 to 64G)", llc);
+    if (act_set && strcmp(opt.op, "gemv"))
+        return nf_usage_error("--activation applies to --op gemv only");
+    if (act_set && opt.act == NF_ACT_A8 && !strcmp(opt.device, "cuda"))
+        return nf_usage_error("--activation a8 runs on the CPU only");
     bool artifact = optind < argc;
     if (artifact == (fmt != NULL) || (artifact && optind + 1 != argc))
         return nf_usage_error("give either --format/--shape or one ARTIFACT");
+    bool all = fmt && !strcmp(fmt, "all");
     nf_format f = NF_FMT_UNKNOWN;
     nf_layout l = NF_LAY_UNKNOWN;
     if (!artifact) {
-        f = nf_format_from_name(fmt, strlen(fmt));
-        if (f == NF_FMT_UNKNOWN)
-            return nf_usage_error("unknown format '%s'", fmt);
-        l = lay ? nf_layout_from_name(lay, strlen(lay)) : nf_format_default_layout(f);
-        if (l == NF_LAY_UNKNOWN)
-            return nf_usage_error("unknown layout '%s'", lay);
+        if (all && lay)
+            return nf_usage_error("--format all takes each format's default layout: no --layout");
+        if (!all) {
+            f = nf_format_from_name(fmt, strlen(fmt));
+            if (f == NF_FMT_UNKNOWN)
+                return nf_usage_error("unknown format '%s'", fmt);
+            l = lay ? nf_layout_from_name(lay, strlen(lay)) : nf_format_default_layout(f);
+            if (l == NF_LAY_UNKNOWN)
+                return nf_usage_error("unknown layout '%s'", lay);
+        }
         char *xp = shape ? strchr(shape, 'x') : NULL;
         if (!xp)
             return nf_usage_error("--shape is NxK");
@@ -379,7 +452,7 @@ int main(int argc, char **argv)
             N > (1u << 24) || K > (1u << 24) || N * K > (1ull << 32))
             return nf_usage_error("bad --shape (N, K >= 1, N*K <= 2^32)");
     }
-    if (!artifact) {
+    if (!artifact && !all) {
         uint64_t dims[2] = {N, K};
         nf_encoding enc;
         const char *why = NULL;
@@ -396,17 +469,50 @@ int main(int argc, char **argv)
             return e;
         peak_gbps = nf_device_peak_gbps();
     } else {
-        peak_gbps = cpu_peak();
+        if (!opt.llc)
+            opt.llc = nf_llc_bytes();
+        int e = arena_init();
+        if (e)
+            return e;
     }
     if (opt.out == 2)
-        printf("case,op,device,format,layout,n,k,encoded_bytes,median_s,p10_s,p90_s,gbps,pct_of_peak\n");
-    else if (opt.out == 0)
-        printf("# peak %.2f GB/s (%s, measured now)\n%-8s %-6s %-20s %7s %7s %12s %9s %9s %9s %8s %7s\n",
-               peak_gbps, strcmp(opt.device, "cuda") ? "CPU read-only pass, all threads"
-                                                     : "device-to-device copy, read + write",
-               "op", "device", "format", "N", "K", "bytes", "med_ms", "p10_ms", "p90_ms", "GB/s",
-               "%peak");
-    int ex = artifact ? bench_artifact(argv[optind]) : bench_generated(f, l, N, K, div);
+        printf("case,op,device,format,layout,activation,threads,n,k,encoded_bytes,median_s,"
+               "p10_s,p90_s,gbps,peak_gbps,pct_of_peak\n");
+    else if (opt.out == 0) {
+        if (strcmp(opt.device, "cuda"))
+            printf("# peak %.2f GB/s (CPU read-only passes over %llu MiB = 4x the %llu KiB "
+                   "last-level cache, %u threads; best so far, per row)\n",
+                   peak_gbps, (unsigned long long)(arena.bytes >> 20),
+                   (unsigned long long)(opt.llc >> 10), opt.threads ? opt.threads : nf_cpu_count());
+        else
+            printf("# peak %.2f GB/s (device-to-device copy, read + write)\n", peak_gbps);
+        printf("%-24s %-6s %-4s %-20s %7s %7s %12s %9s %9s %9s %8s %8s %6s\n", "case", "op", "act",
+               "format", "N", "K", "bytes", "med_ms", "p10_ms", "p90_ms", "GB/s", "peak",
+               "x_peak");
+    }
+    int ex = 0;
+    if (artifact) {
+        ex = bench_artifact(argv[optind]);
+    } else if (!all) {
+        ex = bench_generated(f, l, N, K, div);
+    } else {
+        for (int i = 0; i < NF_FMT_COUNT_; i++) {
+            nf_format fi = (nf_format)i;
+            nf_layout li = nf_format_default_layout(fi);
+            uint64_t dims[2] = {N, K};
+            nf_encoding enc;
+            const char *why = NULL;
+            uint64_t dv = fi == NF_FMT_NVFP4 ? div : 1;
+            if (nf_encoding_compute(fi, li, dims, 2, dv, &enc, &why) != NF_ENC_OK) {
+                fprintf(stderr, "%s: %s: skipped: %s/%s cannot hold %llux%llu: %s\n", nf_prog,
+                        nf_format_name(fi), nf_format_name(fi), nf_layout_name(li),
+                        (unsigned long long)N, (unsigned long long)K, why ? why : "not allowed");
+                continue;
+            }
+            ex = nf_exit_combine(ex, bench_generated(fi, li, N, K, dv));
+        }
+    }
+    free(arena.p);
     if (fflush(stdout) != 0)
         ex = nf_exit_combine(ex, NF_EXIT_IO);
     return ex;

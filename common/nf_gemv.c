@@ -47,6 +47,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
@@ -1220,22 +1221,68 @@ int nf_gemv(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, cons
     return t ? nf_gemv_rows(t, obj, obj_bytes, 0, t->rows, x, y, threads) : NF_CODEC_EINVAL;
 }
 
+/* True when every bf16 word of x[0..K) is finite (A8 needs it). */
+static bool x_finite(const uint16_t *x, uint64_t K)
+{
+    for (uint64_t k = 0; k < K; k++)
+        if ((x[k] & 0x7f80u) == 0x7f80u)
+            return false;
+    return true;
+}
+
+/* x (bf16) as f32, and for A8 its quantized values x^ (nf_a8_quantize). */
+static int x_to_f32(const uint16_t *x, uint64_t K, nf_act act, float *xf)
+{
+    nf_isa isa = fused_isa();
+#if NF_GEMV_X86
+    if (isa >= NF_ISA_AVX2)
+        bf16_to_f32_avx2(x, K, xf);
+    else
+#endif
+        for (uint64_t k = 0; k < K; k++)
+            xf[k] = nf_bf16_to_f32(x[k]);
+    (void)isa;
+    if (act != NF_ACT_A8 || !x_finite(x, K))
+        return 0;
+    uint64_t nb = (K + NF_A8_BLOCK - 1) / NF_A8_BLOCK;
+    int8_t *q = malloc(nb * NF_A8_BLOCK);
+    float *d = malloc(nb * sizeof *d);
+    if (!q || !d) {
+        free(q);
+        free(d);
+        return NF_CODEC_ENOMEM;
+    }
+    nf_a8_quantize(x, K, q, d);
+    for (uint64_t k = 0; k < K; k++)
+        xf[k] = (float)q[k] * d[k / NF_A8_BLOCK];
+    free(q);
+    free(d);
+    return 0;
+}
+
 int nf_gemv_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, uint64_t r0,
                  uint64_t r1, const uint16_t *x, float *y, unsigned threads)
 {
+    return nf_gemv_rows_act(t, obj, obj_bytes, r0, r1, x, y, threads, NF_ACT_A16);
+}
+
+int nf_gemv_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                     uint64_t r0, uint64_t r1, const uint16_t *x, float *y, unsigned threads,
+                     nf_act act)
+{
     if (!t || !x || !y)
+        return NF_CODEC_EINVAL;
+    if (act != NF_ACT_A16 && act != NF_ACT_A8)
         return NF_CODEC_EINVAL;
     float *xf = malloc((t->cols ? t->cols : 1) * sizeof *xf);
     if (!xf)
         return NF_CODEC_ENOMEM;
+    int xrc = x_to_f32(x, t->cols, act, xf);
+    if (xrc) {
+        free(xf);
+        return xrc;
+    }
     nf_isa isa = fused_isa();
-#if NF_GEMV_X86
-    if (isa >= NF_ISA_AVX2)
-        bf16_to_f32_avx2(x, t->cols, xf);
-    else
-#endif
-        for (uint64_t k = 0; k < t->cols; k++)
-            xf[k] = nf_bf16_to_f32(x[k]);
     gemv_ctx c;
     memset(&c, 0, sizeof c);
     unsigned B = 1, S = 1;
@@ -1297,14 +1344,40 @@ int nf_gemv_ref(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
 int nf_gemv_ref_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
                      uint64_t r0, uint64_t r1, const uint16_t *x, float *y, double *bound)
 {
+    return nf_gemv_ref_rows_act(t, obj, obj_bytes, r0, r1, x, y, bound, NF_ACT_A16);
+}
+
+int nf_gemv_ref_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                         uint64_t r0, uint64_t r1, const uint16_t *x, float *y, double *bound,
+                         nf_act act)
+{
     if (!t || !obj || !x || !y)
         return NF_CODEC_EINVAL;
     if (r0 > r1 || r1 > t->rows)
         return NF_CODEC_ERANGE;
+    if (act != NF_ACT_A16 && act != NF_ACT_A8)
+        return NF_CODEC_EINVAL;
+    uint64_t K = t->cols;
     nf_isa prev = nf_codec_isa();
-    float *row = malloc((t->cols ? t->cols : 1) * sizeof *row);
-    if (!row)
+    float *row = malloc((K ? K : 1) * sizeof *row);
+    double *xd = malloc((K ? K : 1) * sizeof *xd);
+    int8_t *q = act == NF_ACT_A8 ? malloc((K / NF_A8_BLOCK + 1) * NF_A8_BLOCK) : NULL;
+    float *qd = act == NF_ACT_A8 ? malloc((K / NF_A8_BLOCK + 1) * sizeof *qd) : NULL;
+    if (!row || !xd || (act == NF_ACT_A8 && (!q || !qd))) {
+        free(row);
+        free(xd);
+        free(q);
+        free(qd);
         return NF_CODEC_ENOMEM;
+    }
+    if (act == NF_ACT_A8 && x_finite(x, K)) {
+        nf_a8_quantize(x, K, q, qd);
+        for (uint64_t k = 0; k < K; k++) /* exact: 8 x 24 bits */
+            xd[k] = (double)q[k] * (double)qd[k / NF_A8_BLOCK];
+    } else {
+        for (uint64_t k = 0; k < K; k++)
+            xd[k] = (double)nf_bf16_to_f32(x[k]);
+    }
     /* the scalar path is the obviously-right one; SIMD paths match it bit
      * for bit, so this does not change results, only who computes them */
     nf_codec_set_isa(NF_ISA_SCALAR);
@@ -1313,7 +1386,7 @@ int nf_gemv_ref_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
         rc = nf_decode_rows_f32(t, obj, obj_bytes, n, n + 1, row);
         double s = 0, a = 0;
         for (uint64_t k = 0; !rc && k < t->cols; k++) {
-            double p = (double)row[k] * (double)nf_bf16_to_f32(x[k]);
+            double p = (double)row[k] * xd[k];
             s += p;
             a += fabs(p);
         }
@@ -1323,7 +1396,33 @@ int nf_gemv_ref_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
     }
     nf_codec_set_isa(prev);
     free(row);
+    free(xd);
+    free(q);
+    free(qd);
     return rc;
+}
+
+void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d)
+{
+    for (uint64_t b = 0; b * NF_A8_BLOCK < K; b++) {
+        uint64_t k0 = b * NF_A8_BLOCK, k1 = k0 + NF_A8_BLOCK < K ? k0 + NF_A8_BLOCK : K;
+        float amax = 0.0f;
+        bool fin = true;
+        for (uint64_t k = k0; k < k1; k++) {
+            float v = nf_bf16_to_f32(x[k]);
+            fin &= isfinite(v);
+            amax = fabsf(v) > amax ? fabsf(v) : amax;
+        }
+        float db = fin ? amax / 127.0f : 0.0f;
+        d[b] = db;
+        for (uint64_t k = k0; k < k1; k++) {
+            float t = db != 0.0f ? nf_bf16_to_f32(x[k]) / db : 0.0f;
+            t = t > 127.0f ? 127.0f : t < -127.0f ? -127.0f : t;
+            q[k] = (int8_t)(int)((t + 0x1.8p23f) - 0x1.8p23f);
+        }
+        for (uint64_t k = k1; k < k0 + NF_A8_BLOCK; k++)
+            q[k] = 0;
+    }
 }
 
 int nf_decode_pass(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
@@ -1332,31 +1431,160 @@ int nf_decode_pass(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_byte
     return t ? run(t, obj, obj_bytes, 0, t->rows, NULL, NULL, threads, NULL) : NF_CODEC_EINVAL;
 }
 
+/* ---- the CPU peak: read-only passes ----------------------------------------- */
+
+/* The size of the last-level cache: the largest cache of the highest level
+ * that sysfs lists for CPU 0 (data or unified), else sysconf's L3 or L2,
+ * else 32 MiB. */
+uint64_t nf_llc_bytes(void)
+{
+    uint64_t best = 0;
+    int best_level = 0;
+    for (int i = 0; i < 16; i++) {
+        char path[96], buf[64];
+        int level = 0;
+        uint64_t size = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        if (fgets(buf, sizeof buf, f))
+            level = atoi(buf);
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        f = fopen(path, "r");
+        bool instr = false;
+        if (f) {
+            instr = fgets(buf, sizeof buf, f) && !strncmp(buf, "Instruction", 11);
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        f = fopen(path, "r");
+        if (f) {
+            char *end = NULL;
+            if (fgets(buf, sizeof buf, f)) {
+                unsigned long long v = strtoull(buf, &end, 10);
+                size = v;
+                if (end && (*end == 'K' || *end == 'k'))
+                    size = v << 10;
+                else if (end && (*end == 'M' || *end == 'm'))
+                    size = v << 20;
+                else if (end && (*end == 'G' || *end == 'g'))
+                    size = v << 30;
+            }
+            fclose(f);
+        }
+        if (instr || !size)
+            continue;
+        if (level > best_level || (level == best_level && size > best)) {
+            best_level = level;
+            best = size;
+        }
+    }
+    if (!best) {
+        long v = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+        v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+        if (v <= 0)
+            v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+        best = v > 0 ? (uint64_t)v : 32u << 20;
+    }
+    return best;
+}
+
 struct rjob {
     const unsigned char *p;
     size_t bytes;
-    unsigned threads, idx;
+    unsigned threads, idx, variant;
+    atomic_size_t *next; /* variant 2: the next chunk */
     uint64_t result;
 };
+
+#define RCHUNK ((size_t)256 << 10)
+
+#if NF_GEMV_X86
+/* Sum [b, e) (multiples of 256) with 64-byte loads, 4 in flight;
+ * pf: software prefetch PF_DIST ahead, as the kernels do. */
+T512 static uint64_t read512(const unsigned char *p, size_t b, size_t e, bool pf)
+{
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = b; i < e; i += 256) {
+        if (pf)
+            for (int l = 0; l < 256; l += 64)
+                _mm_prefetch((const char *)p + i + l + PF_DIST, _MM_HINT_T0);
+        s0 = _mm512_add_epi64(s0, _mm512_load_si512((const void *)(p + i)));
+        s1 = _mm512_add_epi64(s1, _mm512_load_si512((const void *)(p + i + 64)));
+        s2 = _mm512_add_epi64(s2, _mm512_load_si512((const void *)(p + i + 128)));
+        s3 = _mm512_add_epi64(s3, _mm512_load_si512((const void *)(p + i + 192)));
+    }
+    return (uint64_t)_mm512_reduce_add_epi64(
+        _mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
+}
+
+T256 static uint64_t read256(const unsigned char *p, size_t b, size_t e, bool pf)
+{
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = b; i < e; i += 128) {
+        if (pf)
+            for (int l = 0; l < 128; l += 64)
+                _mm_prefetch((const char *)p + i + l + PF_DIST, _MM_HINT_T0);
+        s0 = _mm256_add_epi64(s0, _mm256_load_si256((const __m256i *)(p + i)));
+        s1 = _mm256_add_epi64(s1, _mm256_load_si256((const __m256i *)(p + i + 32)));
+        s2 = _mm256_add_epi64(s2, _mm256_load_si256((const __m256i *)(p + i + 64)));
+        s3 = _mm256_add_epi64(s3, _mm256_load_si256((const __m256i *)(p + i + 96)));
+    }
+    __m256i s = _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3));
+    return (uint64_t)_mm256_extract_epi64(s, 0) + (uint64_t)_mm256_extract_epi64(s, 1) +
+           (uint64_t)_mm256_extract_epi64(s, 2) + (uint64_t)_mm256_extract_epi64(s, 3);
+}
+#endif
+
+static uint64_t read_range(const unsigned char *p, size_t b, size_t e, bool pf)
+{
+#if NF_GEMV_X86
+    nf_isa isa = nf_codec_isa();
+    if (isa >= NF_ISA_AVX512)
+        return read512(p, b, e, pf);
+    if (isa >= NF_ISA_AVX2)
+        return read256(p, b, e, pf);
+#endif
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = b; i < e; i += 32) {
+        if (pf)
+            __builtin_prefetch(p + i + PF_DIST);
+        s0 += *(const uint64_t *)(const void *)(p + i);
+        s1 += *(const uint64_t *)(const void *)(p + i + 8);
+        s2 += *(const uint64_t *)(const void *)(p + i + 16);
+        s3 += *(const uint64_t *)(const void *)(p + i + 24);
+    }
+    return s0 ^ s1 ^ s2 ^ s3;
+}
 
 static void *read_worker(void *arg)
 {
     struct rjob *r = arg;
-    size_t per = (r->bytes / r->threads) & ~(size_t)63;
-    size_t b = per * r->idx, e = r->idx + 1 == r->threads ? r->bytes & ~(size_t)63 : b + per;
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (size_t i = b; i + 256 <= e; i += 256) {
-        /* one 8-byte load per 64-byte line: the line is fetched whole */
-        s0 += *(const uint64_t *)(r->p + i);
-        s1 += *(const uint64_t *)(r->p + i + 64);
-        s2 += *(const uint64_t *)(r->p + i + 128);
-        s3 += *(const uint64_t *)(r->p + i + 192);
+    size_t end = r->bytes & ~(size_t)255;
+    if (r->variant == 2) { /* chunks handed out in turn, as the GEMV hands out rows */
+        uint64_t x = 0;
+        for (;;) {
+            size_t c = atomic_fetch_add(r->next, 1) * RCHUNK;
+            if (c >= end)
+                break;
+            x += read_range(r->p, c, c + RCHUNK < end ? c + RCHUNK : end, true);
+        }
+        r->result = x;
+        return NULL;
     }
-    r->result = s0 ^ s1 ^ s2 ^ s3;
+    size_t per = (end / r->threads) & ~(size_t)255;
+    size_t b = per * r->idx, e = r->idx + 1 == r->threads ? end : b + per;
+    r->result = read_range(r->p, b, e, r->variant == 1);
     return NULL;
 }
 
-uint64_t nf_read_pass(const void *buf, size_t bytes, unsigned threads)
+uint64_t nf_read_pass_variant(const void *buf, size_t bytes, unsigned threads, unsigned variant)
 {
     if (!threads)
         threads = nf_cpu_count();
@@ -1365,8 +1593,9 @@ uint64_t nf_read_pass(const void *buf, size_t bytes, unsigned threads)
     struct rjob r[64];
     pthread_t tid[64];
     bool started[64] = {false};
+    atomic_size_t next = 0;
     for (unsigned i = 0; i < threads; i++)
-        r[i] = (struct rjob){buf, bytes, threads, i, 0};
+        r[i] = (struct rjob){buf, bytes, threads, i, variant % NF_READ_VARIANTS, &next, 0};
     for (unsigned i = 1; i < threads; i++)
         started[i] = pthread_create(&tid[i], NULL, read_worker, &r[i]) == 0;
     read_worker(&r[0]);
@@ -1379,4 +1608,9 @@ uint64_t nf_read_pass(const void *buf, size_t bytes, unsigned threads)
         x ^= r[i].result;
     }
     return x;
+}
+
+uint64_t nf_read_pass(const void *buf, size_t bytes, unsigned threads)
+{
+    return nf_read_pass_variant(buf, bytes, threads, 0);
 }

@@ -40,6 +40,26 @@
 extern "C" {
 #endif
 
+/* The activation path of a projection (spec 8: a use whose
+ * activation_policy is AllowA8 or AllowA4 permits A8; A16Only only A16). */
+typedef enum {
+    NF_ACT_A16 = 0, /* x as given (bf16), accumulation in f32 */
+    NF_ACT_A8 = 1,  /* x quantized per block to int8 (nf_a8_quantize), integer
+                       dot products where the format has them */
+} nf_act;
+
+/* A8 activations: x is cut into blocks of NF_A8_BLOCK consecutive elements
+ * (the last one short when K is not a multiple); block b gets the f32
+ * scale d[b] = amax(|x| over the block) / 127 and each element the code
+ * q[k] = nearest even integer to x[k] / d[b], clamped to [-127, 127]
+ * (q 0 where d is 0). x^[k] = q[k] * d[b] (as a real number) is what the
+ * A8 path multiplies by; |x[k] - x^[k]| <= d[b] / 2. A block holding a
+ * non-finite value gets d = 0 and codes 0 (callers keep such inputs on
+ * A16: nf_gemv_rows_act does). q holds ceil(K / NF_A8_BLOCK) *
+ * NF_A8_BLOCK codes (the tail zero), d one scale per block. */
+#define NF_A8_BLOCK 16
+void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d);
+
 /* y[0..N) = W x, x[0..K) bf16 words, y f32. threads 0: all CPUs.
  * Returns 0 or a negative NF_CODEC_E* error. */
 int nf_gemv(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
@@ -50,12 +70,29 @@ int nf_gemv(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
 int nf_gemv_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, uint64_t r0,
                  uint64_t r1, const uint16_t *x, float *y, unsigned threads);
 
+/* nf_gemv_rows on the activation path act. NF_ACT_A8: y = W x^ with x^
+ * the A8 activations of x (nf_a8_quantize), within the bound that
+ * nf_gemv_ref_rows_act(..., NF_ACT_A8) gives; an x holding a non-finite
+ * value is computed on A16. EINVAL for an unknown act. */
+int nf_gemv_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                     uint64_t r0, uint64_t r1, const uint16_t *x, float *y, unsigned threads,
+                     nf_act act);
+
 /* The reference over rows [r0, r1), with the error bound of an f32
  * evaluation: bound[n] = K * 2^-24 * sum_k |w_nk x_k| (NULL: not wanted).
  * A fast path that decodes bit-exactly and only sums in another order (or
  * in f32) stays within it (Higham, the standard dot-product bound). */
 int nf_gemv_ref_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
                      uint64_t r0, uint64_t r1, const uint16_t *x, float *y, double *bound);
+
+/* The same for an activation path: NF_ACT_A8 computes the reference over
+ * x^ (the A8 activations, each x^[k] = q[k] * d[b] exact in double), with
+ * the bound of an f32 evaluation of that sum, K * 2^-24 * sum_k |w_nk x^_k|
+ * + 2^-24 |y|. How far A8 is from A16 is not in the bound: it is at most
+ * sum_k |w_nk| * d[k / NF_A8_BLOCK] / 2. */
+int nf_gemv_ref_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                         uint64_t r0, uint64_t r1, const uint16_t *x, float *y, double *bound,
+                         nf_act act);
 
 /* The reference: rows decoded by the scalar codec path, dot products in
  * double, rounded to f32 at the end. For checking nf_gemv and device
@@ -69,10 +106,29 @@ int nf_gemv_ref(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
 int nf_decode_pass(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
                    unsigned threads);
 
-/* Read-only pass over buf[0..bytes) on `threads` threads (a sum over 64-byte
- * lines): the CPU peak of DESIGN 11. Returns a value derived from the data
+/* Read-only pass over buf[0..bytes) on `threads` threads (0: all CPUs), the
+ * CPU peak of DESIGN 11: every byte is loaded with the widest loads the CPU
+ * has (64-byte AVX-512 loads, else 32-byte AVX2, else 8-byte words), summed
+ * into four independent accumulators. buf must be 64-byte aligned; bytes
+ * past the last multiple of 256 are not read. Variants (variant %
+ * NF_READ_VARIANTS): 0 each thread reads one contiguous share; 1 the same
+ * with a software prefetch PF_DIST (4 KiB) ahead, as the GEMV kernels
+ * issue; 2 chunks of 256 KiB handed out in turn to the threads, with the
+ * prefetch (the GEMV's row scheduling). A benchmark takes the best time of
+ * several passes over the variants, so that its peak is at least what any
+ * of these access patterns reaches. Returns a value derived from the data
  * so the compiler cannot drop the reads. */
-uint64_t nf_read_pass(const void *buf, size_t bytes, unsigned threads);
+#define NF_READ_VARIANTS 3
+uint64_t nf_read_pass_variant(const void *buf, size_t bytes, unsigned threads,
+                              unsigned variant);
+uint64_t nf_read_pass(const void *buf, size_t bytes, unsigned threads); /* variant 0 */
+
+/* The size in bytes of the CPU's last-level cache: the largest data or
+ * unified cache of the highest level sysfs lists for CPU 0
+ * (/sys/devices/system/cpu/cpu0/cache), else sysconf(_SC_LEVEL3_CACHE_SIZE)
+ * or _SC_LEVEL2_CACHE_SIZE, else 32 MiB. A benchmark rotates its weights
+ * and sizes its peak buffer past 4 times this (DESIGN 11). */
+uint64_t nf_llc_bytes(void);
 
 /* Number of online CPUs (>= 1). */
 unsigned nf_cpu_count(void);

@@ -15,8 +15,8 @@ printf '%-22s %12s %10s %8s %10s %8s\n' format encoded_B decode_GB/s x_peak enco
 for f in $formats; do
     d=$("$BIN/ninfer-bench" --csv --op decode --iters "$iters" --format "$f" --shape "$shape" | tail -1)
     e=$("$BIN/ninfer-bench" --csv --op encode --iters 2 --warmup 0 --format "$f" --shape "$shape" | tail -1)
-    IFS=, read -r _ _ _ _ _ _ _ bytes _ _ _ dg dp <<<"$d"
-    IFS=, read -r _ _ _ _ _ _ _ _ _ _ _ eg ep <<<"$e"
+    IFS=, read -r _ _ _ _ _ _ _ _ _ bytes _ _ _ dg _ dp <<<"$d"
+    IFS=, read -r _ _ _ _ _ _ _ _ _ _ _ _ _ eg _ ep <<<"$e"
     printf '%-22s %12s %10s %8s %10s %8s\n' "$f" "$bytes" "$dg" \
         "$(echo "scale=2; $dp / 100" | bc)" "$eg" "$(echo "scale=3; $ep / 100" | bc)"
 done

@@ -129,7 +129,7 @@ one() { # one ninfer-bench case: FORMAT SHAPE OP [ENV...]
     { echo "\$ $* ninfer-bench --device cuda --op $op --format $f --shape $s   (exit $rc)"; echo "$out"; } >> "$log"
     local peak row
     peak=$(sed -n 's/^# peak \([0-9.]*\) GB\/s.*/\1/p' <<< "$out" | head -n1)
-    row=$(grep -E "^$op +cuda " <<< "$out" | head -n1)
+    row=$(awk -v op="$op" '$2 == op && $1 !~ /^#/' <<< "$out" | head -n1)
     if [ -n "$row" ]; then
         echo "$row peak=$peak ${*:-default}" >> "$rows"
     else
@@ -176,16 +176,17 @@ fi
         function aim(f) { return (f ~ /^(bf16|q8_g32_fp16|fp8_e4m3fn_row_bf16)$/) ? 85 : 75 }
         BEGIN { printf "%-6s %-20s %-11s %10s %9s %9s %8s %6s %8s  %s\n", "op", "format", "shape",
                 "bytes", "med_us", "p90_us", "GB/s", "%peak", "peak", "note" }
-        /^(gemv|decode) / {
-            f = $3; shape = $4 "x" $5; pct = $11; sub(/%/, "", pct)
-            peak = $12; sub(/peak=/, "", peak)
-            extra = ""; for (i = 13; i <= NF; i++) extra = extra " " $i
+        # a row of the table: case op act format N K bytes med p10 p90 GB/s peak x_peak
+        $2 ~ /^(gemv|decode)$/ && NF >= 13 {
+            f = $4; shape = $5 "x" $6; pct = sprintf("%.1f", $13 * 100)
+            peak = $12
+            extra = ""; for (i = 15; i <= NF; i++) extra = extra " " $i
             n = ""
-            if ($1 == "gemv" && extra ~ /default/ && shape != "4096x4096")
+            if ($2 == "gemv" && extra ~ /default/ && shape != "4096x4096")
                 n = (pct + 0 >= aim(f)) ? "meets " aim(f) "%" : "below " aim(f) "%"
             if (extra !~ /default/) n = n extra
-            printf "%-6s %-20s %-11s %10s %9.1f %9.1f %8s %6s %8s  %s\n", $1, f, shape, $6,
-                   $7 * 1000, $9 * 1000, $10, pct, peak, n
+            printf "%-6s %-20s %-11s %10s %9.1f %9.1f %8s %6s %8s  %s\n", $2, f, shape, $7,
+                   $8 * 1000, $10 * 1000, $11, pct, peak, n
             next
         }
         { print "# " $0 }

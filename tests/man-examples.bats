@@ -536,12 +536,12 @@ json_num() {
     run -0 --separate-stderr man_example ninfer-bench.1 1
     [ "${#lines[@]}" -eq 3 ]
     [[ "${lines[0]}" =~ ^#\ peak\ [0-9.]+\ GB/s ]]
-    read -r op dev fmt n k bytes rest <<< "${lines[2]}"
-    [ "$op $dev $fmt $n $k $bytes" = "gemv cpu q4_g64_fp16 4096 4096 8912896" ]
+    read -r case op act fmt n k bytes rest <<< "${lines[2]}"
+    [ "$case $op $act $fmt $n $k $bytes" = "4096x4096 gemv a16 q4_g64_fp16 4096 4096 8912896" ]
     run -0 --separate-stderr man_example ninfer-bench.1 2
     [ "${#lines[@]}" -eq 1 ]
     # 9437188 = 4096 * 4096 / 2 codes + 4096 * 4096 / 16 scales + one divisor
-    [[ "$output" == '{"case":"4096x4096","op":"decode","device":"cpu","format":"nvfp4","layout":"block_scale_k16_m128x4_v1","n":4096,"k":4096,"encoded_bytes":9437188,"iters":3,'* ]]
+    [[ "$output" == '{"case":"4096x4096","op":"decode","device":"cpu","format":"nvfp4","layout":"block_scale_k16_m128x4_v1","activation":"-","threads":'[0-9]*',"n":4096,"k":4096,"encoded_bytes":9437188,"iters":3,'* ]]
     # the three samples
     [ "$(grep -o '"samples_s":\[[^]]*\]' <<< "$output" | tr ',' '\n' | wc -l)" -eq 3 ]
 }
@@ -550,10 +550,10 @@ json_num() {
     run -0 man_example ninfer-bench.1 3
     run -0 --separate-stderr man_example ninfer-bench.1 4
     [ "${#lines[@]}" -eq 4 ]
-    [ "${lines[0]}" = "case,op,device,format,layout,n,k,encoded_bytes,median_s,p10_s,p90_s,gbps,pct_of_peak" ]
-    [[ "${lines[1]}" == model.layers.0.mlp.gate_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,688,256,93568,* ]]
-    [[ "${lines[2]}" == model.layers.0.mlp.up_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,688,256,93568,* ]]
-    [[ "${lines[3]}" == model.layers.0.mlp.down_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,256,688,104448,* ]]
+    [ "${lines[0]}" = "case,op,device,format,layout,activation,threads,n,k,encoded_bytes,median_s,p10_s,p90_s,gbps,peak_gbps,pct_of_peak" ]
+    [[ "${lines[1]}" == model.layers.0.mlp.gate_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,a16,[0-9]*,688,256,93568,* ]]
+    [[ "${lines[2]}" == model.layers.0.mlp.up_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,a16,[0-9]*,688,256,93568,* ]]
+    [[ "${lines[3]}" == model.layers.0.mlp.down_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,a16,[0-9]*,256,688,104448,* ]]
 }
 
 # ---- the pages themselves -----------------------------------------------------

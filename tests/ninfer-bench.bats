@@ -16,7 +16,7 @@ has_gpu() {
         command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1
 }
 
-# check_json_record LINE N K FORMAT LAYOUT BYTES ITERS [OP] — one --json record.
+# check_json_record LINE N K FORMAT LAYOUT BYTES ITERS [OP [ACT]] — one --json record.
 check_json_record() {
     local line=$1 output
     output=$1
@@ -28,6 +28,8 @@ check_json_record() {
     [ "$(json_field iters)" = "$7" ]
     [ "$(json_field op)" = "${8:-gemv}" ]
     [ "$(json_field device)" = cpu ]
+    [ "$(json_field activation)" = "$([ "${8:-gemv}" = gemv ] && echo "${9:-a16}" || echo -)" ]
+    [ "$(json_field threads)" -ge 1 ]
     # the raw samples: as many as --iters, all positive
     local samples
     samples=$(grep -o '"samples_s":\[[^]]*\]' <<< "$line" | sed 's/^[^[]*\[//; s/\]$//' | tr ',' '\n')
@@ -46,16 +48,20 @@ check_json_record() {
             exit !ok }' <<< "$samples"
 }
 
-# check_csv_row ROW N K FORMAT LAYOUT BYTES [OP] — one --csv data row.
+# check_csv_row ROW N K FORMAT LAYOUT BYTES [OP [ACT]] — one --csv data row:
+# the peak in every row, the percentage consistent with it.
 check_csv_row() {
-    awk -F, -v n="$2" -v k="$3" -v f="$4" -v l="$5" -v b="$6" -v op="${7:-gemv}" '
-        { ok = NF == 13 && $2 == op && $3 == "cpu" && $4 == f && $5 == l
-          ok = ok && $6 == n && $7 == k && $8 == b
-          ok = ok && $10 > 0 && $10 <= $9 && $9 <= $11 && $12 > 0 && $13 >= 0
+    local act=${8:-a16}
+    [ "${7:-gemv}" = gemv ] || act=-
+    awk -F, -v n="$2" -v k="$3" -v f="$4" -v l="$5" -v b="$6" -v op="${7:-gemv}" -v act="$act" '
+        { ok = NF == 16 && $2 == op && $3 == "cpu" && $4 == f && $5 == l && $6 == act && $7 >= 1
+          ok = ok && $8 == n && $9 == k && $10 == b
+          ok = ok && $12 > 0 && $12 <= $11 && $11 <= $13 && $14 >= 0 && $15 > 0 && $16 >= 0
+          ok = ok && ($16 - 100 * $14 / $15) ^ 2 <= 0.06 ^ 2 + (0.002 * $16) ^ 2
           exit !ok }' <<< "$1"
 }
 
-CSV_HEADER="case,op,device,format,layout,n,k,encoded_bytes,median_s,p10_s,p90_s,gbps,pct_of_peak"
+CSV_HEADER="case,op,device,format,layout,activation,threads,n,k,encoded_bytes,median_s,p10_s,p90_s,gbps,peak_gbps,pct_of_peak"
 
 @test "--help prints the usage (exit 0), --version the version" {
     run -0 --separate-stderr ninfer-bench --help
@@ -127,13 +133,77 @@ bf16 contiguous_le_v1 100x100 20000
 EOF
 }
 
-@test "text output: the peak line, a header, one row" {
-    run -0 --separate-stderr ninfer-bench --format q4_g64_fp16 --shape 256x256 --iters 3
+@test "text output: the peak line, a header, one row with the case and the peak" {
+    run -0 --separate-stderr ninfer-bench --format q4_g64_fp16 --shape 256x256 --iters 3 --threads 1
     [ "${#lines[@]}" -eq 3 ]
-    [[ "${lines[0]}" =~ ^#\ peak\ [0-9.]+\ GB/s\ \(CPU\ read-only\ pass,\ all\ threads,\ measured\ now\)$ ]]
-    [[ "${lines[1]}" == "op "*"device "*"format "* ]]
-    read -r op dev fmt n k bytes rest <<< "${lines[2]}"
-    [ "$op $dev $fmt $n $k $bytes" = "gemv cpu q4_g64_fp16 256 256 34816" ]
+    # NF_BENCH_LLC_BYTES=2M (helper.bash): 4 x 2 MiB + 1 MiB = 9 MiB
+    [[ "${lines[0]}" =~ ^#\ peak\ [0-9.]+\ GB/s\ \(CPU\ read-only\ passes\ over\ 9\ MiB\ =\ 4x\ the\ 2048\ KiB\ last-level\ cache,\ 1\ threads\;\ best\ so\ far,\ per\ row\)$ ]]
+    [[ "${lines[1]}" == "case "*"op "*"act "*"format "*"peak "*"x_peak" ]]
+    read -r case op act fmt n k bytes m1 m2 m3 gbps peak ratio <<< "${lines[2]}"
+    [ "$case $op $act $fmt $n $k $bytes" = "256x256 gemv a16 q4_g64_fp16 256 256 34816" ]
+    # the row's peak is at least the first line's (best so far), the ratio consistent
+    awk -v p0="$(sed 's/^# peak \([0-9.]*\).*/\1/' <<< "${lines[0]}")" -v g="$gbps" -v p="$peak" -v r="$ratio" \
+        'BEGIN { exit !(p >= p0 && p > 0 && (r - g / p) ^ 2 <= 0.006 ^ 2) }'
+}
+
+@test "--help lists every format; --format all runs each one that the shape fits" {
+    run -0 ninfer-bench --help
+    local formats
+    formats=$(grep '^Formats:' <<< "$output")
+    for f in bf16 fp32 int32 q2_g64_fp16 q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 \
+        t2_g128_fp16 nvfp4 fp8_e4m3fn_row_bf16; do
+        [[ " ${formats#Formats:} " == *" $f "* ]]
+    done
+    # 128x64: nvfp4 fits (N % 128, K % 64); 100x64 it does not and is skipped with a note
+    run -0 --separate-stderr ninfer-bench --format all --shape 128x64 --iters 2 --warmup 0 --csv
+    [ -z "$stderr" ]
+    [ "${#lines[@]}" -eq 12 ]
+    local i=1
+    for f in bf16 fp32 int32 q2_g64_fp16 q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 \
+        t2_g128_fp16 nvfp4 fp8_e4m3fn_row_bf16; do
+        [ "$(cut -d, -f4 <<< "${lines[$i]}")" = "$f" ]
+        i=$((i + 1))
+    done
+    run -0 --separate-stderr ninfer-bench --format all --shape 100x64 --iters 2 --warmup 0 --csv
+    [ "${#lines[@]}" -eq 11 ]
+    [[ "$stderr" == "ninfer-bench: nvfp4: skipped: "*"N % 128"* ]]
+    run -2 ninfer-bench --format all --layout row_split_k128_v1 --shape 128x64
+}
+
+@test "--activation a8: the A8 path, named in every record; usage errors" {
+    run -0 --separate-stderr ninfer-bench --format q4_g64_fp16 --shape 256x256 --iters 3 --warmup 1 \
+        --activation a8 --json
+    [ "${#lines[@]}" -eq 1 ]
+    check_json_record "$output" 256 256 q4_g64_fp16 row_split_k128_v1 34816 3 gemv a8
+    run -0 --separate-stderr ninfer-bench --format q8_g32_fp16 --shape 64x128 --iters 2 --activation a8 --csv
+    check_csv_row "${lines[1]}" 64 128 q8_g32_fp16 row_split_k128_v1 $((64 * 128 + 64 * 4 * 2)) gemv a8
+    run -2 ninfer-bench --format q4_g64_fp16 --shape 128x128 --activation a4
+    run -2 ninfer-bench --format q4_g64_fp16 --shape 128x128 --op decode --activation a8
+}
+
+@test "the rotation and the peak buffer: 4x the last-level cache of sysfs, or --llc-bytes" {
+    local llc
+    llc=$(for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+        [ "$(cat "$d/type")" = Instruction ] || echo "$(cat "$d/level") $(cat "$d/size")"
+    done | sort -n | tail -1 | awk '{ print $2 }')
+    [ -n "$llc" ] || skip "no cache sizes in sysfs"
+    case "$llc" in
+    *K) llc=$((${llc%K} * 1024)) ;;
+    *M) llc=$((${llc%M} * 1048576)) ;;
+    esac
+    # the default: the cache sysfs names (the same size twice on one level: the largest)
+    NF_BENCH_LLC_BYTES='' run -0 --separate-stderr env -u NF_BENCH_LLC_BYTES \
+        ninfer-bench --format bf16 --shape 64x64 --iters 1 --warmup 0
+    [[ "${lines[0]}" == *" MiB = 4x the $((llc / 1024)) KiB last-level cache, "* ]]
+    local mib=${lines[0]#*passes over }
+    mib=${mib%% MiB*}
+    [ "$mib" -ge $((4 * llc / 1048576)) ]
+    run -0 --separate-stderr ninfer-bench --llc-bytes 1M --format bf16 --shape 64x64 --iters 1
+    [[ "${lines[0]}" == *" over 5 MiB = 4x the 1024 KiB "* ]]
+    run -2 ninfer-bench --llc-bytes 0 --format bf16 --shape 64x64
+    run -2 ninfer-bench --llc-bytes 1Q --format bf16 --shape 64x64
+    NF_BENCH_LLC_BYTES=junk run -2 ninfer-bench --format bf16 --shape 64x64
+    run -2 ninfer-bench --llc-bytes 65G --format bf16 --shape 64x64
 }
 
 @test "a shape the format cannot hold is an encoding error (exit 1)" {
@@ -176,6 +246,12 @@ EOF
     # nvfp4 [2048,256]: 262144 code bytes, 32768 scale bytes, one divisor
     check_json_record "${lines[0]}" 2048 256 nvfp4 block_scale_k16_m128x4_v1 294916 3
     [[ "${lines[0]}" == '{"case":"lm_head.weight",'* ]]
+    # the table names each object in its first column
+    run -0 --separate-stderr ninfer-bench --iters 2 --warmup 0 --param 'text/*layers.0.mlp*' shards/q.ninfer
+    [ "${#lines[@]}" -eq 5 ]
+    [ "$(awk 'NR > 2 { print $1, $4 }' <<< "$output")" = "model.layers.0.mlp.gate_proj.weight q4_g64_fp16
+model.layers.0.mlp.up_proj.weight q4_g64_fp16
+model.layers.0.mlp.down_proj.weight q4_g64_fp16" ]
     # decode over the fp8 objects of layer 1
     run -0 --separate-stderr ninfer-bench --iters 3 --op decode --csv --param 'text/*layers.1.mlp.*' shards/q.ninfer
     [ "${#lines[@]}" -eq 4 ]
@@ -189,7 +265,7 @@ EOF
     rm e.ninfer.part-0001
     run -0 --separate-stderr ninfer-bench --iters 2 --csv --param text/a e.ninfer
     [ "${#lines[@]}" -eq 2 ]
-    [[ "${lines[1]}" == w.a,gemv,cpu,bf16,contiguous_le_v1,2,4,16,* ]]  # too small for a nonzero %.3f GB/s
+    [[ "${lines[1]}" == w.a,gemv,cpu,bf16,contiguous_le_v1,a16,[0-9]*,2,4,16,* ]]  # too small for a nonzero %.3f GB/s
     run -3 --separate-stderr ninfer-bench --iters 2 --csv --param 'text/*' e.ninfer
     expect_only_codes part-missing
     [ "${#lines[@]}" -eq 2 ]  # w.a was still benched

@@ -34,15 +34,14 @@
 
 #define PROG "nf-mkckpt"
 
-/* Model shape (fixed; only the layer count varies). */
-#define HIDDEN 256
-#define INTER 688
-#define N_HEADS 8
-#define N_KV_HEADS 4
+/* Model shape: the defaults make the small test model; the options make
+ * larger, Llama-shaped ones for the benchmarks (scripts/bench-quant.sh). */
+static uint64_t HIDDEN = 256, INTER = 688, N_HEADS = 8, N_KV_HEADS = 4, VOCAB = 2048;
 #define HEAD_DIM (HIDDEN / N_HEADS)
 #define KV_DIM (N_KV_HEADS * HEAD_DIM)
-#define VOCAB 2048
 #define MAX_LAYERS 64
+#define MAX_DIM 65536
+static int g_f16; /* weights F16 instead of BF16 (--dtype f16) */
 
 static const char usage_text[] =
     "usage: " PROG " [--seed N] [--layers L] DIR\n"
@@ -52,10 +51,14 @@ static const char usage_text[] =
     "\n"
     "  --seed N     PRNG seed, decimal U64 (default 0); same seed, same bytes\n"
     "  --layers L   num_hidden_layers, 1..64 (default 2)\n"
+    "  --hidden H, --intermediate I, --heads A, --kv-heads B, --vocab V\n"
+    "               the shape (defaults 256, 688, 8, 4, 2048; each 1..65536,\n"
+    "               H a multiple of A, A of B)\n"
+    "  --dtype bf16|f16  the weights' dtype (default bf16)\n"
     "  -h, --help   show this help\n"
     "\n"
-    "Model: hidden 256, intermediate 688, 8 heads, 4 KV heads, vocab 2048;\n"
-    "weights BF16, norms F32. Exit: 0 ok, 2 usage, 3 I/O error.\n";
+    "Model: by default hidden 256, intermediate 688, 8 heads, 4 KV heads,\n"
+    "vocab 2048; weights BF16, norms F32. Exit: 0 ok, 2 usage, 3 I/O error.\n";
 
 /* ---- temporaries, removed on failure or signal ------------------------ */
 
@@ -306,6 +309,30 @@ static uint64_t name_seed(uint64_t seed, const char *name)
     return s;
 }
 
+/* f32 -> IEEE binary16, round to nearest even (|f| small and normal here:
+ * the weights are about 0.02 * N(0,1); subnormal halves are handled). */
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sgn = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a >= 0x477ff000u)
+        return (uint16_t)(sgn | 0x7c00u);
+    if (a >= 0x38800000u) {
+        uint32_t r = a - 0x38000000u;
+        r += 0xfffu + ((r >> 13) & 1u);
+        return (uint16_t)(sgn | (r >> 13));
+    }
+    if (a < 0x33000000u) /* below half the smallest subnormal: 0 */
+        return sgn;
+    uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e;
+    uint32_t q = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+    if (rem > half || (rem == half && (q & 1)))
+        q++;
+    return (uint16_t)(sgn | q);
+}
+
 static uint16_t f32_to_bf16(float f)
 {
     uint32_t u;
@@ -386,7 +413,7 @@ static void write_safetensors(int slot, const char *dir, uint64_t seed, int laye
     buf_puts(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
     for (int i = 0; i < nt; i++) {
         buf_printf(&h, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%llu", t[i].name,
-                   t[i].is_f32 ? "F32" : "BF16", (unsigned long long)t[i].shape[0]);
+                   t[i].is_f32 ? "F32" : g_f16 ? "F16" : "BF16", (unsigned long long)t[i].shape[0]);
         if (t[i].rank == 2)
             buf_printf(&h, ",%llu", (unsigned long long)t[i].shape[1]);
         buf_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)t[i].begin,
@@ -421,7 +448,8 @@ static void write_safetensors(int slot, const char *dir, uint64_t seed, int laye
                 for (int k = 0; k < 4; k++)
                     data[4 * e + k] = (unsigned char)(u >> (8 * k));
             } else {
-                uint16_t v = f32_to_bf16((float)(0.02 * normalish(&s)));
+                float f = (float)(0.02 * normalish(&s));
+                uint16_t v = g_f16 ? f32_to_f16(f) : f32_to_bf16(f);
                 data[2 * e] = (unsigned char)v;
                 data[2 * e + 1] = (unsigned char)(v >> 8);
             }
@@ -458,10 +486,11 @@ static void make_config(buf_t *b, int layers)
                "  \"rms_norm_eps\": 1e-05,\n"
                "  \"rope_theta\": 10000.0,\n"
                "  \"tie_word_embeddings\": false,\n"
-               "  \"torch_dtype\": \"bfloat16\",\n"
+               "  \"torch_dtype\": \"%s\",\n"
                "  \"vocab_size\": %d\n"
                "}\n",
-               HIDDEN, INTER, N_HEADS, layers, N_KV_HEADS, VOCAB);
+               (int)HIDDEN, (int)INTER, (int)N_HEADS, layers, (int)N_KV_HEADS,
+               g_f16 ? "float16" : "bfloat16", (int)VOCAB);
 }
 
 static void make_generation_config(buf_t *b)
@@ -709,10 +738,16 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"seed", required_argument, NULL, 's'},
         {"layers", required_argument, NULL, 'l'},
+        {"hidden", required_argument, NULL, 'H'},
+        {"intermediate", required_argument, NULL, 'I'},
+        {"heads", required_argument, NULL, 'A'},
+        {"kv-heads", required_argument, NULL, 'B'},
+        {"vocab", required_argument, NULL, 'V'},
+        {"dtype", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    uint64_t seed = 0, layers = 2;
+    uint64_t seed = 0, layers = 2, v = 0;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -725,6 +760,23 @@ int main(int argc, char **argv)
             if (!parse_u64(optarg, &layers) || layers < 1 || layers > MAX_LAYERS)
                 usage_error("--layers: '%s' is not an integer in 1..%d", optarg, MAX_LAYERS);
             break;
+        case 'H':
+        case 'I':
+        case 'A':
+        case 'B':
+        case 'V':
+            if (!parse_u64(optarg, &v) || v < 1 || v > MAX_DIM)
+                usage_error("--%s: '%s' is not an integer in 1..%d",
+                            c == 'H' ? "hidden" : c == 'I' ? "intermediate" : c == 'A' ? "heads"
+                            : c == 'B' ? "kv-heads" : "vocab", optarg, MAX_DIM);
+            *(c == 'H' ? &HIDDEN : c == 'I' ? &INTER : c == 'A' ? &N_HEADS
+              : c == 'B' ? &N_KV_HEADS : &VOCAB) = v;
+            break;
+        case 'd':
+            if (strcmp(optarg, "bf16") && strcmp(optarg, "f16"))
+                usage_error("--dtype: '%s' is not bf16 or f16", optarg);
+            g_f16 = !strcmp(optarg, "f16");
+            break;
         case 'h':
             fputs(usage_text, stdout);
             return 0;
@@ -732,6 +784,8 @@ int main(int argc, char **argv)
             usage_error("unknown option or missing argument: '%s'", argv[optind - 1]);
         }
     }
+    if (HIDDEN % N_HEADS || N_HEADS % N_KV_HEADS)
+        usage_error("--hidden must be a multiple of --heads, --heads of --kv-heads");
     if (argc - optind != 1)
         usage_error(argc - optind ? "exactly one DIR expected" : "missing DIR");
     if (!*argv[optind])

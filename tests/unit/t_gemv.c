@@ -201,14 +201,15 @@ static const nf_isa isas[] = {NF_ISA_SCALAR, NF_ISA_AVX2, NF_ISA_AVX512};
 
 /* y of rows [r0,r1) on the current ISA with `threads` threads against the
  * reference; returns the number of rows out of bound (or -1 on an error). */
-static long check_range(const tobj *o, uint64_t r0, uint64_t r1, const uint16_t *x,
-                        unsigned threads, float *y, float *yr, double *bd, bool nan_ok)
+static long check_range_act(const tobj *o, uint64_t r0, uint64_t r1, const uint16_t *x,
+                            unsigned threads, float *y, float *yr, double *bd, bool nan_ok,
+                            nf_act act)
 {
     uint64_t m = r1 - r0;
     for (uint64_t i = 0; i < m; i++)
         y[i] = 12345.0f;
-    int rc = nf_gemv_rows(&o->t, o->obj, o->bytes, r0, r1, x, y, threads);
-    int rr = nf_gemv_ref_rows(&o->t, o->obj, o->bytes, r0, r1, x, yr, bd);
+    int rc = nf_gemv_rows_act(&o->t, o->obj, o->bytes, r0, r1, x, y, threads, act);
+    int rr = nf_gemv_ref_rows_act(&o->t, o->obj, o->bytes, r0, r1, x, yr, bd, act);
     if (rc || rr) {
         printf("#   gemv %d, ref %d\n", rc, rr);
         return -1;
@@ -223,6 +224,12 @@ static long check_range(const tobj *o, uint64_t r0, uint64_t r1, const uint16_t 
                    (unsigned long long)(r0 + i), y[i], yr[i], fabs((double)y[i] - yr[i]), bd[i]);
     }
     return bad;
+}
+
+static long check_range(const tobj *o, uint64_t r0, uint64_t r1, const uint16_t *x,
+                        unsigned threads, float *y, float *yr, double *bd, bool nan_ok)
+{
+    return check_range_act(o, r0, r1, x, threads, y, yr, bd, nan_ok, NF_ACT_A16);
 }
 
 /* One-hot x: y must be column k of W bit for bit. Where a row holds a
@@ -305,6 +312,11 @@ static void check_obj(const tobj *o, const char *what, bool nan_ok)
         long b2 = check_range(o, r0, r1, x, 3, y3, yr, bd, nan_ok);
         CHECK(b1 == 0 && b2 == 0, "%s, %s: rows [0,%llu) and [%llu,%llu) within the bound",
               what, in, (unsigned long long)N, (unsigned long long)r0, (unsigned long long)r1);
+        long a1 = check_range_act(o, 0, N, x, 1, y, yr, bd, nan_ok, NF_ACT_A8);
+        long a2 = check_range_act(o, r0, r1, x, 3, y3, yr, bd, nan_ok, NF_ACT_A8);
+        CHECK(a1 == 0 && a2 == 0, "%s, %s: A8: rows [0,%llu) and [%llu,%llu) within the A8 "
+              "reference's bound", what, in, (unsigned long long)N, (unsigned long long)r0,
+              (unsigned long long)r1);
         /* threads do not change a row's result */
         long diff = 0;
         if (b1 >= 0 && b2 >= 0 && nf_gemv_rows(&o->t, o->obj, o->bytes, 0, N, x, y, 1) == 0 &&
@@ -424,6 +436,89 @@ static void declined(void)
     }
 }
 
+/* nf_a8_quantize: per block of 16, d = amax / 127, |x - q d| <= d / 2,
+ * |q| <= 127, the block's largest magnitude on +-127, a zero block all 0,
+ * the tail of q zero. */
+static void a8_quantize(void)
+{
+    enum { K = 16 * 37 + 5 };
+    uint16_t x[K];
+    int8_t q[16 * 38];
+    float d[38];
+    fill_x(x, K);
+    for (unsigned k = 32; k < 48; k++)
+        x[k] = (k & 1) ? 0x8000 : 0; /* block 2: zeros of both signs */
+    memset(q, 0x55, sizeof q);
+    nf_a8_quantize(x, K, q, d);
+    long bad = 0;
+    for (unsigned b = 0; b < 38; b++) {
+        float amax = 0;
+        for (unsigned k = 16 * b; k < 16 * b + 16 && k < K; k++)
+            amax = fmaxf(amax, fabsf(nf_bf16_to_f32(x[k])));
+        bad += d[b] != amax / 127.0f;
+        bool hit = amax == 0;
+        for (unsigned k = 16 * b; k < 16 * b + 16; k++) {
+            if (k >= K) {
+                bad += q[k] != 0;
+                continue;
+            }
+            double v = nf_bf16_to_f32(x[k]), e = fabs(v - (double)q[k] * d[b]);
+            bad += q[k] < -127 || e > d[b] / 2 * (1 + 1e-6);
+            hit |= fabs(v) == amax && (q[k] == 127 || q[k] == -127);
+        }
+        bad += !hit;
+    }
+    CHECK(bad == 0 && d[2] == 0 && q[32] == 0, "nf_a8_quantize: d = amax/127, |x - q d| <= d/2, "
+          "the largest magnitude at +-127, zero blocks and the tail 0");
+    /* an input holding a non-finite value: A8 is A16 */
+    tobj o;
+    if (mk(&o, NF_FMT_Q4_G64_FP16, 9, 200, 1) == 0 && fill_encoded(&o) == 0) {
+        uint16_t xx[200];
+        float y8[9], y16[9];
+        fill_x(xx, 200);
+        xx[150] = 0x7f80; /* +inf */
+        int r8 = nf_gemv_rows_act(&o.t, o.obj, o.bytes, 0, 9, xx, y8, 1, NF_ACT_A8);
+        int r16 = nf_gemv_rows_act(&o.t, o.obj, o.bytes, 0, 9, xx, y16, 1, NF_ACT_A16);
+        bool eq = r8 == 0 && r16 == 0;
+        for (int i = 0; eq && i < 9; i++)
+            eq = same(y8[i], y16[i]);
+        CHECK(eq, "A8 over an input holding +inf computes A16");
+        CHECK(nf_gemv_rows_act(&o.t, o.obj, o.bytes, 0, 9, xx, y8, 1, (nf_act)7) == NF_CODEC_EINVAL,
+              "an unknown activation path: EINVAL");
+        free(o.obj);
+    } else {
+        CHECK(0, "a8: make");
+    }
+}
+
+/* nf_read_pass_variant reads every byte: one nonzero word anywhere in
+ * the whole 256-byte blocks shows in the result, on every variant and
+ * thread count. */
+static void read_pass(void)
+{
+    size_t bytes = (3u << 20) + 256 + 100;
+    uint8_t *b = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!b) {
+        CHECK(0, "read_pass: out of memory");
+        return;
+    }
+    memset(b, 0, bytes);
+    size_t pos[] = {0, 64, 4096 + 8, (1u << 20) + 200, (bytes & ~(size_t)255) - 8};
+    long bad = 0;
+    for (unsigned v = 0; v < NF_READ_VARIANTS; v++)
+        for (unsigned th = 1; th <= 3; th += 2)
+            for (unsigned i = 0; i < sizeof pos / sizeof *pos; i++) {
+                b[pos[i]] = 1;
+                bad += nf_read_pass_variant(b, bytes, th, v) == 0;
+                b[pos[i]] = 0;
+                bad += nf_read_pass_variant(b, bytes, th, v) != 0;
+            }
+    CHECK(bad == 0, "nf_read_pass_variant: every byte is read (%u variants, 1 and 3 threads)",
+          NF_READ_VARIANTS);
+    CHECK(nf_llc_bytes() >= 4096, "nf_llc_bytes: %llu", (unsigned long long)nf_llc_bytes());
+    free(b);
+}
+
 static void errors(void)
 {
     tobj o;
@@ -468,6 +563,8 @@ int main(int argc, char **argv)
         return nf_test_done();
     }
     errors();
+    a8_quantize();
+    read_pass();
     sweep(false);
     declined();
     child(argv[0], "scalar");
