@@ -148,25 +148,34 @@ EOF
 
 @test "--help lists every format; --format all runs each one that the shape fits" {
     run -0 ninfer-bench --help
-    local formats
+    local formats f
     formats=$(grep '^Formats:' <<< "$output")
+    formats=${formats#Formats: }
     for f in bf16 fp32 int32 q2_g64_fp16 q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 \
         t2_g128_fp16 nvfp4 fp8_e4m3fn_row_bf16; do
-        [[ " ${formats#Formats:} " == *" $f "* ]]
+        [[ " $formats " == *" $f "* ]]
     done
-    # 128x64: nvfp4 fits (N % 128, K % 64); 100x64 it does not and is skipped with a note
-    run -0 --separate-stderr ninfer-bench --format all --shape 128x64 --iters 2 --warmup 0 --csv
-    [ -z "$stderr" ]
-    [ "${#lines[@]}" -eq 12 ]
-    local i=1
-    for f in bf16 fp32 int32 q2_g64_fp16 q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 \
-        t2_g128_fp16 nvfp4 fp8_e4m3fn_row_bf16; do
-        [ "$(cut -d, -f4 <<< "${lines[$i]}")" = "$f" ]
-        i=$((i + 1))
+    # every listed format: a row in the order of the list, or a note why it was skipped
+    # (128x64: nvfp4 fits, N % 128 and K % 64; 100x64 it does not)
+    local shape want got skipped
+    for shape in 128x64 100x64; do
+        run -0 --separate-stderr ninfer-bench --format all --shape "$shape" --iters 2 --warmup 0 --csv
+        [ "${lines[0]}" = "$CSV_HEADER" ]
+        got=$(printf '%s\n' "${lines[@]:1}" | cut -d, -f4 | tr '\n' ' ')
+        skipped=$(sed -n 's/^ninfer-bench: \([a-z0-9_]*\): skipped: .*/\1/p' <<< "$stderr" | tr '\n' ' ')
+        [ "$(grep -vc ': skipped: ' <<< "$stderr")" -eq 0 ] || [ -z "$stderr" ]
+        want=""
+        for f in $formats; do
+            [[ " $skipped " == *" $f "* ]] || want="$want$f "
+        done
+        [ "$got" = "$want" ]
+        [[ " $got " == *" q4_g64_fp16 "* && " $got " == *" fp8_e4m3fn_row_bf16 "* ]]
+        if [ "$shape" = 128x64 ]; then
+            [[ " $got " == *" nvfp4 "* ]]
+        else
+            [[ "$stderr" == *"ninfer-bench: nvfp4: skipped: "*"N % 128"* ]]
+        fi
     done
-    run -0 --separate-stderr ninfer-bench --format all --shape 100x64 --iters 2 --warmup 0 --csv
-    [ "${#lines[@]}" -eq 11 ]
-    [[ "$stderr" == "ninfer-bench: nvfp4: skipped: "*"N % 128"* ]]
     run -2 ninfer-bench --format all --layout row_split_k128_v1 --shape 128x64
 }
 
