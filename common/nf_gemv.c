@@ -1520,8 +1520,12 @@ T512 static uint64_t read512(const unsigned char *p, size_t b, size_t e, bool pf
         s2 = _mm512_add_epi64(s2, _mm512_load_si512((const void *)(p + i + 128)));
         s3 = _mm512_add_epi64(s3, _mm512_load_si512((const void *)(p + i + 192)));
     }
-    return (uint64_t)_mm512_reduce_add_epi64(
-        _mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
+    uint64_t l[8], r = 0; /* not _mm512_reduce_add_epi64: its sums are signed */
+    _mm512_storeu_si512((void *)l, _mm512_add_epi64(_mm512_add_epi64(s0, s1),
+                                                    _mm512_add_epi64(s2, s3)));
+    for (int i = 0; i < 8; i++)
+        r += l[i];
+    return r;
 }
 
 T256 static uint64_t read256(const unsigned char *p, size_t b, size_t e, bool pf)
