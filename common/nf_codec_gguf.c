@@ -14,6 +14,7 @@
 #include "nf_codec_gguf.h"
 #include "nf_fp.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -147,13 +148,65 @@ static void blocks_scalar(nf_format f, const uint8_t *p, uint64_t nb, float *y)
 
 typedef void (*blocks_fn)(nf_format, const uint8_t *, uint64_t, float *);
 
-/* (the AVX2 and AVX-512 block decoders come here) */
+#if NF_GG_X86
+#include "nf_gguf_simd.inc"
+
+/* gguf_f16: 16 (8) halves per step, the tail by the reference */
+#define GG_BLOCKS(W, L)                                                                  \
+    static void gg_blocks_##W(nf_format f, const uint8_t *p, uint64_t nb, float *y)     \
+    {                                                                                    \
+        nf_gguf_info gi = nf_gguf_info_of(f);                                            \
+        if (f == NF_FMT_GGUF_F16) {                                                      \
+            uint64_t i = 0;                                                              \
+            for (; i + L <= nb; i += L)                                                  \
+                gg##W##_f16(p + 2 * i, y + i, NULL, GG_STORE);                           \
+            blocks_scalar(f, p + 2 * i, nb - i, y + i);                                  \
+            return;                                                                      \
+        }                                                                                \
+        switch (f) {                                                                     \
+            GG_FORMATS(GG_CASE_##W)                                                      \
+        default: break;                                                                  \
+        }                                                                                \
+        (void)gi;                                                                        \
+    }
+
+#define GG_LOOP(W, name)                                                                 \
+    for (uint64_t i = 0; i < nb; i++)                                                    \
+        gg##W##_##name(p + i * gi.block_bytes, y + i * gi.qk, NULL, GG_STORE);
+#define GG_CASE_512(F, name) case F: if (F != NF_FMT_GGUF_F16) { GG_LOOP(512, name) } break;
+#define GG_CASE_256(F, name) case F: if (F != NF_FMT_GGUF_F16) { GG_LOOP(256, name) } break;
+
+GG_T512 GG_BLOCKS(512, 16)
+GG_T256 GG_BLOCKS(256, 8)
+#endif
+
+/* What the CPU has, asked once (CPUID is slow, a VM exit under KVM). */
+static nf_isa cpu_best(void)
+{
+    static _Atomic int best = -1;
+    int b = atomic_load_explicit(&best, memory_order_relaxed);
+    if (b < 0) {
+        b = nf_codec_isa_supported(NF_ISA_AVX512) ? NF_ISA_AVX512
+            : nf_codec_isa_supported(NF_ISA_AVX2) ? NF_ISA_AVX2
+                                                  : NF_ISA_SCALAR;
+        atomic_store_explicit(&best, b, memory_order_relaxed);
+    }
+    return (nf_isa)b;
+}
 
 static blocks_fn pick_blocks(nf_isa isa)
 {
     if (isa == NF_ISA_AUTO)
         isa = nf_codec_isa();
-    (void)isa;
+    nf_isa have = cpu_best();
+    if (isa > have)
+        isa = have;
+#if NF_GG_X86
+    if (isa == NF_ISA_AVX512)
+        return gg_blocks_512;
+    if (isa == NF_ISA_AVX2)
+        return gg_blocks_256;
+#endif
     return blocks_scalar;
 }
 
@@ -224,6 +277,54 @@ static void f16_fields(nf_format f, int *a, int *b)
     case NF_FMT_GGUF_Q3_K: *a = 108; break;
     case NF_FMT_GGUF_Q6_K: *a = 208; break;
     default: break;
+    }
+}
+
+static uint64_t sm64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void nf_gguf_random_blocks(nf_format f, uint64_t seed, uint8_t *p, uint64_t nblocks)
+{
+    nf_gguf_info gi = nf_gguf_info_of(f);
+    if (!gi.qk)
+        return;
+    uint64_t s = seed, n = nblocks * gi.block_bytes;
+    for (uint64_t i = 0; i < n; i += 8) {
+        uint64_t r = sm64(&s);
+        for (unsigned k = 0; k < 8 && i + k < n; k++)
+            p[i + k] = (uint8_t)(r >> (8 * k));
+    }
+    if (f == NF_FMT_GGUF_F16) { /* exponent 0..15: |h| < 2 */
+        for (uint64_t i = 0; i < nblocks; i++)
+            p[2 * i + 1] &= 0xbf;
+        return;
+    }
+    int fa, fb;
+    f16_fields(f, &fa, &fb);
+    for (uint64_t i = 0; i < nblocks; i++) {
+        uint8_t *b = p + i * gi.block_bytes;
+        uint64_t r = sm64(&s);
+        if (f == NF_FMT_GGUF_MXFP4) {
+            b[0] = (uint8_t)(118 + r % 8);
+            continue;
+        }
+        /* exponent field 3..7 (2^-12 .. 2^-8 times 1.m), random mantissa */
+        uint16_t d = (uint16_t)(((3 + (r >> 8) % 5) << 10) | (r & 0x3ff));
+        b[fa] = (uint8_t)d;
+        b[fa + 1] = (uint8_t)(d >> 8);
+        if (fb >= 0) {
+            bool is_m = f == NF_FMT_GGUF_Q4_1 || f == NF_FMT_GGUF_Q5_1;
+            uint16_t m = (uint16_t)(((3 + (r >> 24) % 5) << 10) | ((r >> 32) & 0x3ff));
+            if (is_m && (r >> 40) & 1)
+                m |= 0x8000;
+            b[fb] = (uint8_t)m;
+            b[fb + 1] = (uint8_t)(m >> 8);
+        }
     }
 }
 

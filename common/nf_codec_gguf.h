@@ -46,6 +46,14 @@ void nf_gguf_decode_blocks(nf_format f, nf_isa isa, const uint8_t *p, uint64_t n
  * formula of GGUF.md 2 for that element alone. DESIGN 7.5. */
 float nf_gguf_elem(nf_format f, const uint8_t *p, unsigned e);
 
+/* Fill nblocks blocks of gguf format f at p with plausible weights for tests
+ * and benchmarks (the toolkit does not quantize into gguf formats): random
+ * codes and sub-block scales from a generator seeded with `seed`, every f16
+ * d, dmin and m finite with a magnitude in [2^-12, 2^-7) (d and dmin
+ * positive, m of either sign), MXFP4's E in 118..125; gguf_f16 halves of
+ * magnitude below 2. Deterministic. */
+void nf_gguf_random_blocks(nf_format f, uint64_t seed, uint8_t *p, uint64_t nblocks);
+
 /* Hooks of nf_codec.c (t: a gguf_rows_v1 description from
  * nf_tensor_enc_init; obj: the whole object). Decode columns [k0, k1) of
  * row n into out[0 .. k1-k0) on the given path. */

@@ -43,6 +43,7 @@
  * (the hardware prefetchers alone left these loops waiting on memory).
  */
 #include "nf_gemv.h"
+#include "nf_gemv_gguf.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -1283,6 +1284,13 @@ int nf_gemv_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
         return xrc;
     }
     nf_isa isa = fused_isa();
+    if (t->layout == NF_LAY_GGUF_ROWS_V1 && obj) { /* DESIGN 7.5: nf_gemv_gguf.c (xf: x or x^) */
+        int grc = nf_gemv_gguf_rows(t, obj, obj_bytes, r0, r1, xf, y, threads, isa);
+        if (grc <= 0) {
+            free(xf);
+            return grc;
+        }
+    }
     gemv_ctx c;
     memset(&c, 0, sizeof c);
     unsigned B = 1, S = 1;
