@@ -240,6 +240,26 @@ __global__ void __launch_bounds__(128) nf_gemv_elem_kernel(const nf_kargs a)
         a.y[i] = acc;
 }
 
+/* GEMV of gguf_rows_v1 objects (nf_kindex_gguf.h): one warp per row, lane l
+ * over the 32-column units l, l + 32, ... of its row, each unit's weights
+ * decoded as the reference (nf_kg_elem) and FMA'd in column order. */
+__global__ void __launch_bounds__(128) nf_gemv_gguf_kernel(const nf_kargs a)
+{
+    const uint32_t lane = threadIdx.x & 31u;
+    const uint64_t i = (uint64_t)blockIdx.x * (blockDim.x / 32u) + (threadIdx.x >> 5);
+    if (i >= a.nrows)
+        return; /* the whole warp */
+    const uint64_t n = a.n0 + i;
+    float acc = 0.0f;
+    for (uint64_t u = lane; u < a.g.nch; u += 32)
+        acc = nf_kg_unit_dot(a.obj, &a.g, n, u, a.x, acc);
+#pragma unroll
+    for (int off = 16; off; off >>= 1)
+        acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, off));
+    if (lane == 0)
+        a.y[i] = acc;
+}
+
 __device__ __forceinline__ uint32_t nf_pack_bf16(float lo, float hi)
 {
     return nf_k_to_bf16(lo) | nf_k_to_bf16(hi) << 16;
@@ -363,6 +383,10 @@ static cudaError_t nf_launch_gemv(const nf_kargs &a, const nf_kplan &p, cudaStre
 {
     if (!p.blocks || p.blocks > 0x7fffffffull || a.g.nch >= (1ull << 31))
         return cudaErrorInvalidConfiguration;
+    if (p.scalar == 2) {
+        nf_gemv_gguf_kernel<<<(unsigned)p.blocks, p.threads, 0, s>>>(a);
+        return cudaGetLastError();
+    }
     if (p.scalar) {
         nf_gemv_elem_kernel<<<(unsigned)p.blocks, p.threads, 0, s>>>(a);
         return cudaGetLastError();

@@ -242,7 +242,12 @@ typedef struct {
     uint64_t o_scale, rb_scale;/* row_split scales / fp8 row scales / nvfp4 tiles */
     uint64_t o_div;            /* nvfp4 divisors */
     uint64_t slice;            /* nvfp4 rows per divisor: N / divisors */
+    uint32_t gq, gb;           /* gguf_rows_v1: elements and bytes per block (the
+                                  row stride is rb_codes); 0 otherwise */
 } nf_kgeom;
+
+#include "nf_kindex_gguf.h"
+
 
 /* Columns per chunk: 16 bytes of the first plane. 0 for an unknown format. */
 NF_KFN uint32_t nf_k_chunk_cols(int32_t f)
@@ -259,7 +264,7 @@ NF_KFN uint32_t nf_k_chunk_cols(int32_t f)
     case NF_FMT_NVFP4: return 32;
     case NF_FMT_Q8_G32_FP16:
     case NF_FMT_FP8_E4M3FN_ROW_BF16: return 16;
-    default: return 0;
+    default: return nf_kg_is_gguf(f) ? 32 : 0; /* gguf: the unit GEMV's 32 columns */
     }
 }
 
@@ -312,6 +317,13 @@ NF_KHOST int nf_kgeom_init(nf_kgeom *g, nf_format f, nf_layout l, uint64_t rows,
         g->rb_scale = 2;
         g->vec = cols % 16 == 0;
         break;
+    case NF_LAY_GGUF_ROWS_V1: /* DESIGN 8: one plane; the unit GEMV and per-element decode */
+        g->gq = nf_kg_qk(f);
+        g->gb = nf_kg_bytes(f);
+        if (!g->gq || cols % g->gq)
+            return -1;
+        g->vec = 0;
+        break;
     default:
         return -1;
     }
@@ -360,6 +372,8 @@ NF_KFN int32_t nf_k_rs_signed(int32_t f, uint32_t raw, uint32_t bits)
 
 NF_KFN float nf_k_elem(const uint8_t *obj, const nf_kgeom *g, uint64_t n, uint64_t k)
 {
+    if (g->gq) /* gguf_rows_v1 (nf_kindex_gguf.h) */
+        return nf_kg_at(obj, g, n, k);
     switch (g->format) {
     case NF_FMT_BF16:
         return nf_k_bf16(nf_k_ld16(obj + g->o_codes + 2 * (n * g->cols + k)));
@@ -806,7 +820,9 @@ NF_KFN void nf_k_decode_chunk(int32_t f, const nf_kraw *r, float rscale, float *
 #define NF_KPLAN_TARGET_WARPS 4096 /* ~32 resident warps on each of 132 SMs */
 
 typedef struct {
-    uint32_t scalar;   /* 1: the per-element kernel */
+    uint32_t scalar;   /* 1: the per-element kernel; 2: the gguf unit kernel
+                          (nf_kindex_gguf.h: one warp per row, lanes over
+                          32-column units) */
     uint32_t R, W;     /* rows per group, warps per group */
     uint32_t gpb;      /* groups per block */
     uint32_t threads;  /* block size: 32 * W * gpb */
@@ -835,7 +851,7 @@ NF_KHOST nf_kplan nf_k_gemv_plan(const nf_kgeom *g, uint64_t nrows, unsigned for
     nf_kplan p;
     memset(&p, 0, sizeof p);
     if (force_scalar || !g->vec) {
-        p.scalar = 1;
+        p.scalar = g->gq && !force_scalar ? 2 : 1;
         p.R = 1;
         p.W = 1;
         p.gpb = 4;
@@ -914,6 +930,19 @@ NF_KHOST float nf_k_butterfly(float v[32])
 NF_KHOST void nf_k_gemv_emulate(const uint8_t *obj, const nf_kgeom *g, const nf_kplan *p,
                                 uint64_t n0, uint64_t nrows, const float *x, float *y)
 {
+    if (p->scalar == 2) { /* gguf units: nf_gemv_gguf_kernel */
+        for (uint64_t i = 0; i < nrows; i++) {
+            float v[32];
+            for (int l = 0; l < 32; l++) {
+                float acc = 0;
+                for (uint64_t u = (uint64_t)l; u < g->nch; u += 32)
+                    acc = nf_kg_unit_dot(obj, g, n0 + i, u, x, acc);
+                v[l] = acc;
+            }
+            y[i] = nf_k_butterfly(v);
+        }
+        return;
+    }
     if (p->scalar) {
         for (uint64_t i = 0; i < nrows; i++) {
             uint64_t n = n0 + i;

@@ -4,7 +4,9 @@
  * stays green anywhere.
  *
  * What it checks, for every format/layout and odd shapes (K not a multiple
- * of 128, N not a multiple of any block; nvfp4 with 1-3 divisors):
+ * of 128, N not a multiple of any block; nvfp4 with 1-3 divisors; the
+ * gguf_* formats of DESIGN 7.5 with one and several blocks per row, their
+ * GEMV on the unit kernel of nf_kindex_gguf.h):
  *   - the load path: one artifact of two files (objects spanning the
  *     part boundary) loaded with 64 KiB staging pieces (many double-buffer
  *     turns), every object's device bytes decoded back;
@@ -28,6 +30,7 @@
 #include "nf_artifact.h"
 #include "nf_cli.h"
 #include "nf_codec.h"
+#include "nf_codec_gguf.h"
 #include "nf_device.h"
 #include "nf_fp.h"
 #include "nf_gemv.h"
@@ -80,6 +83,14 @@ static int mkobj(tobj *o, nf_format f, const uint64_t *dims, unsigned rank, uint
     for (uint64_t i = 0; i < eb; i++)
         o->obj[i] = (uint8_t)r32();
     const nf_plane *p = o->t.enc.plane;
+    if (nf_format_is_gguf(f)) { /* DESIGN 7.5: plausible blocks, or random bytes with
+                                   NaN/inf in the first block's f16 fields */
+        if (valid)
+            nf_gguf_random_blocks(f, r32(), o->obj, el / nf_gguf_info_of(f).qk);
+        else if (f != NF_FMT_GGUF_MXFP4 && eb >= 4)
+            memcpy(o->obj, "\x00\x7c\x01\x7e", 4);
+        return 0;
+    }
     if (!valid) { /* random bytes, but with some NaN/inf scales for sure */
         if (o->t.layout == NF_LAY_ROW_SPLIT_K128_V1) {
             const nf_plane *sp = &p[o->t.enc.nplanes - 1];
@@ -261,7 +272,12 @@ static void check_decode(tobj *o, uint64_t r0, uint64_t r1)
     nf_diags d = NF_DIAGS_INIT;
     memset(dv, 0xa5, (n ? n : 1) * 2); /* poison */
     int rc = nf_device_decode_bf16(&o->t, o->dev, r0, r1, dv, &d);
+    /* gguf: the device follows the scalar path's NaN results (nf_kindex_gguf.h) */
+    nf_isa prev = nf_codec_isa();
+    if (nf_format_is_gguf(o->t.format))
+        nf_codec_set_isa(NF_ISA_SCALAR);
     nf_decode_rows_bf16(&o->t, o->obj, o->t.enc.encoded_bytes, r0, r1, ref);
+    nf_codec_set_isa(prev);
     uint64_t bad = 0, first = 0;
     for (uint64_t i = 0; !rc && i < n; i++)
         if (dv[i] != ref[i] && !bad++)
@@ -338,7 +354,7 @@ static void check_gemv(tobj *o, uint64_t r0, uint64_t r1, const struct variant *
     CHECK(rc == 0 && outb == 0, "%s: gemv rows [%llu,%llu) %s (%s R=%u W=%u): within bound of "
           "nf_gemv_ref (worst %.1f units of 2^-24 sum|wx|; %.4f ms)",
           o->id, (unsigned long long)r0, (unsigned long long)r1, v->name,
-          p.scalar ? "per-element" : "chunk", p.R, p.W, worst, ms);
+          p.scalar == 2 ? "gguf unit" : p.scalar ? "per-element" : "chunk", p.R, p.W, worst, ms);
     CHECK(rc == 0 && noteq == 0, "%s: gemv rows [%llu,%llu) %s: bit for bit the host emulation "
           "(%llu differ)", o->id, (unsigned long long)r0, (unsigned long long)r1, v->name,
           (unsigned long long)noteq);
@@ -412,7 +428,7 @@ int main(void)
                                             {96, 4096}, {33, 160},   {5, 2048}};
     static const uint64_t nv_shapes[][3] = {{256, 192, 2}, {384, 4160, 3}, {128, 64, 1},
                                             {128, 4096, 1}};
-    tobj objs[128];
+    tobj objs[192];
     size_t n = 0;
     int mk_bad = 0;
 #define ADD(f, dims, rank, div, valid)                                                     \
@@ -441,6 +457,20 @@ int main(void)
         ADD(NF_FMT_BF16, d3, 3, 1, 1);  /* rank 3: 2 rows of 120 */
         ADD(NF_FMT_INT32, d1, 1, 1, 1); /* rank 1: 100 rows of 1 */
     }
+    /* the gguf_* formats (DESIGN 7.5): a few blocks per row, one block, many rows;
+     * gguf_f16 with K not a multiple of 32 */
+    static const nf_format ggf[] = {
+        NF_FMT_GGUF_F16,  NF_FMT_GGUF_Q8_0,   NF_FMT_GGUF_Q4_0,  NF_FMT_GGUF_Q4_1,
+        NF_FMT_GGUF_Q5_0, NF_FMT_GGUF_Q5_1,   NF_FMT_GGUF_IQ4_NL, NF_FMT_GGUF_MXFP4,
+        NF_FMT_GGUF_Q2_K, NF_FMT_GGUF_Q3_K,   NF_FMT_GGUF_Q4_K,  NF_FMT_GGUF_Q5_K,
+        NF_FMT_GGUF_Q6_K, NF_FMT_GGUF_IQ4_XS};
+    for (unsigned i = 0; i < 14; i++) {
+        uint64_t qk = nf_gguf_info_of(ggf[i]).qk;
+        uint64_t gs[3][2] = {{37, (qk == 1 ? 77 : 5 * qk)}, {1, qk == 1 ? 32 : qk},
+                             {300, qk == 256 ? 4096 : 2048}};
+        for (unsigned s = 0; s < 3; s++)
+            ADD(ggf[i], gs[s], 2, 1, 1);
+    }
     size_t nvalid = n;
     /* random bytes: decode only (NaN and infinite scales, invalid codes) */
     static const uint64_t raw_s[2] = {129, 1000}, raw_f8[2] = {96, 4096}, raw_nv[2] = {256, 192};
@@ -451,6 +481,10 @@ int main(void)
     ADD(NF_FMT_FP8_E4M3FN_ROW_BF16, raw_s, 2, 1, 0);
     ADD(NF_FMT_FP8_E4M3FN_ROW_BF16, raw_f8, 2, 1, 0);
     ADD(NF_FMT_NVFP4, raw_nv, 2, 2, 0);
+    for (unsigned i = 0; i < 14; i++) {
+        uint64_t qk = nf_gguf_info_of(ggf[i]).qk, gr[2] = {33, qk == 1 ? 200 : 4 * qk};
+        ADD(ggf[i], gr, 2, 1, 0);
+    }
     CHECK(mk_bad == 0, "%zu test objects built (%zu valid, %zu random bytes)", n, nvalid,
           n - nvalid);
 
