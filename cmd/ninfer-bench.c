@@ -9,6 +9,7 @@
 
 #include "nf_cli.h"
 #include "nf_codec.h"
+#include "nf_codec_gguf.h"
 #include "nf_device.h"
 #include "nf_gemv.h"
 #include "nf_util.h"
@@ -263,8 +264,10 @@ static int bench_device(const char *name, const nf_tensor_enc *t, const uint8_t 
     return ex;
 }
 
-/* skip_unencodable (--format all): a format the encoder cannot produce
- * (gguf_* blocks are copied, never quantized into) is skipped with a note. */
+/* skip_unencodable (--format all): a format the encoder cannot produce is
+ * skipped with a note. gguf_* weights (copied, never quantized into, DESIGN
+ * 7.5) are plausible random blocks (nf_gguf_random_blocks); --op encode
+ * has nothing to time for them. */
 static int bench_generated(nf_format f, nf_layout l, uint64_t N, uint64_t K, uint64_t div,
                            bool skip_unencodable)
 {
@@ -289,13 +292,24 @@ static int bench_generated(nf_format f, nf_layout l, uint64_t N, uint64_t K, uin
         src[i] = f == NF_FMT_INT32 ? roundf(gauss() * 1000.0f) : gauss(); /* int32 holds integers */
     nf_encode_opts eo = NF_ENCODE_OPTS_INIT;
     eo.absmax_only = true; /* weights for timing: quality does not matter */
-    int rc = nf_encode_f32(&t, src, obj, t.enc.encoded_bytes, &eo, NULL);
+    int rc = 0;
+    if (nf_format_is_gguf(f) && strcmp(opt.op, "encode"))
+        nf_gguf_random_blocks(f, 0x6767756675ull, obj, el / nf_gguf_info_of(f).qk);
+    else
+        rc = nf_encode_f32(&t, src, obj, t.enc.encoded_bytes, &eo, NULL);
     if (rc == NF_CODEC_EINVAL && skip_unencodable) {
         fprintf(stderr, "%s: %s: skipped: this build cannot encode into it\n", nf_prog,
                 nf_format_name(f));
         free(src);
         free(obj);
         return 0;
+    }
+    if (rc && nf_format_is_gguf(f)) {
+        fprintf(stderr, "%s: unsupported: %s holds a GGUF tensor's bytes; the toolkit does not "
+                "encode into it\n", nf_prog, nf_format_name(f));
+        free(src);
+        free(obj);
+        return NF_EXIT_UNSUPPORTED;
     }
     if (rc) {
         fprintf(stderr, "%s: encode: %s\n", nf_prog, nf_codec_strerror(rc));

@@ -17,7 +17,10 @@
 #   3. the GEMV table: ninfer-bench --device cuda --op gemv for 4096x4096,
 #      14336x5120, 5120x17408, 27648x5120 and bf16, q8_g32_fp16,
 #      fp8_e4m3fn_row_bf16, q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, nvfp4;
-#   4. --op decode for four formats at 14336x5120;
+#   3b. the gguf_* formats (DESIGN 7.5: the unit kernel of
+#      cuda/nf_kindex_gguf.h) at 14336x5120 and 4096x14336: gguf_q4_k,
+#      gguf_q6_k, gguf_q8_0, gguf_q5_0, gguf_iq4_xs, gguf_mxfp4;
+#   4. --op decode for four formats at 14336x5120, and gguf_q4_k;
 #   5. while time is left: GEMV plan variants (NF_CUDA_R / NF_CUDA_W) at
 #      14336x5120 for q4, q6, nvfp4 and bf16, for tuning;
 #   6. cuobjdump resource usage and SASS, when cuobjdump is there.
@@ -144,7 +147,12 @@ for s in $shapes; do
         one "$f" "$s" gemv
     done
 done
-for f in q4_g64_fp16 nvfp4 fp8_e4m3fn_row_bf16 bf16; do
+for s in 14336x5120 4096x14336; do
+    for f in gguf_q4_k gguf_q6_k gguf_q8_0 gguf_q5_0 gguf_iq4_xs gguf_mxfp4; do
+        one "$f" "$s" gemv
+    done
+done
+for f in q4_g64_fp16 nvfp4 fp8_e4m3fn_row_bf16 bf16 gguf_q4_k; do
     one "$f" 14336x5120 decode
 done
 # plan variants for tuning (the default plan is in the table above)

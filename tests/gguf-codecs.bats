@@ -178,3 +178,21 @@ emb_digest() {
     run -4 --separate-stderr ninfer-quant 'text/*mlp*=gguf_nvfp4' -i c.json -o q.json
     [[ "$stderr" == *"reserved"* ]]
 }
+
+@test "gguf: ninfer-bench times gemv and decode of gguf formats; encode is unsupported" {
+    for f in gguf_q4_k gguf_q6_k gguf_q8_0 gguf_q5_0 gguf_f16; do
+        run -0 --separate-stderr ninfer-bench --format $f --shape 64x512 --iters 2 --warmup 0 --csv
+        # 64 rows: q4_k 2 x 144, q6_k 2 x 210, q8_0 16 x 34, q5_0 16 x 22, f16 512 x 2 bytes
+        case $f in
+        gguf_q4_k) b=18432 ;; gguf_q6_k) b=26880 ;; gguf_q8_0) b=34816 ;;
+        gguf_q5_0) b=22528 ;; gguf_f16) b=65536 ;;
+        esac
+        [[ "${lines[1]}" == "64x512,gemv,cpu,$f,gguf_rows_v1,a16,"*",64,512,$b,"* ]]
+    done
+    run -0 --separate-stderr ninfer-bench --format gguf_iq4_xs --shape 64x512 --op decode --iters 2 --csv
+    [[ "${lines[1]}" == "64x512,decode,cpu,gguf_iq4_xs,gguf_rows_v1,"* ]]
+    run -4 --separate-stderr ninfer-bench --format gguf_q4_k --shape 64x512 --op encode
+    expect_code unsupported
+    run -1 --separate-stderr ninfer-bench --format gguf_q4_k --shape 64x500
+    [[ "$stderr" == *"K % 256 == 0"* ]]
+}
