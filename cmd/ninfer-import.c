@@ -26,7 +26,8 @@ static const char usage[] =
     "      --config FILE       the config.json to use\n"
     "      --fuse              stack Q/K/(gate)/V, MLP gate/up and expert banks into\n"
     "                          one parent each, bound by row ranges\n"
-    "      --f16-as FORMAT     objects for F16 tensors: fp32 (default, lossless) or bf16\n"
+    "      --f16-as FORMAT     F16 tensors as fp32 (lossless) or bf16; default: GGUF matrices\n"
+    "                          gguf_f16 (their bytes), everything else fp32\n"
     "      --resource-dir DIR  where generated resources (a GGUF's gguf_tokenizer.json)\n"
     "                          are written (default: FILE's directory, else .)\n"
     "  -q, --quiet             no warnings\n"
@@ -77,7 +78,7 @@ int main(int argc, char **argv)
     };
     nf_prog = "ninfer-import";
     nf_import_opts o = {0};
-    o.f16_as = NF_FMT_FP32;
+    o.f16_as = NF_FMT_UNKNOWN; /* GGUF matrices: gguf_f16; everything else: fp32 */
     const char *out = NULL;
     bool quiet = false;
     int c;

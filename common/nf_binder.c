@@ -860,6 +860,69 @@ static int read_binding(chk *k, const nf_binding *b, unsigned eb, uint64_t n, vo
     return done == n ? 0 : -1;
 }
 
+/* input_columns (spec 8, DESIGN 10): only on a use whose parameter's
+ * parts all have gguf_* formats; int32 [K] (K the parameter's input width),
+ * a permutation of 0..K-1 (values read when the artifact is a file). */
+static void check_input_columns(chk *k, const nf_use *u, const nf_param *p, const nf_aux *x,
+                                bool resolved, uint64_t el, const char *ptr)
+{
+    const nf_catalog *c = k->c;
+    const nf_binding *pb = u->binding < c->n_bindings ? &c->bindings[u->binding].b : NULL;
+    size_t np = pb ? (pb->parts ? pb->n_parts : 1) : 0;
+    uint64_t K = p && p->rank == 2 ? p->dims[1] : 0;
+    bool gguf = np > 0;
+    for (size_t i = 0; i < np; i++) {
+        const nf_object *o = binding_obj(c, pb, i);
+        gguf &= o && nf_format_is_gguf(o->format);
+        if (o && !p && o->rank == 2)
+            K = o->dims[1];
+    }
+    if (!gguf) {
+        nf_diag_add(k->d, NF_C_AUXILIARY, ptr,
+                    "input_columns is accepted only on parameters whose parts are all gguf_* "
+                    "formats; \"%s\" has another", u->parameter);
+        return;
+    }
+    if (!resolved)
+        return; /* an unresolved reference: the generic reader reported it */
+    size_t nx = x->b.parts ? x->b.n_parts : 1;
+    bool fmt_ok = true;
+    for (size_t i = 0; i < nx; i++) {
+        const nf_object *o = binding_obj(c, &x->b, i);
+        fmt_ok &= o && o->format == NF_FMT_INT32 && o->layout == NF_LAY_CONTIGUOUS_LE_V1;
+    }
+    const nf_object *o0 = binding_obj(c, &x->b, 0);
+    if (!fmt_ok || (!x->b.parts && o0 && o0->rank != 1)) {
+        nf_diag_add(k->d, NF_C_AUXILIARY, ptr, "input_columns must be an int32 vector [K]");
+        return;
+    }
+    if (el != K) {
+        nf_diag_add(k->d, NF_C_AUXILIARY, ptr,
+                    "input_columns has %llu elements; \"%s\" has K = %llu columns",
+                    (unsigned long long)el, u->parameter, (unsigned long long)K);
+        return;
+    }
+    if (!k->a || el > (256u << 20))
+        return;
+    int32_t *v = malloc((size_t)el * 4 + 4);
+    uint8_t *seen = calloc((size_t)el + 1, 1);
+    if (v && seen && read_binding(k, &x->b, 4, el, v) == 0) {
+        for (uint64_t i = 0; i < el; i++) {
+            int32_t w;
+            memcpy(&w, &v[i], 4); /* little-endian words */
+            if (w < 0 || (uint64_t)w >= K || seen[w]) {
+                nf_diag_add(k->d, NF_C_AUXILIARY, ptr,
+                            "input_columns[%llu] is %ld: not a permutation of 0..%llu",
+                            (unsigned long long)i, (long)w, (unsigned long long)(K - 1));
+                break;
+            }
+            seen[w] = 1;
+        }
+    }
+    free(v);
+    free(seen);
+}
+
 static void check_aux(chk *k, size_t ui, const nf_param *p)
 {
     const nf_use *u = &k->c->uses[ui];
@@ -915,9 +978,7 @@ static void check_aux(chk *k, size_t ui, const nf_param *p)
                 free(w);
             }
         } else if (strcmp(x->role, "input_columns") == 0) {
-            nf_diag_add(k->d, NF_C_UNSUPPORTED, ptr,
-                        "input_columns is accepted only for gguf_* formats, which this build does "
-                        "not define");
+            check_input_columns(k, u, p, x, resolved, el, ptr);
         } else {
             nf_diag_add(k->d, NF_C_AUXILIARY, ptr, "unknown auxiliary role \"%s\"", x->role);
         }

@@ -206,11 +206,12 @@ typedef struct {
  * component's prefix is unknown to it (`unknown-parameter`); shared
  * parameters (tied head, mtp/embedding, mtp/head) bind the same objects as
  * the parameter they share (`target` across components, `coverage` within
- * one); auxiliaries of spec 8 have the required form (`auxiliary`;
- * input_columns: `unsupported` — no gguf_* format exists yet): an
+ * one); auxiliaries of spec 8 have the required form (`auxiliary`): an
  * activation_input_divisor is one fp32 element, finite and > 0;
  * hadamard_signs is bf16 [K] (K the projection's input width, a multiple of
- * 1024) of +-1 values. Values are read through `a` (range reads); with a ==
+ * 1024) of +-1 values; input_columns is int32 [K], a permutation of
+ * 0..K-1, on a use whose parameter's parts are all gguf_* formats (DESIGN
+ * 10). Values are read through `a` (range reads); with a ==
  * NULL (a stream) value checks are skipped. Components asked for but not
  * declared are `component-missing`. Returns nf_diags_exit of what it found
  * (0 when all is well). */

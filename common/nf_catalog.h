@@ -348,6 +348,15 @@ bool nf_use_set_policy(nf_catalog *c, nf_use *u, const char *policy);
  * already there. */
 bool nf_use_add_aux(nf_catalog *c, nf_use *u, const char *role, const char *obj_id, size_t obj);
 
+/* Remove the auxiliary under role from use u (ninfer-quant folding an
+ * input_columns into its object, DESIGN 10). False when the use has none. */
+bool nf_use_remove_aux(nf_catalog *c, nf_use *u, const char *role);
+
+/* Replace tensor object i's manifest source text (what manifest
+ * serialization writes; the parsed `source` tree keeps the old source, so
+ * a packer re-reads the manifest). False when out of memory. */
+bool nf_object_set_source_raw(nf_catalog *c, size_t i, const char *source_json);
+
 /* Set member `name` of the provenance object to the JSON text value_json
  * (replacing a member of that name; other members keep their text).
  * Returns false on allocation failure or invalid JSON. */

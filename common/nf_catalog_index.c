@@ -643,3 +643,24 @@ bool nf_use_add_aux(nf_catalog *c, nf_use *u, const char *role, const char *obj_
     u->n_aux++;
     return true;
 }
+
+bool nf_use_remove_aux(nf_catalog *c, nf_use *u, const char *role)
+{
+    (void)c; /* the entries stay in the arena; the array closes up */
+    for (size_t i = 0; i < u->n_aux; i++)
+        if (!strcmp(u->aux[i].role, role)) {
+            memmove(&u->aux[i], &u->aux[i + 1], (u->n_aux - i - 1) * sizeof *u->aux);
+            u->n_aux--;
+            return true;
+        }
+    return false;
+}
+
+bool nf_object_set_source_raw(nf_catalog *c, size_t i, const char *source_json)
+{
+    char *t = nf_arena_strndup(c->arena, source_json, strlen(source_json));
+    if (!t)
+        return false;
+    c->objects[i].source_raw = t;
+    return true;
+}

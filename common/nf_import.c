@@ -138,6 +138,8 @@ typedef struct {
     src_dt dt;
     const char *dt_name;
     char tb[32];
+    bool gguf;                /* a GGUF tensor (type below) */
+    uint32_t ggml_type;
 } ck_t;
 
 static void ck_free(ckpt *c)
@@ -173,6 +175,8 @@ static bool ck_find_exact(ckpt *c, const char *name, ck_t *out)
         out->dt = t->type == NF_GGML_F32 ? DT_F32 : t->type == NF_GGML_F16 ? DT_F16
                 : t->type == NF_GGML_BF16 ? DT_BF16 : DT_OTHER;
         out->dt_name = nf_ggml_type_name(t->type, out->tb);
+        out->gguf = true;
+        out->ggml_type = t->type;
         c->used[0][t - c->g->tensors] = true;
         return true;
     }
@@ -690,16 +694,83 @@ typedef struct {
     nf_strmap bidx;      /* parameter name -> index into bjson */
     size_t n_b, cap_b;
     size_t n_missing;
+    bool type_reported[64];  /* unsupported GGUF types already named */
+    bool other_reported;
+    nf_strmap colsaux;       /* parameter -> 1: its use takes input_columns */
+    char *colsaux_id;        /* the shared input_columns object (one geometry) */
+    uint64_t cols_k, cols_v, cols_hd;
+    nf_jval *row_copies;     /* GGUF objects whose whole rows the packer moves */
+    nf_jval *transformed;    /* objects decoded and re-encoded with a transform */
 } mb;
 
-static const char *fmt_of(const mb *m, src_dt dt)
+/* How one checkpoint tensor becomes an object (DESIGN 7.5, 10 "Importing
+ * GGUF"). */
+typedef struct {
+    const char *format, *layout;
+    bool cols_aux;   /* block format with tiled columns: the use takes input_columns */
+} obj_enc;
+
+/* The object encoding of tensor t for expected tensor want: F32 -> fp32,
+ * BF16 -> bf16 (identical bytes); F16 -> gguf_f16 when a GGUF matrix or
+ * bank and f16_as is left to its default (else opts.f16_as, or fp32 for
+ * vectors and tensors a transform needs in values); a block-quantized
+ * GGUF matrix or bank -> its gguf_* format in gguf_rows_v1 (the bytes as
+ * they are; tiled columns go to the use's input_columns), decoded to fp32
+ * when it is a vector or needs a map. False for types import cannot take
+ * (no diagnostic). */
+static bool enc_of(const mb *m, const ck_t *t, const nf_src_tensor *want, obj_enc *e)
 {
-    switch (dt) {
-    case DT_F32: return "fp32";
-    case DT_BF16: return "bf16";
-    case DT_F16: return m->o->f16_as == NF_FMT_BF16 ? "bf16" : "fp32";
-    default: return NULL;
+    static const char *const contig = "contiguous_le_v1", *const rows = "gguf_rows_v1";
+    bool matrix = t->gguf && (t->rank == 2 || t->rank == 3);
+    e->cols_aux = false;
+    e->layout = contig;
+    switch (t->dt) {
+    case DT_F32: e->format = "fp32"; return true;
+    case DT_BF16: e->format = "bf16"; return true;
+    case DT_F16:
+        if (m->o->f16_as == NF_FMT_BF16)
+            e->format = "bf16";
+        else if (m->o->f16_as == NF_FMT_UNKNOWN && matrix && !want->map && !want->tiled_v)
+            e->format = "gguf_f16", e->layout = rows;
+        else
+            e->format = "fp32";
+        return true;
+    default:
+        break;
     }
+    nf_format f = t->gguf ? nf_format_of_ggml_type(t->ggml_type) : NF_FMT_UNKNOWN;
+    if (!nf_format_is_gguf(f))
+        return false;
+    if (!matrix || want->map) {
+        e->format = "fp32";
+        return true;
+    }
+    e->format = nf_format_name(f);
+    e->layout = rows;
+    e->cols_aux = want->tiled_v != 0;
+    return true;
+}
+
+/* The unsupported diagnostic for tensor t's type, once per type. */
+static void type_unsupported(mb *m, const ck_t *t)
+{
+    bool *seen = t->gguf && t->ggml_type < 64 ? &m->type_reported[t->ggml_type] : &m->other_reported;
+    if (*seen)
+        return;
+    *seen = true;
+    const char *res = t->gguf ? nf_gguf_reserved_name(t->ggml_type) : NULL;
+    if (res)
+        nf_diag_addf(m->d, NF_C_UNSUPPORTED, t->path, "",
+                     "GGUF tensor type %s (\"%s\"; format %s) is a later-wave format this build "
+                     "does not support", t->dt_name, t->name, res);
+    else if (t->gguf)
+        nf_diag_addf(m->d, NF_C_UNSUPPORTED, t->path, "",
+                     "GGUF tensor type %s (\"%s\") is not supported: import takes F32, F16, BF16 "
+                     "and the gguf_* block types", t->dt_name, t->name);
+    else
+        nf_diag_addf(m->d, NF_C_UNSUPPORTED, t->path, "",
+                     "tensor \"%s\" is %s; import takes F32, F16 and BF16 tensors", t->name,
+                     t->dt_name);
 }
 
 static nf_jval *shape_json(unsigned rank, const uint64_t *dims)
@@ -718,6 +789,8 @@ static nf_jval *tensor_source(const mb *m, const ck_t *t, const nf_src_tensor *w
                               uint64_t r0, uint64_t r1)
 {
     uint64_t unpermute = want->unpermute_heads;
+    obj_enc e;
+    bool cols_aux = enc_of(m, t, want, &e) && e.cols_aux;
     nf_jval *s = nf_jnew_object();
     if (!s)
         return NULL;
@@ -734,7 +807,7 @@ static nf_jval *tensor_source(const mb *m, const ck_t *t, const nf_src_tensor *w
         nf_jobj_set(u, "scheme", nf_jnew_string("llama-rope"));
         nf_jobj_set(u, "heads", nf_jnew_u64(unpermute));
         nf_jobj_set(s, "unpermute", u);
-    } else if (want->tiled_v && t->dt != DT_OTHER) {
+    } else if (want->tiled_v && !cols_aux) {
         nf_jval *u = nf_jnew_object();
         nf_jobj_set(u, "scheme", nf_jnew_string("v-heads-tiled"));
         nf_jobj_set(u, "axis", nf_jnew_string("columns"));
@@ -794,13 +867,70 @@ static bool find_src(mb *m, const nf_arch_plan *plan, const nf_param *p, nf_nami
                      p->name);
         return false;
     }
-    if (!fmt_of(m, t->dt)) {
-        nf_diag_addf(m->d, NF_C_UNSUPPORTED, t->path, "",
-                     "tensor \"%s\" is %s; import takes F32, F16 and BF16 tensors", t->name,
-                     t->dt_name);
+    obj_enc e;
+    if (!enc_of(m, t, want, &e)) {
+        type_unsupported(m, t);
         return false;
     }
     return true;
+}
+
+/* Provenance of the objects whose bytes are not the GGUF tensor's: row
+ * copies of gguf_* bytes (unpermute), and values decoded and re-encoded
+ * with a transform (map, unpermute of F32/F16/BF16). */
+static void note_transform(mb *m, const ck_t *t, const nf_src_tensor *want, const obj_enc *e)
+{
+    if (!t->gguf)
+        return;
+    bool tiled_cols = want->tiled_v && !e->cols_aux;
+    if (!want->unpermute_heads && !want->map && !tiled_cols)
+        return;
+    bool copy = want->unpermute_heads && !want->map &&
+                (!strcmp(e->layout, "gguf_rows_v1") || (t->dt == DT_F32 && !strcmp(e->format, "fp32")) ||
+                 (t->dt == DT_BF16 && !strcmp(e->format, "bf16")));
+    nf_jval **list = copy ? &m->row_copies : &m->transformed;
+    if (!*list)
+        *list = nf_jnew_array();
+    nf_jarr_push(*list, nf_jnew_string(t->name));
+}
+
+/* The use of parameter `param` takes the shared input_columns object of
+ * the tiled geometry of want (DESIGN 10; GGUF.md 3.3): made on first use. */
+static bool cols_aux(mb *m, const char *param, const nf_src_tensor *want)
+{
+    if (m->colsaux_id && (m->cols_k != want->tiled_k || m->cols_v != want->tiled_v ||
+                          m->cols_hd != want->tiled_hd)) {
+        nf_diag_add(m->d, NF_C_UNSUPPORTED, "", "%s: a second linear-attention geometry", param);
+        return false;
+    }
+    if (!m->colsaux_id) {
+        uint64_t hk = want->tiled_k, hv = want->tiled_v, hd = want->tiled_hd, r = hv / hk;
+        uint64_t K = hv * hd; /* the tensor's columns: a checked shape */
+        char id[128];
+        snprintf(id, sizeof id, "input_columns.v_heads_tiled.%llux%llux%llu",
+                 (unsigned long long)hk, (unsigned long long)hv, (unsigned long long)hd);
+        nf_jval *o = nf_jnew_object(), *src = nf_jnew_object(), *vals = nf_jnew_array();
+        /* stored column (j*Hk + g)*Dv + d multiplies input (g*r + j)*Dv + d */
+        for (uint64_t c = 0; c < K && vals; c++) {
+            uint64_t head = c / hd, j = head / hk, g = head % hk;
+            nf_jarr_push(vals, nf_jnew_u64((g * r + j) * hd + c % hd));
+        }
+        nf_jobj_set(src, "values", vals);
+        nf_jobj_set(src, "dtype", nf_jnew_string("i32"));
+        nf_jobj_set(o, "id", nf_jnew_string(id));
+        nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
+        nf_jobj_set(o, "shape", shape_json(1, &K));
+        nf_jobj_set(o, "format", nf_jnew_string("int32"));
+        nf_jobj_set(o, "layout", nf_jnew_string("contiguous_le_v1"));
+        nf_jobj_set(o, "source", src);
+        nf_jarr_push(m->objects, o);
+        sm_put(&m->objs, id, m->n_objects++);
+        m->colsaux_id = strdup(id);
+        m->cols_k = hk, m->cols_v = hv, m->cols_hd = hd;
+        if (!m->colsaux_id)
+            return false;
+    }
+    return sm_put(&m->colsaux, param, 1);
 }
 
 /* One object per checkpoint tensor; the parameter binds it whole or in parts. */
@@ -811,6 +941,8 @@ static nf_jval *bind_plain(mb *m, const nf_arch_plan *plan, const nf_param *p, n
         return NULL;
     const nf_src_map *map = &p->src[nm];
     const nf_src_tensor *want = &plan->tensors[nm][map->tensor];
+    obj_enc e;
+    enc_of(m, &t, want, &e); /* checked by find_src */
     if (sm_get(&m->objs, t.name) == SIZE_MAX) {
         nf_jval *o = nf_jnew_object();
         nf_jobj_set(o, "id", nf_jnew_string(t.name));
@@ -820,12 +952,15 @@ static nf_jval *bind_plain(mb *m, const nf_arch_plan *plan, const nf_param *p, n
                                                                     t.dims[2]}));
         else
             nf_jobj_set(o, "shape", shape_json(t.rank, t.dims));
-        nf_jobj_set(o, "format", nf_jnew_string(fmt_of(m, t.dt)));
-        nf_jobj_set(o, "layout", nf_jnew_string("contiguous_le_v1"));
+        nf_jobj_set(o, "format", nf_jnew_string(e.format));
+        nf_jobj_set(o, "layout", nf_jnew_string(e.layout));
         nf_jobj_set(o, "source", tensor_source(m, &t, want, false, 0, 0));
         nf_jarr_push(m->objects, o);
         sm_put(&m->objs, t.name, m->n_objects++);
+        note_transform(m, &t, want, &e);
     }
+    if (e.cols_aux && !cols_aux(m, p->name, want))
+        return NULL;
     nf_jval *b = nf_jnew_object();
     bool same_shape = t.rank == p->rank && !memcmp(t.dims, p->dims, p->rank * sizeof *p->dims);
     if (map->n_ranges == 0 && same_shape) {
@@ -854,7 +989,7 @@ static bool bind_group(mb *m, const nf_arch_plan *plan, size_t gi, nf_naming nm)
     const nf_fuse_group *g = &plan->groups[gi];
     uint64_t K = plan->params[g->members[0]].dims[1], rows = 0;
     nf_jval *items = nf_jnew_array();
-    const char *fmt = NULL;
+    const char *fmt = NULL, *lay = NULL;
     bool mixed = false, ok = true;
     uint64_t *first = calloc(g->n_members, sizeof *first);
     if (!items || !first) {
@@ -872,10 +1007,12 @@ static bool bind_group(mb *m, const nf_arch_plan *plan, size_t gi, nf_naming nm)
         }
         const nf_src_map *map = &p->src[nm];
         const nf_src_tensor *want = &plan->tensors[nm][map->tensor];
-        const char *f = fmt_of(m, t.dt);
-        if (fmt && strcmp(fmt, f) != 0)
+        obj_enc e;
+        enc_of(m, &t, want, &e); /* checked by find_src */
+        if (fmt && (strcmp(fmt, e.format) != 0 || strcmp(lay, e.layout) != 0))
             mixed = true;
-        fmt = f;
+        fmt = e.format;
+        lay = e.layout;
         first[k] = rows;
         uint64_t cols = want->elements / want->dims[0];
         size_t nr = map->n_ranges ? map->n_ranges : 1;
@@ -894,7 +1031,7 @@ static bool bind_group(mb *m, const nf_arch_plan *plan, size_t gi, nf_naming nm)
         nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
         nf_jobj_set(o, "shape", shape_json(2, (const uint64_t[]){rows, K}));
         nf_jobj_set(o, "format", nf_jnew_string(mixed ? "fp32" : fmt));
-        nf_jobj_set(o, "layout", nf_jnew_string("contiguous_le_v1"));
+        nf_jobj_set(o, "layout", nf_jnew_string(mixed ? "contiguous_le_v1" : lay));
         nf_jobj_set(src, "concat", items);
         items = NULL;
         nf_jobj_set(o, "source", src);
@@ -991,6 +1128,12 @@ static bool add_shares_and_uses(mb *m, const nf_arch_plan *plan)
         nf_jobj_set(u, "input", nf_jnew_string(p->input));
         if (p->needs_policy)
             nf_jobj_set(u, "activation_policy", nf_jnew_string("A16Only"));
+        if (sm_get(&m->colsaux, p->name) != SIZE_MAX) { /* spec 8: the stored column order */
+            nf_jval *a = nf_jnew_object(), *b = nf_jnew_object();
+            nf_jobj_set(b, "object", nf_jnew_string(m->colsaux_id));
+            nf_jobj_set(a, "input_columns", b);
+            nf_jobj_set(u, "auxiliaries", a);
+        }
         nf_jarr_push(m->uses, u);
     }
     return true;
@@ -1151,6 +1294,33 @@ static bool gguf_resources(mb *m, const nf_gguf *g, nf_jval *res, prov *pv)
     }
     free(buf);
     return ok;
+}
+
+/* provenance.converter.source.gguf: the file's quantization keys
+ * (general.file_type, general.quantization_version, general.quantized_by
+ * and llama-quantize's quantize.* keys, as their JSON values) and which
+ * objects do not hold the GGUF tensor's bytes: row_copies (gguf_* rows
+ * moved whole, lossless) and transformed (decoded, mapped or unpermuted,
+ * re-encoded). */
+static nf_jval *gguf_provenance(mb *m, const nf_gguf *g)
+{
+    nf_jval *o = nf_jnew_object(), *keys = nf_jnew_object();
+    for (size_t i = 0; i < g->n_kv; i++) {
+        const nf_gguf_kv *kv = &g->kv[i];
+        if (strcmp(kv->key, "general.file_type") && strcmp(kv->key, "general.quantization_version") &&
+            strcmp(kv->key, "general.quantized_by") && strncmp(kv->key, "quantize.", 9))
+            continue;
+        size_t jl;
+        char *j = nf_gguf_kv_json(g, kv, &jl);
+        if (j)
+            nf_jobj_set(keys, kv->key, nf_jnew_raw(j, jl));
+        free(j);
+    }
+    nf_jobj_set(o, "keys", keys);
+    nf_jobj_set(o, "row_copies", m->row_copies ? m->row_copies : nf_jnew_array());
+    nf_jobj_set(o, "transformed", m->transformed ? m->transformed : nf_jnew_array());
+    m->row_copies = m->transformed = NULL;
+    return o;
 }
 
 /* ---- the import ------------------------------------------------------------------- */
@@ -1375,31 +1545,6 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
             free(garch_buf);
             goto done;
         }
-        /* quantized tensors: one line per type */
-        if (c.gguf) {
-            for (size_t i = 0; i < c.g->n_tensors; i++) {
-                uint32_t ty = c.g->tensors[i].type;
-                if (ty == NF_GGML_F32 || ty == NF_GGML_F16 || ty == NF_GGML_BF16)
-                    continue;
-                bool seen = false;
-                size_t more = 0;
-                for (size_t j = 0; j < i; j++)
-                    seen |= c.g->tensors[j].type == ty;
-                if (seen)
-                    continue;
-                for (size_t j = i + 1; j < c.g->n_tensors; j++)
-                    more += c.g->tensors[j].type == ty;
-                char tb[32];
-                nf_diag_addf(d, NF_C_UNSUPPORTED, cp, "",
-                             "GGUF tensor type %s (\"%s\"%s) is not supported yet: import takes "
-                             "F32, F16 and BF16 tensors", nf_ggml_type_name(ty, tb),
-                             c.g->tensors[i].name, more ? " and others" : "");
-            }
-            if (nf_diags_exit(d)) {
-                free(garch_buf);
-                goto done;
-            }
-        }
         nf_naming nm = c.gguf ? NF_NAMING_GGUF : NF_NAMING_HF;
         bool ok = add_plan(&m, &plan, nm);
         /* an mtp component for hybrid checkpoints that carry mtp.* tensors */
@@ -1462,7 +1607,8 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
     nf_jobj_set(conv, "tool", nf_jnew_string("ninfer-import"));
     nf_jobj_set(conv, "version", nf_jnew_string(NF_VERSION));
     nf_jobj_set(opts, "fuse", nf_jnew_bool(o->fuse));
-    nf_jobj_set(opts, "f16_as", nf_jnew_string(o->f16_as == NF_FMT_BF16 ? "bf16" : "fp32"));
+    nf_jobj_set(opts, "f16_as", nf_jnew_string(o->f16_as == NF_FMT_BF16 ? "bf16"
+                                               : o->f16_as == NF_FMT_FP32 ? "fp32" : "auto"));
     nf_jobj_set(conv, "options", opts);
     nf_jobj_set(src, "format", nf_jnew_string(c.gguf ? "gguf" : "safetensors"));
     char *abs = absdup(cp);
@@ -1470,6 +1616,8 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
     free(abs);
     nf_jobj_set(src, "files", pv.files);
     pv.files = NULL;
+    if (c.gguf)
+        nf_jobj_set(src, "gguf", gguf_provenance(&m, c.g));
     nf_jobj_set(conv, "source", src);
     nf_jobj_set(provn, "converter", conv);
 
@@ -1502,6 +1650,10 @@ done:
         nf_jval_free(m.bjson[i]);
     free(m.bjson);
     nf_strmap_free(&m.objs);
+    nf_strmap_free(&m.colsaux);
+    free(m.colsaux_id);
+    nf_jval_free(m.row_copies);
+    nf_jval_free(m.transformed);
     nf_strmap_free(&m.bound);
     nf_strmap_free(&m.bidx);
     if (have_plan)

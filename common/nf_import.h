@@ -70,7 +70,9 @@ typedef struct {
     const char *checkpoint;    /* directory, .safetensors or .gguf path */
     const char *config;        /* --config FILE, or NULL */
     bool fuse;                 /* build the fused parents of spec 12.1/12.3 */
-    nf_format f16_as;          /* NF_FMT_FP32 (lossless, default) or NF_FMT_BF16 */
+    nf_format f16_as;          /* NF_FMT_UNKNOWN (default): GGUF F16 matrices and
+                                  banks gguf_f16, other F16 tensors fp32;
+                                  NF_FMT_FP32 (lossless) or NF_FMT_BF16: all */
     const char *resource_dir;  /* where generated resources are written (GGUF
                                   gguf_tokenizer.json); NULL: "." */
     void (*warn)(void *ctx, const char *msg); /* may be NULL */

@@ -229,12 +229,68 @@ static int aseg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t roff, u
     return segs_push(c->out, fd, foff, len, nf_artifact_file_path(c->a, file)) ? 0 : -1;
 }
 
+static int piece_transforms(pack_ctx *p, const nf_source *s, nf_piece *pc, uint64_t src_rows,
+                            uint64_t src_cols);
+
+/* A GGUF tensor already in object o's encoding (F32 -> fp32, BF16 -> bf16
+ * in contiguous_le_v1; a gguf_* type, F16 included, in gguf_rows_v1), as
+ * byte segments: its rows (a vector: its elements) [r0, r1) in order, each
+ * from the source row its unpermute names, so a row unpermute of gguf_*
+ * bytes is a lossless row copy (DESIGN 5; GGUF.md 3.3). Only the shape's K
+ * is checked here (the caller checks the total against the object).
+ * Returns 0, 1 when the source needs transcoding (another encoding, a map
+ * or a column unpermute), or -1 with a diagnostic. */
+static int gguf_copy(pack_ctx *p, const nf_object *o, const nf_source *s, segs *out)
+{
+    input *in = get_input(p, s->path, 3, s->pointer);
+    if (!in)
+        return -1;
+    const nf_gguf_tensor *t = nf_gguf_find_tensor(in->gg, s->name);
+    if (!t) {
+        nf_diag_add(p->d, NF_C_REFERENCE, s->pointer, "\"%s\" has no tensor \"%s\"", s->path,
+                    s->name);
+        return -1;
+    }
+    bool same = (t->type == NF_GGML_F32 && o->format == NF_FMT_FP32 &&
+                 o->layout == NF_LAY_CONTIGUOUS_LE_V1) ||
+                (t->type == NF_GGML_BF16 && o->format == NF_FMT_BF16 &&
+                 o->layout == NF_LAY_CONTIGUOUS_LE_V1) ||
+                (nf_format_of_ggml_type(t->type) == o->format && o->format != NF_FMT_UNKNOWN &&
+                 o->layout == NF_LAY_GGUF_ROWS_V1);
+    if (!same || s->map || (s->has_unpermute && s->unpermute_columns))
+        return 1;
+    uint64_t rows = t->n_dims == 1 ? t->elements : t->elements / t->ne[0];
+    uint64_t cols = t->elements / rows, rb = t->bytes / rows; /* whole blocks per row */
+    if (o->rank >= 2 && t->n_dims >= 2 && o->dims[o->rank - 1] != cols) {
+        nf_diag_add(p->d, NF_C_SIZE, s->pointer, "GGUF tensor \"%s\" has rows of %llu; the object's "
+                    "have %llu", s->name, (unsigned long long)cols,
+                    (unsigned long long)o->dims[o->rank - 1]);
+        return -1;
+    }
+    nf_piece pc;
+    memset(&pc, 0, sizeof pc);
+    if (piece_transforms(p, s, &pc, rows, cols) < 0)
+        return -1;
+    uint64_t r0 = pc.row0, r1 = r0 + pc.elements / cols;
+    if (!s->has_unpermute)
+        return segs_push(out, in->fd, t->offset + r0 * rb, (r1 - r0) * rb, in->path) ? 0 : -1;
+    for (uint64_t l = r0; l < r1;) { /* runs of consecutive source rows */
+        uint64_t a = nf_piece_src_row(&pc, l), n = 1;
+        while (l + n < r1 && nf_piece_src_row(&pc, l + n) == a + n)
+            n++;
+        if (!segs_push(out, in->fd, t->offset + a * rb, n * rb, in->path))
+            return -1;
+        l += n;
+    }
+    return 0;
+}
+
 /* Resolve one tensor/resource source to its encoded bytes. */
 static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, segs *out)
 {
     bool tensor = o->kind == NF_OBJ_TENSOR;
-    if ((s->has_unpermute || s->map) && tensor)
-        return 1;
+    if ((s->has_unpermute || s->map) && tensor && s->kind != NF_SRC_GGUF)
+        return 1; /* GGUF: whole-row unpermutes of its bytes are copies (gguf_copy) */
     switch (s->kind) {
     case NF_SRC_FILE: {
         input *in = get_input(p, s->path, 0, s->pointer);
@@ -335,10 +391,16 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
             nf_diag_add(p->d, NF_C_SCHEMA, s->pointer, "a resource takes bytes, not concat");
             return -1;
         }
-        if (o->layout != NF_LAY_CONTIGUOUS_LE_V1)
-            return 1;
         for (size_t k = 0; k < s->n_items; k++) {
             const nf_source *it = &s->items[k];
+            if (it->kind == NF_SRC_GGUF) { /* rows of GGUF bytes (gguf_copy) */
+                int rr = gguf_copy(p, o, it, out);
+                if (rr != 0)
+                    return rr;
+                continue;
+            }
+            if (o->layout != NF_LAY_CONTIGUOUS_LE_V1)
+                return 1;
             if ((it->kind != NF_SRC_SAFETENSORS && it->kind != NF_SRC_ARTIFACT) ||
                 it->has_unpermute || it->map)
                 return 1;
@@ -394,12 +456,20 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
             return -1;
         }
         return 0;
-    case NF_SRC_GGUF:
+    case NF_SRC_GGUF: {
         if (!tensor) {
             nf_diag_add(p->d, NF_C_SCHEMA, s->pointer, "a resource takes bytes, not a GGUF tensor");
             return -1;
         }
-        return 1;
+        int r = gguf_copy(p, o, s, out);
+        if (r == 0 && out->total != o->bytes) {
+            nf_diag_add(p->d, NF_C_SIZE, s->pointer,
+                        "GGUF tensor \"%s\" gives %llu bytes; the object's shape needs %llu", s->name,
+                        (unsigned long long)out->total, (unsigned long long)o->bytes);
+            return -1;
+        }
+        return r;
+    }
     default:
         return -1;
     }

@@ -2,11 +2,14 @@
  *
  * Each object's `source` is resolved to the exact encoded bytes of the
  * object: byte ranges of files (raw files, safetensors tensors, objects of
- * existing artifacts) or bytes made from inline values. Sources already in
- * the object's encoding are copied (BF16 -> bf16, F32 -> fp32, I32 -> int32,
- * identical format/layout/shape from an artifact, any bytes into a
- * resource); a source whose encoding differs is `unsupported` until the
- * codecs can transcode it. Objects are laid out in array order, written
+ * existing artifacts, GGUF tensors) or bytes made from inline values.
+ * Sources already in the object's encoding are copied (BF16 -> bf16, F32
+ * -> fp32, I32 -> int32, a GGUF tensor of a gguf_* type -> that format in
+ * gguf_rows_v1, identical format/layout/shape from an artifact, any bytes
+ * into a resource); a GGUF source whose unpermute moves whole rows (llama
+ * rope order, v-heads-tiled rows) is still a copy, row by row (DESIGN 5);
+ * any other source, and every map or column unpermute, is decoded to f32
+ * and encoded. Objects are laid out in array order, written
  * through the crash-safe writer, and their SHA-256 digests recorded in
  * metadata.integrity (DESIGN 9).
  */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_artifact.h"
 #include "nf_json.h"
 #include "nf_layout.h"
 #include "nf_util.h"
@@ -220,11 +221,205 @@ static int choose(nf_catalog *c, choice *ch, size_t obj, const nf_quant_rule *r,
     return 0;
 }
 
+/* ---- folding input_columns (DESIGN 10) ------------------------------------ */
+
+/* The K int32 values of input_columns object oi: from an inline values
+ * source, or an artifact object's words. NULL with a diagnostic. */
+static int64_t *cols_values(const nf_catalog *c, size_t oi, uint64_t K, nf_diags *d)
+{
+    const nf_object *o = &c->objects[oi];
+    const nf_source *s = o->source;
+    int64_t *v = malloc((K ? K : 1) * sizeof *v);
+    if (!v) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    if (s && s->kind == NF_SRC_VALUES && s->n_values == K && !s->has_unpermute && !s->map) {
+        for (uint64_t i = 0; i < K; i++)
+            v[i] = (int64_t)s->values[i];
+        return v;
+    }
+    if (s && s->kind == NF_SRC_ARTIFACT && !s->has_unpermute && !s->map && !s->has_rows) {
+        nf_open_opts oo = {0};
+        nf_diags tmp = NF_DIAGS_INIT;
+        nf_artifact *a = nf_artifact_open(s->path, &oo, &tmp);
+        const nf_catalog *ac = a ? nf_artifact_catalog(a) : NULL;
+        size_t j = ac ? nf_catalog_find(ac, s->name) : SIZE_MAX;
+        int32_t *w = malloc((K ? K : 1) * 4);
+        bool ok = j != SIZE_MAX && w && ac->objects[j].format == NF_FMT_INT32 &&
+                  ac->objects[j].elements == K &&
+                  nf_artifact_read(a, ac->objects[j].offset, w, (size_t)K * 4, &tmp) == 0;
+        for (uint64_t i = 0; ok && i < K; i++)
+            v[i] = w[i];
+        free(w);
+        nf_artifact_close(a);
+        nf_diags_move(d, &tmp);
+        nf_diags_free(&tmp);
+        if (ok)
+            return v;
+    }
+    nf_diag_add(d, NF_C_UNSUPPORTED, "", "input_columns object \"%s\": folding needs its %llu "
+                "values inline or in an artifact's int32 object", o->id, (unsigned long long)K);
+    free(v);
+    return NULL;
+}
+
+/* The (Hk, Hv, Dv) of v-heads-tiled input_columns ic[0..K) (GGUF.md 3.3:
+ * ic[(j*Hk + g)*Dv + d] = (g*r + j)*Dv + d); Hk = Hv = 1, Dv = K for the
+ * identity. False for any other permutation. */
+static bool vt_params(const int64_t *ic, uint64_t K, uint64_t *hk, uint64_t *hv, uint64_t *hd)
+{
+    uint64_t dv = 0;
+    while (dv < K && ic[dv] == (int64_t)dv)
+        dv++;
+    if (dv == K) {
+        *hk = *hv = 1;
+        *hd = K;
+        return true;
+    }
+    if (dv == 0 || K % dv || ic[dv] < 0 || (uint64_t)ic[dv] % dv)
+        return false;
+    uint64_t v = K / dv, r = (uint64_t)ic[dv] / dv;
+    if (r < 2 || v % r)
+        return false;
+    uint64_t k = v / r;
+    for (uint64_t c = 0; c < K; c++) {
+        uint64_t head = c / dv, j = head / k, g = head % k;
+        if (ic[c] != (int64_t)((g * r + j) * dv + c % dv))
+            return false;
+    }
+    *hk = k;
+    *hv = v;
+    *hd = dv;
+    return true;
+}
+
+/* Object i's source with a column unpermute added (DESIGN 5). */
+static bool add_col_unpermute(nf_catalog *c, size_t i, uint64_t hk, uint64_t hv, uint64_t hd,
+                              nf_diags *d)
+{
+    const nf_object *o = &c->objects[i];
+    const char *raw = o->source_raw ? o->source_raw : "";
+    nf_diags tmp = NF_DIAGS_INIT;
+    nf_jdoc *doc = nf_jdoc_parse(raw, strlen(raw), 0, &tmp);
+    nf_diags_free(&tmp);
+    nf_jval *root = doc ? nf_jdoc_root(doc) : NULL;
+    if (!root || nf_jtype_of(root) != NF_J_OBJECT || nf_jobj_has(root, "unpermute") ||
+        nf_jobj_has(root, "concat")) {
+        nf_jdoc_free(doc);
+        nf_diag_add(d, NF_C_UNSUPPORTED, "", "object \"%s\": its source cannot take a column "
+                    "unpermute (it has one, or is a concat)", o->id);
+        return false;
+    }
+    nf_jdoc_free(doc);
+    const char *open = strchr(raw, '{');
+    const char *rest = open + 1;
+    while (*rest == ' ' || *rest == '\n' || *rest == '\t' || *rest == '\r')
+        rest++;
+    char *t = NULL;
+    if (asprintf(&t, "{\"unpermute\":{\"scheme\":\"v-heads-tiled\",\"axis\":\"columns\","
+                     "\"k_heads\":%llu,\"v_heads\":%llu,\"head_dim\":%llu}%s%s",
+                 (unsigned long long)hk, (unsigned long long)hv, (unsigned long long)hd,
+                 *rest == '}' ? "" : ",", rest) < 0 || !nf_object_set_source_raw(c, i, t)) {
+        free(t);
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    free(t);
+    return true;
+}
+
+/* Uses whose parameter moves out of gguf_* formats lose their
+ * input_columns: its permutation goes into the objects' sources as a
+ * column unpermute, so the new objects hold the columns in logical order.
+ * was_gguf[i]: object i was gguf_* before the rules. */
+static int fold_input_columns(nf_catalog *c, const bool *was_gguf, nf_diags *d)
+{
+    size_t n = c->n_objects;
+    uint8_t *plain = calloc(n ? n : 1, 1), *folded = calloc(n ? n : 1, 1);
+    int rc = 0;
+    if (!plain || !folded) {
+        free(plain);
+        free(folded);
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return -1;
+    }
+    /* objects some use reads without input_columns cannot change their columns */
+    for (size_t u = 0; u < c->n_uses; u++) {
+        const nf_use *use = &c->uses[u];
+        bool has = false;
+        for (size_t j = 0; j < use->n_aux; j++)
+            has |= !strcmp(use->aux[j].role, "input_columns");
+        const nf_binding *b = use->binding < c->n_bindings ? &c->bindings[use->binding].b : NULL;
+        for (size_t k = 0; b && !has && k < (b->parts ? b->n_parts : 1); k++) {
+            size_t oi = b->parts ? b->parts[k].obj : b->obj;
+            if (oi < n)
+                plain[oi] = 1;
+        }
+    }
+    for (size_t u = 0; u < c->n_uses && !rc; u++) {
+        nf_use *use = &c->uses[u];
+        const nf_aux *x = NULL;
+        for (size_t j = 0; j < use->n_aux; j++)
+            if (!strcmp(use->aux[j].role, "input_columns"))
+                x = &use->aux[j];
+        const nf_binding *b = use->binding < c->n_bindings ? &c->bindings[use->binding].b : NULL;
+        if (!x || !b)
+            continue;
+        size_t np = b->parts ? b->n_parts : 1, moved = 0;
+        uint64_t K = 0;
+        for (size_t k = 0; k < np; k++) {
+            size_t oi = b->parts ? b->parts[k].obj : b->obj;
+            if (oi < n && was_gguf[oi] && !nf_format_is_gguf(c->objects[oi].format))
+                moved++;
+            if (oi < n && c->objects[oi].rank == 2)
+                K = c->objects[oi].dims[1];
+        }
+        if (!moved)
+            continue; /* still gguf_*: the input_columns stays */
+        size_t xi = x->b.parts || x->b.obj >= n ? SIZE_MAX : x->b.obj;
+        int64_t *ic = NULL;
+        uint64_t hk, hv, hd;
+        if (moved != np || xi == SIZE_MAX) {
+            nf_diag_add(d, NF_C_UNSUPPORTED, "", "\"%s\": input_columns can be folded only when "
+                        "every part of the parameter leaves the gguf_* formats and the columns are "
+                        "one whole object", use->parameter);
+            rc = -1;
+        } else if (!(ic = cols_values(c, xi, K, d))) {
+            rc = -1;
+        } else if (!vt_params(ic, K, &hk, &hv, &hd)) {
+            nf_diag_add(d, NF_C_UNSUPPORTED, "", "\"%s\": input_columns that are not Qwen3.5's "
+                        "v-heads-tiled order cannot be folded into a source", use->parameter);
+            rc = -1;
+        }
+        for (size_t k = 0; !rc && k < np; k++) {
+            size_t oi = b->parts ? b->parts[k].obj : b->obj;
+            if (folded[oi])
+                continue;
+            if (plain[oi]) {
+                nf_diag_add(d, NF_C_UNSUPPORTED, "", "object \"%s\" is also read without "
+                            "input_columns; its columns cannot be reordered", c->objects[oi].id);
+                rc = -1;
+            } else if (hk != hv && !add_col_unpermute(c, oi, hk, hv, hd, d)) {
+                rc = -1;
+            }
+            folded[oi] = 1;
+        }
+        free(ic);
+        if (!rc)
+            nf_use_remove_aux(c, use, "input_columns");
+    }
+    free(plain);
+    free(folded);
+    return rc;
+}
+
 int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
 {
     size_t n0 = c->n_objects;
     choice *ch = calloc(n0 ? n0 : 1, sizeof *ch);
     const nf_quant_rule **by_param = calloc(c->n_bindings ? c->n_bindings : 1, sizeof *by_param);
+    bool *was_gguf = NULL;
     int rc = 0;
     if (!ch || !by_param) {
         free(ch);
@@ -253,7 +448,14 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
     }
     if (rc)
         goto out;
+    was_gguf = calloc(n0 ? n0 : 1, sizeof *was_gguf);
+    if (!was_gguf) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        rc = -1;
+        goto out;
+    }
     for (size_t i = 0; i < n0; i++) {
+        was_gguf[i] = nf_format_is_gguf(c->objects[i].format);
         if (!ch[i].rule)
             continue;
         const nf_quant_rule *r = ch[i].rule;
@@ -262,6 +464,10 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
             rc = -1;
             goto out;
         }
+    }
+    if (fold_input_columns(c, was_gguf, d) < 0) {
+        rc = -1;
+        goto out;
     }
     /* policies, and the nvfp4 activation divisor of AllowA4 (spec 8) */
     for (size_t u = 0; u < c->n_uses; u++) {
@@ -327,5 +533,6 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
 out:
     free(ch);
     free(by_param);
+    free(was_gguf);
     return rc;
 }

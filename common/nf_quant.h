@@ -47,8 +47,15 @@ void nf_quant_rules_free(nf_quant_rules *rules);
  * shape cannot hold (nvfp4 needs N%128=0 and K%64=0) is an `encoding` error
  * naming the parameter. A rule's policy sets activation_policy on every use
  * of the parameter; AllowA4 on nvfp4 adds an activation_input_divisor
- * auxiliary (a new fp32 scalar object of value 1.0) to each such use. The
- * rules are recorded as provenance.quantization. Returns 0 or -1. */
+ * auxiliary (a new fp32 scalar object of value 1.0) to each such use. A
+ * use whose parameter's objects move from gguf_* formats to ours loses its
+ * input_columns auxiliary (DESIGN 10): the permutation, which must be
+ * Qwen3.5's v-heads-tiled order (its values inline or in an artifact's
+ * int32 object), becomes a column unpermute in each object's source, so
+ * the new objects hold the columns in logical order (`unsupported` when it
+ * cannot be: another permutation, an object also read without it, a
+ * source that already has an unpermute). The rules are recorded as
+ * provenance.quantization. Returns 0 or -1. */
 int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d);
 
 #ifdef __cplusplus

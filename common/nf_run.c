@@ -18,6 +18,10 @@ typedef struct {
     uint64_t r0, r1;
 } view;
 
+/* Row views a projection's binding may have (Qwen3.5's tiled value heads
+ * bind one part per head). */
+#define MAX_VIEWS 1024
+
 /* Row views of a projection's binding (spec 7.3): the whole object, or parts
  * that are whole rows of rank-2 parents with one K. Returns the number of
  * views, 0 when the binding needs a gather. */
@@ -43,6 +47,54 @@ static size_t row_views(const nf_catalog *c, const nf_binding *b, view *v, size_
         v[k] = (view){b->parts[k].obj, b->parts[k].begin / kk, b->parts[k].end / kk};
     }
     return b->n_parts;
+}
+
+/* Gather x by the use's input_columns (spec 8; DESIGN 10): stored column
+ * c multiplies input element ic[c], so the kernel reads xg[c] = x[ic[c]].
+ * The int32 values come from the host copies of the parents (CPU) or range
+ * reads (CUDA keeps none). Returns 0, or -1 with a diagnostic (auxiliary:
+ * not K int32 values below K; io). */
+static int gather_input(const nf_catalog *c, nf_artifact *a, bool cuda, uint8_t *const *host,
+                        const size_t *slot, const nf_aux *x, size_t u, uint16_t *in, uint64_t K,
+                        nf_diags *d)
+{
+    char ptr[64];
+    snprintf(ptr, sizeof ptr, "/uses/%zu/auxiliaries/input_columns", u);
+    size_t np = x->b.parts ? x->b.n_parts : 1;
+    int32_t *ic = malloc(K * sizeof *ic + 4);
+    uint16_t *xg = malloc(K * sizeof *xg + 2);
+    uint64_t got = 0;
+    int rc = ic && xg ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < np; i++) {
+        size_t oi = x->b.parts ? x->b.parts[i].obj : x->b.obj;
+        const nf_object *ob = oi < c->n_objects ? &c->objects[oi] : NULL;
+        uint64_t e0 = x->b.parts ? x->b.parts[i].begin : 0;
+        uint64_t e1 = x->b.parts ? x->b.parts[i].end : ob ? ob->elements : 0;
+        if (!ob || ob->format != NF_FMT_INT32 || ob->layout != NF_LAY_CONTIGUOUS_LE_V1 ||
+            e1 < e0 || e1 - e0 > K - got || e1 > ob->elements) {
+            rc = -1;
+            break;
+        }
+        if (!cuda && host[slot[oi]])
+            memcpy(ic + got, host[slot[oi]] + e0 * 4, (size_t)(e1 - e0) * 4);
+        else if (nf_artifact_read(a, ob->offset + e0 * 4, ic + got, (size_t)(e1 - e0) * 4, d) < 0)
+            rc = -2;
+        got += e1 - e0;
+    }
+    for (uint64_t k = 0; rc == 0 && k < K; k++) {
+        if (ic[k] < 0 || (uint64_t)ic[k] >= K)
+            rc = -1;
+        else
+            xg[k] = in[ic[k]];
+    }
+    if (rc == 0 && got == K)
+        memcpy(in, xg, K * sizeof *in);
+    else if (rc != -2)
+        nf_diag_add(d, NF_C_AUXILIARY, ptr, "input_columns is not %llu int32 indices below %llu",
+                    (unsigned long long)K, (unsigned long long)K);
+    free(ic);
+    free(xg);
+    return rc == 0 && got == K ? 0 : -1;
 }
 
 static uint64_t h64(const char *s)
@@ -101,15 +153,12 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
             const nf_use *use = &c->uses[u];
             if (!use->parameter || !use->activation_policy || !nf_select_has(c, sel, use->parameter))
                 continue;
-            for (size_t b = 0; b < c->n_bindings; b++) {
-                if (strcmp(c->bindings[b].name, use->parameter))
-                    continue;
-                view vv[64];
-                uint64_t kk = 0;
-                if (row_views(c, &c->bindings[b].b, vv, 64, &kk) && kk > maxk)
-                    maxk = kk;
-                break;
-            }
+            if (use->binding >= c->n_bindings)
+                continue;
+            view vv[MAX_VIEWS];
+            uint64_t kk = 0;
+            if (row_views(c, &c->bindings[use->binding].b, vv, MAX_VIEWS, &kk) && kk > maxk)
+                maxk = kk;
         }
         if (o->input_len < maxk) {
             nf_diag_add(d, NF_C_USAGE, "",
@@ -206,20 +255,15 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
         const nf_use *use = &c->uses[u];
         if (!use->parameter || !nf_select_has(c, sel, use->parameter))
             continue;
-        size_t bi = SIZE_MAX;
-        for (size_t b = 0; b < c->n_bindings; b++)
-            if (!strcmp(c->bindings[b].name, use->parameter)) {
-                bi = b;
-                break;
-            }
-        if (bi == SIZE_MAX)
+        size_t bi = use->binding;
+        if (bi >= c->n_bindings)
             continue;
         nf_jval *rec = nf_jnew_object();
         nf_jobj_set(rec, "parameter", nf_jnew_string(use->parameter));
         nf_jobj_set(rec, "input", nf_jnew_string(use->input));
-        view v[64];
+        view v[MAX_VIEWS];
         uint64_t K = 0;
-        size_t nv = row_views(c, &c->bindings[bi].b, v, 64, &K);
+        size_t nv = row_views(c, &c->bindings[bi].b, v, MAX_VIEWS, &K);
         const char *status = NULL;
         if (!use->activation_policy)
             status = "lookup"; /* token ids index rows; no projection to run */
@@ -245,6 +289,17 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
             memcpy(x, o->input, K * sizeof *x);
         else
             make_input(use->input, x, K);
+        const nf_aux *icx = NULL;
+        for (size_t j = 0; j < use->n_aux; j++)
+            if (!strcmp(use->aux[j].role, "input_columns"))
+                icx = &use->aux[j];
+        if (icx && gather_input(c, a, o->cuda, host, slot, icx, u, x, K, d) < 0) {
+            free(x), free(y), free(yr), free(bound);
+            nf_jval_free(rec);
+            goto out;
+        }
+        if (icx)
+            nf_jobj_set(rec, "input_columns", nf_jnew_bool(true));
         double ms_total = 0, bytes = 0, maxrel = 0, maxref = 0;
         bool ok = true;
         const char *fmt = c->objects[v[0].obj].format_name;

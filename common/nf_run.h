@@ -33,7 +33,11 @@ typedef struct {
  * time, GB/s, max relative error, bound check) and returns 0, or -1 with
  * diagnostics: component-missing (a selected component absent), codes (a
  * kernel result outside the reference bound), unsupported (a device or
- * kernel this build lacks), io (read errors). */
+ * kernel this build lacks), io (read errors), auxiliary (an input_columns
+ * that is not K int32 indices below K). A use with an input_columns
+ * auxiliary (spec 8) runs on the gathered input x[input_columns[c]], kernel
+ * and reference alike; its record says "input_columns": true. Bindings of
+ * up to 1024 row parts are views. */
 int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d);
 
 #ifdef __cplusplus

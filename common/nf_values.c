@@ -89,7 +89,7 @@ static uint64_t vt_src(const nf_piece *p, uint64_t l)
 /* Source row holding logical row l (rope permutation undone: Hugging Face
  * row h*hd + t*(hd/2) + i is llama.cpp's row h*hd + 2*i + t; v-head tiling
  * undone on its span of rows). */
-static uint64_t src_row(const nf_piece *p, uint64_t l)
+uint64_t nf_piece_src_row(const nf_piece *p, uint64_t l)
 {
     if (p->heads) {
         uint64_t hd = p->src_rows / p->heads, h = l / hd, w = l % hd, half = hd / 2;
@@ -152,7 +152,7 @@ static int read_piece(const nf_piece *p, uint64_t a, uint64_t b, float *out)
         for (uint64_t e = a; e < b && !rc;) {
             uint64_t l = p->row0 + e / cols, c = e % cols;
             uint64_t n = cols - c < b - e ? cols - c : b - e;
-            uint64_t s = src_row(p, l) * cols;
+            uint64_t s = nf_piece_src_row(p, l) * cols;
             if (p->vt_cols) {
                 rc = read_base(p, s, s + cols, row);
                 for (uint64_t k = 0; !rc && k < n; k++)

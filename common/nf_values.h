@@ -82,6 +82,10 @@ typedef struct {
 bool nf_values_add(nf_values *vs, const nf_piece *p);
 void nf_values_free(nf_values *vs);
 
+/* The source row that logical row l of piece p reads: its row unpermute
+ * (heads, vt_rows) undone, the identity without one. l < src_rows. */
+uint64_t nf_piece_src_row(const nf_piece *p, uint64_t l);
+
 /* Read elements [e0, e1) of the joined pieces into out as f32.
  * Returns 0, or -errno for a read error (-ENODATA: the file ended early),
  * or a negative NF_CODEC_E* for a decode error. Thread-safe (pread). */

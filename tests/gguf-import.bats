@@ -145,7 +145,7 @@ import_pack() {
     grep -qF '"map": "log-neg"' g-qwen3_5.json
     [ "$(grep -c '"map": "minus-one"' g-qwen3_5.json)" -eq 18 ]  # 4 x 2 + 1 x 2 q/k + final + MTP (2 + 2 + 3)
     grep -qF '"axis": "columns"' g-qwen3_5.json
-    ! grep -qF '"axis": "columns"' g-qwen3next.json               # qwen3next tiles nothing
+    run -1 grep -qF '"axis": "columns"' g-qwen3next.json               # qwen3next tiles nothing
     grep -qF '"mtp_num_hidden_layers":1' g-qwen3_5.json
     grep -qF '"full_attention_interval":4' g-qwen3_5.json
     grep -qF '"linear_value_head_dim":8' g-qwen3_5.json
@@ -176,9 +176,176 @@ import_pack() {
 @test "the flat Qwen3.5-MoE wrapper config normalizes as the real one does" {
     nf-mkarch --arch qwen3_5moe --dtype bf16 ck
     grep -qF '"Qwen3_5MoeForConditionalGeneration"' ck/config.json
-    ! grep -qF decoder_sparse_step ck/config.json
+    run -1 grep -qF decoder_sparse_step ck/config.json
     run -0 --separate-stderr ninfer-import -o m.json ck
     grep -qF '"architectures":["Qwen3_5MoeForCausalLM"]' m.json
     grep -qF '"decoder_sparse_step":1' m.json
     grep -qF '"model_type":"qwen3_5_moe_text"' m.json
+}
+
+# digests ART — "ID SHA256" per object of ART's metadata.integrity.
+digests() {
+    ninfer-cat --catalog "$1" | grep -o '"integrity":{"sha256":{[^}]*}' |
+        sed 's/.*"sha256":{//; s/}$//' | tr ',' '\n' | sed 's/^"\(.*\)":"\([0-9a-f]*\)"$/\1 \2/'
+}
+
+# tensor_digests GGUF — "NAME SHA256" of every tensor's data bytes.
+tensor_digests() {
+    local name type off bytes
+    while IFS=$'\t' read -r name type off bytes; do
+        echo "$name $(dd if="$1" bs=1M iflag=skip_bytes,count_bytes skip="$off" count="$bytes" status=none |
+            sha256sum | cut -c1-64)"
+    done < <(nf-srcdump --list "$1")
+}
+
+# same_bytes ART GGUF EXCEPT... — every object of ART named after a GGUF
+# tensor holds that tensor's bytes (SHA-256), but the EXCEPT ones, whose
+# digests differ; prints the counts.
+same_bytes() {
+    local art=$1 g=$2 id want got n=0 other=0
+    shift 2
+    declare -A tg
+    while read -r id want; do tg[$id]=$want; done < <(tensor_digests "$g")
+    while read -r id got; do
+        [ -n "${tg[$id]:-}" ] || continue
+        if printf '%s\n' "$@" | grep -qxF "$id"; then
+            [ "$got" != "${tg[$id]}" ] || { echo "$id: expected other bytes" >&2; return 1; }
+            other=$((other + 1))
+        else
+            [ "$got" = "${tg[$id]}" ] || { echo "$id: not the tensor's bytes" >&2; return 1; }
+            n=$((n + 1))
+        fi
+    done < <(digests "$art")
+    echo "$n objects hold their tensor's bytes, $other do not"
+}
+
+@test "quantized hybrids (ggml's Q8_0/Q4_0 of grid values): blocks as gguf_*, equal to Hugging Face; input_columns gathered and folded" {
+    local a
+    for a in "qwen3_5 q8_0 bf16" "qwen3_5moe q4_0 f32" "qwen3next q8_0 bf16"; do
+        set -- $a
+        nf-mkarch --arch "$1" --grid "$2" --dtype "$3" --mtp "ck-$1"
+        import_pack "ck-$1" "h-$1"
+        nf-mkgguf --type "$2" "ck-$1" "$1.gguf"
+        import_pack "$1.gguf" "g-$1"
+        run -0 ninfer-verify --deep "g-$1.ninfer"
+        grep -qF "\"format\": \"gguf_$2\"" "g-$1.json"
+        # every object but the mapped norms and ssm_a holds its tensor's bytes
+        run -0 same_bytes "g-$1.ninfer" "$1.gguf" $(tr -d ' \n' < "g-$1.json" |
+            grep -o '"transformed":\[[^]]*\]' | grep -o '"[a-z_0-9.]*"' | tr -d '"' | grep -v transformed)
+        echo "$1: $output"
+        # ninfer-run: the ssm_out uses gather their input by input_columns (Qwen3.5, Hv != Hk)
+        run -0 ninfer-run --device cpu --iters 1 --json "g-$1.ninfer"
+        [[ "$output" != *'"status":"failed"'* ]]
+        # moved to our formats, ssm_out's input_columns is folded into a column unpermute:
+        # then every parameter equals the Hugging Face one (the grid makes the blocks exact)
+        run -0 --separate-stderr ninfer-quant -i "g-$1.json" -o "f-$1.json" 'text/*linear_attention/output=fp32'
+        run -0 --separate-stderr ninfer-pack -q -o "f-$1.ninfer" "f-$1.json"
+        run -0 --separate-stderr ninfer-bind --check "f-$1.ninfer"
+        run -0 same_params_alog "f-$1.ninfer" "h-$1.ninfer"
+    done
+    # qwen35 (Hk 2, Hv 4, Dv 8): one shared int32 [32] object, on each linear layer's ssm_out use
+    [ "$(grep -c '"object": "input_columns.v_heads_tiled.2x4x8"' g-qwen3_5.json)" -eq 3 ]
+    run -0 ninfer-run --device cpu --iters 1 --json g-qwen3_5.ninfer
+    [ "$(grep -o '"input_columns":true' <<< "$output" | wc -l)" -eq 3 ]
+    grep -qF '"axis":"columns"' f-qwen3_5.json
+    run -1 grep -qF '"input_columns": {' f-qwen3_5.json
+    run -1 grep -qF input_columns.v_heads g-qwen3next.json              # nothing tiled
+    # the banks: one gguf_q4_0 object [E*Im, H] per layer, experts bound to their rows
+    ninfer-bind g-qwen3_5moe.ninfer |
+        grep -qF $'text/layers/1/mlp/experts/3/down\t64x32\t2048\tgguf_q4_0/gguf_rows_v1\tblk.1.ffn_down_exps.weight\tview'
+    # provenance: the file type, the quantization version
+    grep -qF '"general.file_type": 2' g-qwen3_5moe.json
+    grep -qF '"general.quantization_version": 2' g-qwen3_5moe.json
+}
+
+@test "a quantized ssm_out with F32 elsewhere; F32 ssm_out is unpermuted instead; bad input_columns are refused" {
+    nf-mkarch --arch qwen3_5 --grid q8_0 --dtype f32 ck
+    import_pack ck h
+    nf-mkgguf --type q8_0 --only ssm_out ck only.gguf
+    import_pack only.gguf g
+    [ "$(grep -c '"format": "gguf_q8_0"' g.json)" -eq 3 ]
+    run -0 ninfer-run --device cpu --iters 1 g.ninfer
+    nf-mkgguf ck f32.gguf
+    import_pack f32.gguf gf
+    run -1 grep -qF input_columns gf.json
+    run -0 same_params_alog gf.ninfer h.ninfer
+    # the binder: input_columns must be a permutation of 0..K-1 on gguf_* parameters
+    sed '/"id": "input_columns/,/"dtype"/ s/^\( *\)1,$/\10,/' g.json > dup.json
+    run -1 cmp -s g.json dup.json
+    run -0 ninfer-pack -q -o dup.ninfer dup.json
+    run -1 --separate-stderr ninfer-bind --check dup.ninfer
+    expect_only_codes auxiliary
+    [[ "$stderr" == *'input_columns[1] is 0: not a permutation of 0..31'* ]]
+}
+
+REALDATA="${NF_REALDATA:-$REPO/../shared/realdata}"
+
+need() {
+    [ -e "$REALDATA/$1" ] || skip "real data absent: $REALDATA/$1 (see the project's shared/realdata)"
+}
+
+# row_copies MANIFEST — the objects provenance lists as row copies.
+row_copies() {
+    tr -d ' \n' < "$1" | grep -o '"row_copies":\[[^]]*\]' | grep -o '"[a-z_0-9.]*"' | tr -d '"' |
+        grep -v row_copies
+}
+
+@test "realdata: SmolLM2-135M Q4_1 (llama.cpp's) imports, packs, verifies, binds and runs every projection" {
+    need smollm2-135m-instruct-gguf/SmolLM2-135M-Instruct.Q4_1.gguf
+    local g="$REALDATA/smollm2-135m-instruct-gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
+    import_pack "$g" sm
+    [ "$output" = "sm.ninfer: OK (273 parameters, 212 uses)" ]
+    run -0 ninfer-bind sm.ninfer
+    [ "$(grep -c $'\tgguf_q4_1/gguf_rows_v1\t' <<< "$output")" -eq 210 ]
+    [[ "$output" == *$'text/embedding\t49152x576\t28311552\tgguf_q8_0/gguf_rows_v1\ttoken_embd.weight\tview'* ]]
+    [[ "$output" == *$'text/head\t49152x576\t28311552\tgguf_q8_0/gguf_rows_v1\ttoken_embd.weight\tview'* ]]
+    # q/k rows back in Hugging Face order: a row copy of whole Q4_1 rows, listed in provenance
+    [ "$(row_copies sm.json | wc -l)" -eq 60 ]
+    run -0 same_bytes sm.ninfer "$g" $(row_copies sm.json)
+    [ "$output" = "212 objects hold their tensor's bytes, 60 do not" ]
+    grep -qF '"general.file_type": 3' sm.json
+    grep -qF '"general.quantization_version": 2' sm.json
+    # every projection runs on the CPU against the reference (211 and the embedding's lookup)
+    run -0 ninfer-run --device cpu --iters 1 --json sm.ninfer
+    [ "$(grep -o '"status":"ok"' <<< "$output" | wc -l)" -eq 211 ]
+    [ "$(grep -o '"status":"lookup"' <<< "$output" | wc -l)" -eq 1 ]
+    run -0 ninfer-cat --resource chat_template.jinja sm.ninfer
+    [[ "$output" == "{% for message in messages %}"* ]]
+}
+
+@test "realdata: the stories260K GGUFs import; pooled SNR per kind and per file equals the README's" {
+    need stories260K-gguf/stories260K-Q8_0.gguf
+    need stories260K/hf-f32/model.safetensors
+    local t k n kinds="embedding attention/query attention/key attention/value attention/output mlp/gate mlp/up"
+    import_pack "$REALDATA/stories260K/hf-f32" hf
+    for n in $(ninfer-bind hf.ninfer | cut -f1); do
+        ninfer-bind --extract "$n" hf.ninfer > "ref-${n//\//_}.bin"
+    done
+    for t in Q8_0 Q4_0 Q5_0 Q4_1 IQ4_NL; do
+        local g="$REALDATA/stories260K-gguf/stories260K-$t.gguf" got="$t" all=()
+        import_pack "$g" "s-$t"
+        [ "$(grep -c "\"format\": \"gguf_${t,,}\"" "s-$t.json")" -eq 31 ]
+        # 10 q/k rows moved whole; every other object holds its tensor's bytes
+        [ "$(row_copies "s-$t.json" | wc -l)" -eq 10 ]
+        run -0 same_bytes "s-$t.ninfer" "$g" $(row_copies "s-$t.json")
+        [ "$output" = "37 objects hold their tensor's bytes, 10 do not" ]
+        for k in $kinds; do
+            local pairs=()
+            for n in $(ninfer-bind hf.ninfer | cut -f1 | grep -E "^text/(layers/[0-9]+/)?$k\$"); do
+                ninfer-bind --extract "$n" "s-$t.ninfer" > "deq-${n//\//_}.bin"
+                pairs+=("ref-${n//\//_}.bin" "deq-${n//\//_}.bin")
+            done
+            all+=("${pairs[@]}")
+            got="$got $(nf-f32cmp --snr "${pairs[@]}")"
+        done
+        got="$got $(nf-f32cmp --snr "${all[@]}")"
+        # the README's table: file, token_embd, attn_q/k/v/output, ffn_gate/up, all quantized
+        local want
+        want=$(sed -n "s/^| $t | \(.*\) |\$/$t \1/p" "$REALDATA/stories260K-gguf/README.md" | head -n1 | sed 's/ | / /g')
+        echo "got:  $got"
+        echo "want: $want"
+        [ "$(wc -w <<< "$want")" -eq 9 ]
+        paste <(tr ' ' '\n' <<< "$got" | tail -n +2) <(tr ' ' '\n' <<< "$want" | tail -n +2) |
+            awk '{ d = $1 - $2; if (d < -0.05 || d > 0.05) { print "off by " d; bad = 1 } } END { exit bad }'
+    done
 }

@@ -144,7 +144,7 @@ check_fails() {
     check_fails 1 neg.ninfer auxiliary
 }
 
-@test "auxiliaries: hadamard_signs of the wrong width -> auxiliary; input_columns -> unsupported (4); unknown role -> auxiliary" {
+@test "auxiliaries: hadamard_signs of the wrong width -> auxiliary; input_columns off gguf_* -> auxiliary; unknown role -> auxiliary" {
     base llama
     local hs='{"id": "a.signs", "kind": "tensor", "shape": [64], "format": "bf16", "layout": "contiguous_le_v1", "source": {"file": "m.json", "offset": 0, "dtype": "u8"}}'
     edit signs "s|\"objects\": \\[|\"objects\": [$hs,|; s|\"activation_policy\": \"A16Only\"|\"activation_policy\": \"A16Only\", \"auxiliaries\": {\"hadamard_signs\": {\"object\": \"a.signs\"}}|"
@@ -152,7 +152,8 @@ check_fails() {
     [[ "$stderr" == *'hadamard_signs has 64 elements; "text/layers/0/attention/query" needs K = 64, a multiple of 1024'* ]]
     local ic='{"id": "a.cols", "kind": "tensor", "shape": [64], "format": "int32", "layout": "contiguous_le_v1", "source": {"file": "m.json", "offset": 0, "dtype": "u8"}}'
     edit cols "s|\"objects\": \\[|\"objects\": [$ic,|; s|\"activation_policy\": \"A16Only\"|\"activation_policy\": \"A16Only\", \"auxiliaries\": {\"input_columns\": {\"object\": \"a.cols\"}}|"
-    check_fails 4 cols.ninfer unsupported
+    check_fails 1 cols.ninfer auxiliary
+    [[ "$stderr" == *'input_columns is accepted only on parameters whose parts are all gguf_* formats'* ]]
     edit role "s|\"objects\": \\[|\"objects\": [$ic,|; s|\"activation_policy\": \"A16Only\"|\"activation_policy\": \"A16Only\", \"auxiliaries\": {\"row_scales\": {\"object\": \"a.cols\"}}|"
     check_fails 1 role.ninfer auxiliary
     [[ "$stderr" == *'unknown auxiliary role "row_scales"'* ]]

@@ -130,7 +130,12 @@ same_params() {
     import_pack "$g" oll
     extract_equals_source oll.ninfer "$g" 2 2
     run -0 ninfer-bind oll.ninfer
+    # F16 matrices keep their bytes (gguf_f16); vectors widen to fp32
+    [[ "$output" == *$'text/head\t32000x8\t256000\tgguf_f16/gguf_rows_v1\toutput.weight\tview'* ]]
+    import_pack "$g" oll-fp32 --f16-as fp32
+    run -0 ninfer-bind oll-fp32.ninfer
     [[ "$output" == *$'text/head\t32000x8\t256000\tfp32/contiguous_le_v1\toutput.weight\tview'* ]]
+    same_params oll.ninfer oll-fp32.ninfer
     # the tokenizer key/values as one JSON resource
     run -0 ninfer-cat --resource gguf_tokenizer.json oll.ninfer
     [[ "$output" == *'"tokenizer.ggml.model": "llama"'* ]]
@@ -147,15 +152,15 @@ same_params() {
     cmp a.bin b.bin
 }
 
-@test "realdata: quantized stories260K GGUFs exit 4 naming their tensor type" {
-    need stories260K-gguf/stories260K-Q8_0.gguf
-    local t
-    for t in Q8_0 Q4_0 Q5_0 Q4_1 IQ4_NL; do
-        run -4 --separate-stderr ninfer-import "$REALDATA/stories260K-gguf/stories260K-$t.gguf"
-        expect_only_codes unsupported
-        [[ "$stderr" == *"GGUF tensor type $t "* ]]
-        [ -z "$output" ]
-    done
+@test "GGUF tensor types import cannot take exit 4 naming the type once (reserved ones by their format)" {
+    nf-mkarch --arch llama ck
+    # Q4_0 bytes labelled NVFP4 (ggml type 40: 36 bytes per 64, as Q4_0's two blocks)
+    nf-mkgguf --type q4_0 --only attn_v --type-id 40 ck nv.gguf
+    run -4 --separate-stderr ninfer-import nv.gguf
+    expect_only_codes unsupported
+    [ "$(grep -c unsupported <<< "$stderr")" -eq 1 ]
+    [[ "$stderr" == *'GGUF tensor type NVFP4 ("blk.0.attn_v.weight"; format gguf_nvfp4) is a later-wave format'* ]]
+    [ -z "$output" ]
 }
 
 @test "realdata: vocabulary-only GGUFs give resource-only artifacts" {
@@ -354,7 +359,7 @@ man_cmd() {
 }
 
 @test "ninfer-import(1): every EXAMPLES command runs and prints what the page shows" {
-    [ "$(sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$REPO/man/ninfer-import.1" | grep -c '^\$ ')" -eq 7 ]
+    [ "$(sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$REPO/man/ninfer-import.1" | grep -c '^\$ ')" -eq 8 ]
     nf-mkarch --arch llama ckpt
     run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 1)"
     run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 2)"
@@ -369,8 +374,9 @@ man_cmd() {
     ln -s "$REALDATA/stories260K-gguf/stories260K-Q4_0.gguf" stories260K-Q4_0.gguf
     run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 6)"
     grep -qF '"format": "bf16"' tiny.json
-    run -4 --separate-stderr bash -o pipefail -c "$(man_cmd ninfer-import.1 7)"
-    [ "$stderr" = 'ninfer-import: stories260K-Q4_0.gguf: unsupported: GGUF tensor type Q4_0 ("token_embd.weight" and others) is not supported yet: import takes F32, F16 and BF16 tensors' ]
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 7)"
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-import.1 8)"
+    [ "$output" = $'text/layers/0/attention/value\t32x64\t2048\tgguf_q4_0/gguf_rows_v1\tblk.0.attn_v.weight\tview' ]
 }
 
 @test "GGUF of each family (nf-mkgguf: llama.cpp names, q/k order, expert banks; BF16/F16/F32) equals the Hugging Face import" {
@@ -402,7 +408,7 @@ man_cmd() {
     [[ "$output" == *'"tokenizer.ggml.token_type": [1,-1]'* ]]
     [[ "$output" == *'"tokenizer.ggml.add_bos_token": true'* ]]
     [[ "$output" != *chat_template* ]]
-    # F16 GGUF tensors become fp32 objects by default
+    # F16 GGUF matrices keep their bytes as gguf_f16 objects by default
     run -0 ninfer-bind g-llama-f16.ninfer
-    [[ "$output" == *$'text/layers/0/mlp/gate\t96x64\t6144\tfp32/contiguous_le_v1'* ]]
+    [[ "$output" == *$'text/layers/0/mlp/gate\t96x64\t6144\tgguf_f16/gguf_rows_v1'* ]]
 }

@@ -3,8 +3,8 @@
  * import tests (DESIGN 12; GGUF.md 3.3 and 4):
  *
  *   nf-mkgguf [--alignment A] [--no-tokenizer] [--legacy-ssm-in]
- *             [--fuse-gate-up-exps] [--type q8_0|q4_0 [--only SUBSTR]]
- *             CHECKPOINT_DIR OUT.gguf
+ *             [--fuse-gate-up-exps] [--type q8_0|q4_0 [--only SUBSTR]
+ *             [--type-id N]] CHECKPOINT_DIR OUT.gguf
  *
  * Families: llama, qwen2, qwen3, qwen3moe (plain tensors; llama's attn_q /
  * attn_k rows permuted into llama.cpp's rope order: within each head of R
@@ -28,6 +28,8 @@
  * 2-D or an expert bank and has rows of a multiple of 32 — or, with --only,
  * just the tensors whose GGUF name contains SUBSTR; general.file_type
  * (7 Q8_0 / 2 Q4_0) and general.quantization_version 2 are written.
+ * --type-id N labels the quantized tensors with ggml type N instead (a
+ * hostile file: the bytes stay Q8_0/Q4_0 blocks).
  *
  * Key/values: general.*, the architecture's geometry (the hybrids': ssm.*,
  * full_attention_interval from layer_types, expert_*, nextn_predict_layers),
@@ -119,8 +121,11 @@ static int read_st(const char *path)
         return -1;
     h[hl] = 0;
     fclose(f);
-    S = calloc(8192, sizeof *S);
-    for (char *p = h; (p = strstr(p, "\":{\"dtype\":\"")) && nS < 8192; p++) {
+    size_t cap = 0;
+    for (char *p = h; (p = strstr(p, "\":{\"dtype\":\"")); p++)
+        cap++;
+    S = calloc(cap + 1, sizeof *S);
+    for (char *p = h; S && (p = strstr(p, "\":{\"dtype\":\"")) && nS < cap; p++) {
         char *q = p;
         while (q > h && q[-1] != '"')
             q--;
@@ -142,16 +147,50 @@ static int read_st(const char *path)
     return 0;
 }
 
+/* Name lookups: an open-addressing hash over S (checkpoints of 74,000
+ * tensors, as Qwen3-Next-80B's, convert in linear time). */
+static size_t *H, nH;
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static st_t *lookup(const char *name)
+{
+    if (!H) {
+        nH = 16;
+        while (nH < 2 * nS + 2)
+            nH *= 2;
+        H = malloc(nH * sizeof *H);
+        for (size_t i = 0; i < nH; i++)
+            H[i] = SIZE_MAX;
+        for (size_t i = 0; i < nS; i++) {
+            size_t k = fnv(S[i].name) & (nH - 1);
+            while (H[k] != SIZE_MAX)
+                k = (k + 1) & (nH - 1);
+            H[k] = i;
+        }
+    }
+    for (size_t k = fnv(name) & (nH - 1); H[k] != SIZE_MAX; k = (k + 1) & (nH - 1))
+        if (!strcmp(S[H[k]].name, name))
+            return &S[H[k]];
+    return NULL;
+}
+
 /* A tensor by its name, with or without the multimodal prefix. */
 static st_t *find(const char *name)
 {
-    char alt[256] = "";
-    if (!strncmp(name, "model.", 6))
+    st_t *t = lookup(name);
+    if (!t && !strncmp(name, "model.", 6)) {
+        char alt[256];
         snprintf(alt, sizeof alt, "model.language_model.%s", name + 6);
-    for (size_t i = 0; i < nS; i++)
-        if (!strcmp(S[i].name, name) || (alt[0] && !strcmp(S[i].name, alt)))
-            return &S[i];
-    return NULL;
+        t = lookup(alt);
+    }
+    return t;
 }
 
 static uint64_t st_cols(const st_t *t)
@@ -188,7 +227,7 @@ typedef struct {
     unsigned rank;
     uint64_t dims[3];     /* C order */
     uint32_t type;        /* the written ggml type */
-    st_t *src[512];       /* the HF tensors stacked (experts), or one */
+    st_t **src;           /* the HF tensors stacked (experts), or one */
     size_t n_src;
     uint64_t *rowsrc;     /* per written row of one stacked source: the source
                              row; NULL: the identity */
@@ -215,6 +254,11 @@ static gt_t *add(const char *gname, st_t *t)
         g->dims[1] = t->dims[2];
     }
     g->type = t->type;
+    g->src = malloc(sizeof *g->src);
+    if (!g->src) {
+        fprintf(stderr, PROG ": out of memory\n");
+        exit(3);
+    }
     g->src[0] = t;
     g->n_src = 1;
     return g;
@@ -436,7 +480,13 @@ static void layer_common(const fam *f, const char *hp, const char *gp, uint64_t 
         g->dims[1] = t0->dims[0] * (f->gate_up && k == 0 ? 2 : 1);
         g->dims[2] = t0->dims[1];
         g->n_src = 0;
-        for (uint64_t e = 0; e < f->E && e < 256; e++) {
+        free(g->src);
+        g->src = malloc(2 * f->E * sizeof *g->src);
+        if (!g->src) {
+            fprintf(stderr, PROG ": out of memory\n");
+            exit(3);
+        }
+        for (uint64_t e = 0; e < f->E; e++) {
             snprintf(hf, sizeof hf, "%s.mlp.experts.%llu.%s.weight", hp, (unsigned long long)e, ex[k][0]);
             g->src[g->n_src++] = find(hf);
             if (f->gate_up && k == 0) {
@@ -565,6 +615,7 @@ int main(int argc, char **argv)
     uint64_t align = 32;
     bool tok = true, legacy = false, gate_up = false;
     const char *qtype = NULL, *only = NULL;
+    uint32_t type_id = 0;
     static const struct option lo[] = {
         {"alignment", required_argument, 0, 'a'},
         {"no-tokenizer", no_argument, 0, 'n'},
@@ -572,6 +623,7 @@ int main(int argc, char **argv)
         {"fuse-gate-up-exps", no_argument, 0, 'f'},
         {"type", required_argument, 0, 't'},
         {"only", required_argument, 0, 'o'},
+        {"type-id", required_argument, 0, 'i'},
         {0, 0, 0, 0},
     };
     int c;
@@ -588,6 +640,8 @@ int main(int argc, char **argv)
             qtype = optarg;
         else if (c == 'o')
             only = optarg;
+        else if (c == 'i')
+            type_id = (uint32_t)strtoul(optarg, NULL, 10);
         else
             return 2;
     }
@@ -794,7 +848,7 @@ int main(int argc, char **argv)
         w32(g->rank);
         for (unsigned d = 0; d < g->rank; d++)
             w64(g->dims[g->rank - 1 - d]);
-        w32(g->type);
+        w32(type_id && (g->type == T_Q8_0 || g->type == T_Q4_0) ? type_id : g->type);
         off = (off + align - 1) / align * align;
         g->off = off;
         w64(off);
@@ -820,10 +874,13 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": write error\n");
         return 3;
     }
-    for (size_t i = 0; i < nG; i++)
+    for (size_t i = 0; i < nG; i++) {
         free(G[i].rowsrc);
+        free(G[i].src);
+    }
     free(f.full);
     free(cfg);
     free(S);
+    free(H);
     return 0;
 }

@@ -3,6 +3,7 @@
  * (DESIGN 12).
  *
  *   nf-srcdump [--rows B:E] [--unpermute HEADS] FILE TENSOR
+ *   nf-srcdump --list FILE.gguf
  *
  * FILE is a .safetensors or .gguf file; the tensor must be F32, F16 or BF16
  * (widened exactly). --rows takes whole rows [B, E) of the outer dimension
@@ -11,6 +12,10 @@
  * them for llama q/k, backwards: within each head of R = rows/HEADS rows,
  * llama.cpp row 2i+t holds Hugging Face row t*(R/2)+i. It is written here
  * as the forward permutation, independently of the packer.
+ * --list prints one line per tensor of a GGUF, in file order: name, ggml
+ * type id, the absolute offset of its data and its size in bytes (from its
+ * own table of the F32/F16/BF16 and first-wave block types' sizes; other
+ * types print bytes 0), for tests that hash the tensors' bytes.
  *
  * Standalone: libc and the header-only nf_fp.h / nf_util.h, with its own
  * minimal safetensors and GGUF header walkers (no library code under test).
@@ -84,6 +89,27 @@ static int skip_val(FILE *f, uint32_t t)
     return fseeko(f, sz[t], SEEK_CUR) ? -1 : 0;
 }
 
+/* Bytes of a ggml tensor of `el` elements of this type (0: not in the table). */
+static uint64_t type_bytes(uint32_t type, uint64_t el)
+{
+    static const struct {
+        uint32_t type, qk, b;
+    } tb[] = {{0, 1, 4},    {1, 1, 2},    {30, 1, 2},   {2, 32, 18},  {3, 32, 20},   {6, 32, 22},
+              {7, 32, 24},  {8, 32, 34},  {20, 32, 18}, {39, 32, 17}, {10, 256, 84}, {11, 256, 110},
+              {12, 256, 144}, {13, 256, 176}, {14, 256, 210}, {23, 256, 136}};
+    for (size_t i = 0; i < sizeof tb / sizeof *tb; i++)
+        if (tb[i].type == type)
+            return el / tb[i].qk * tb[i].b;
+    return 0;
+}
+
+static struct {
+    char name[256];
+    uint32_t type;
+    uint64_t offset, bytes;
+} *listed;
+
+/* Find tensor `want` (want NULL: print the list of --list). */
 static int gguf_find(FILE *f, const char *want, tinfo *ti)
 {
     char magic[4];
@@ -120,6 +146,16 @@ static int gguf_find(FILE *f, const char *want, tinfo *ti)
             ne[k] = u64(f, &err);
         uint32_t type = u32(f, &err);
         uint64_t off = u64(f, &err);
+        if (!want) {
+            if (i == 0 && !(listed = calloc(nt + 1, sizeof *listed)))
+                return -1;
+            uint64_t el = ne[0] * ne[1] * ne[2] * ne[3];
+            snprintf(listed[i].name, sizeof listed[i].name, "%s", name);
+            listed[i].type = type;
+            listed[i].offset = off;
+            listed[i].bytes = type_bytes(type, el);
+            continue;
+        }
         if (!strcmp(name, want)) {
             found = 1;
             ti->offset = off;
@@ -130,10 +166,17 @@ static int gguf_find(FILE *f, const char *want, tinfo *ti)
             ti->type = type == 0 ? 0 : type == 1 ? 1 : type == 30 ? 2 : -1;
         }
     }
+    uint64_t pos = (uint64_t)ftello(f), start = (pos + align - 1) / align * align;
+    if (!want && !err) {
+        for (uint64_t i = 0; i < nt; i++)
+            printf("%s\t%u\t%llu\t%llu\n", listed[i].name, listed[i].type,
+                   (unsigned long long)(start + listed[i].offset), (unsigned long long)listed[i].bytes);
+        free(listed);
+        return 0;
+    }
     if (err || !found)
         return -1;
-    uint64_t pos = (uint64_t)ftello(f);
-    ti->offset += (pos + align - 1) / align * align;
+    ti->offset += start;
     return 0;
 }
 
@@ -192,8 +235,10 @@ int main(int argc, char **argv)
     static const struct option lo[] = {
         {"rows", required_argument, 0, 'r'},
         {"unpermute", required_argument, 0, 'u'},
+        {"list", no_argument, 0, 'l'},
         {0, 0, 0, 0},
     };
+    bool list = false;
     uint64_t r0 = 0, r1 = UINT64_MAX, heads = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -205,12 +250,26 @@ int main(int argc, char **argv)
             r1 = strtoull(e + 1, NULL, 10);
         } else if (c == 'u') {
             heads = strtoull(optarg, NULL, 10);
+        } else if (c == 'l') {
+            list = true;
         } else {
             fprintf(stderr, "usage: " PROG " [--rows B:E] [--unpermute HEADS] FILE TENSOR\n");
             return 2;
         }
     }
-    if (optind + 2 != argc) {
+    if (list && optind + 1 == argc) {
+        FILE *f = fopen(argv[optind], "rb");
+        if (!f) {
+            fprintf(stderr, PROG ": %s: %s\n", argv[optind], strerror(errno));
+            return 3;
+        }
+        int rc = gguf_find(f, NULL, NULL);
+        fclose(f);
+        if (rc)
+            fprintf(stderr, PROG ": %s: not a GGUF this tool reads\n", argv[optind]);
+        return rc ? 1 : fflush(stdout) ? 3 : 0;
+    }
+    if (optind + 2 != argc || list) {
         fprintf(stderr, "usage: " PROG " [--rows B:E] [--unpermute HEADS] FILE TENSOR\n");
         return 2;
     }
