@@ -269,6 +269,23 @@ same_bytes() {
     import_pack f32.gguf gf
     run -1 grep -qF input_columns gf.json
     run -0 same_params_alog gf.ninfer h.ninfer
+    # --fuse of block-quantized rows: parents of gguf_q8_0 rows (tiled heads included)
+    nf-mkgguf --type q8_0 ck q.gguf
+    import_pack q.gguf gq
+    import_pack q.gguf gq-fused --fuse
+    run -0 same_params_alog gq-fused.ninfer gq.ninfer
+    ninfer-bind gq-fused.ninfer | grep -qF $'text/layers/0/linear_attention/value\t32x64\t2048\tgguf_q8_0/gguf_rows_v1\ttext/layers/0/linear_attention/in_proj'
+    # an F16 ssm_out: fp32 with its columns unpermuted (gguf_f16 cannot be re-encoded)
+    nf-mkarch --arch qwen3_5 --dtype f16 ck16
+    import_pack ck16 h16
+    nf-mkgguf ck16 f16.gguf
+    import_pack f16.gguf g16
+    ninfer-bind g16.ninfer | grep -qF $'text/layers/0/linear_attention/output\t64x32\t2048\tfp32/contiguous_le_v1'
+    ninfer-bind g16.ninfer | grep -qF $'text/layers/0/linear_attention/query\t32x64\t2048\tgguf_f16/gguf_rows_v1'
+    cmp <(ninfer-bind --extract text/layers/0/linear_attention/output g16.ninfer) \
+        <(ninfer-bind --extract text/layers/0/linear_attention/output h16.ninfer)
+    cmp <(ninfer-bind --extract text/layers/0/linear_attention/value g16.ninfer) \
+        <(ninfer-bind --extract text/layers/0/linear_attention/value h16.ninfer)
     # the binder: input_columns must be a permutation of 0..K-1 on gguf_* parameters
     sed '/"id": "input_columns/,/"dtype"/ s/^\( *\)1,$/\10,/' g.json > dup.json
     run -1 cmp -s g.json dup.json
@@ -329,6 +346,11 @@ row_copies() {
         [ "$(row_copies "s-$t.json" | wc -l)" -eq 10 ]
         run -0 same_bytes "s-$t.ninfer" "$g" $(row_copies "s-$t.json")
         [ "$output" = "37 objects hold their tensor's bytes, 10 do not" ]
+        if [ "$t" = Q4_0 ]; then # fused: Q/K/V rows (q/k moved whole) and gate/up in gguf_q4_0 parents
+            import_pack "$g" q4-fused --fuse
+            run -0 same_params_alog q4-fused.ninfer "s-$t.ninfer"
+            grep -qF '"id": "text/layers/0/attention/qkv"' q4-fused.json
+        fi
         for k in $kinds; do
             local pairs=()
             for n in $(ninfer-bind hf.ninfer | cut -f1 | grep -E "^text/(layers/[0-9]+/)?$k\$"); do
