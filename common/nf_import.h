@@ -12,9 +12,10 @@
  *    9.1); empty files are skipped with a warning;
  *  - one .safetensors file with a config (opts.config, else config.json
  *    beside it), frontend files taken from its directory;
- *  - a GGUF file (v2/v3): F32, F16 and BF16 tensors of the llama, qwen2,
- *    qwen3, qwen3moe, qwen3next, qwen35 and qwen35moe architectures, mapped
- *    to the logical names with the binder's GGUF naming, undoing what
+ *  - a GGUF file (v2/v3): F32, F16, BF16 and first-wave block-quantized
+ *    tensors (DESIGN 7.5) of the llama, qwen2, qwen3, qwen3moe, qwen3next,
+ *    qwen35 and qwen35moe architectures, mapped to the logical names with
+ *    the binder's GGUF naming, undoing what
  *    llama.cpp's converter did (DESIGN 5, GGUF.md 3.3/4): llama q/k rows
  *    carry "unpermute" llama-rope sources; the hybrids' w + 1 norms and
  *    ssm_a carry "map" minus-one / log-neg; Qwen3.5's tiled value heads are
@@ -25,22 +26,30 @@
  *    blk.L.nextn.* adds the mtp component; the alternative layouts, legacy
  *    ssm_in or fused ffn_gate_up_exps, are detected); tokenizer.chat_template
  *    as resource chat_template.jinja and tokenizer.huggingface.json as
- *    tokenizer.json
- *    (byte ranges of the GGUF itself), every other tokenizer.* key/value as
+ *    tokenizer.json (byte ranges of the GGUF itself), every other
+ *    tokenizer.* key/value as
  *    one JSON object {"tokenizer.ggml.model": ..., ...} in resource
  *    gguf_tokenizer.json, written as a file into opts.resource_dir. A GGUF
  *    without tensors imports as resources only (empty bindings and uses).
- *    Quantized tensor types are `unsupported` (exit 4), naming the type.
+ *    Later-wave block types (reserved gguf_* names) and non-weight types
+ *    are `unsupported` (exit 4), once per type, naming it.
  *
  * The manifest: components.text.config is the checkpoint's config
  * normalised by nf_import_normalize_config (below), every other value's
  * text kept; a checkpoint with mtp.* tensors of a hybrid family adds the
- * mtp component
- * ({"architectures": ["Qwen3NextMTP"|"Qwen3_5MTP"]}, target text). Objects:
+ * mtp component ({"architectures": ["Qwen3NextMTP"|"Qwen3_5MTP"]}, target
+ * text). Objects:
  * one per checkpoint tensor used (ID = the tensor's name), in first-use
- * order, fp32 for F32, bf16 for BF16, and opts.f16_as for F16 (the packer
- * converts); with opts.fuse, every fuse group of the binder becomes one
- * parent (ID = the group's ID) whose source is a "concat" of row ranges,
+ * order, fp32 for F32, bf16 for BF16, opts.f16_as for F16 (the packer
+ * converts; by default GGUF matrices and banks keep their bytes as
+ * gguf_f16), a GGUF block type as its gguf_* format in gguf_rows_v1 (the
+ * bytes as they are; vectors and mapped tensors decode to fp32), expert
+ * banks [E*N, K]; a block-quantized ssm_out with v-head tiled columns adds
+ * one shared int32 input_columns object on its uses (DESIGN 10);
+ * provenance.converter.source.gguf keeps the file's quantization keys and
+ * lists row_copies / transformed objects; with opts.fuse, every fuse group
+ * of the binder becomes one parent (ID = the group's ID) whose source is a
+ * "concat" of row ranges,
  * and its members bind their row ranges with parts — never mixing
  * components (spec 5.3). Bindings: every logical parameter, a whole object
  * when the object's shape is the parameter's, parts otherwise; shared
