@@ -237,7 +237,7 @@ typedef struct {
 /* The byte intervals a part [begin, end) of an object with encoding te
  * needs, one per plane (up to NF_MAX_PLANES), and whether the part is a
  * zero-copy view (DESIGN 8): in contiguous_le_v1 any range; in
- * row_split_k128_v1 and row_scale_v1 whole rows; in
+ * row_split_k128_v1, row_scale_v1 and gguf_rows_v1 (one plane) whole rows; in
  * block_scale_k16_m128x4_v1 whole 128-row blocks. For a range that is not a
  * view the intervals cover the whole rows (or 128-row blocks) the range
  * touches. Returns the number of spans, 0 for a bad range. */

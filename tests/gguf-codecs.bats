@@ -94,6 +94,8 @@ emb_digest() {
     [ "$(ninfer-bind --extract text/layers/0/attention/value a.ninfer | sha256sum | cut -c1-64)" = \
       384a77d4dc05432891c31b2f7eb637ffaec1139ff8658ef42a99122620257265 ]
     run -0 ninfer-bind --plan a.ninfer
+    # whole rows of one plane: a view, 32 rows x 2 blocks x 34 bytes
+    [[ "$output" == *'"object": "blk.0.attn_v.weight",'*'"layout": "gguf_rows_v1",'*'"view": true,'*'"plane": "data",'*'"offset": 0,'*'"bytes": 2176'* ]]
     run -0 ninfer-run --device cpu a.ninfer
     [[ "$output" == *"text/layers/0/attention/value"*"gguf_q8_0"*"ok"* ]]
 }
@@ -195,4 +197,23 @@ emb_digest() {
     expect_code unsupported
     run -1 --separate-stderr ninfer-bench --format gguf_q4_k --shape 64x500
     [[ "$stderr" == *"K % 256 == 0"* ]]
+}
+
+@test "gguf: SmolLM2-135M's Q4_1 and Q8_0 tensors decode as gguf-py's dequantize" {
+    need smollm2-135m-instruct-gguf/SmolLM2-135M-Instruct.Q4_1.gguf
+    local S="$REALDATA/smollm2-135m-instruct-gguf/SmolLM2-135M-Instruct.Q4_1.gguf" t want
+    while read -r t shape rows want; do
+        if [ "$rows" = - ]; then
+            from_source "{\"gguf\":\"$S\",\"tensor\":\"$t\"}" fp32 contiguous_le_v1 "$shape"
+        else
+            from_source "{\"gguf\":\"$S\",\"tensor\":\"$t\",\"rows\":$rows}" fp32 contiguous_le_v1 "$shape"
+        fi
+        run -0 ninfer-pack -q --force -o t.ninfer t.json
+        [ "$(ninfer-cat --object w t.ninfer | sha256sum | cut -c1-64)" = "$want" ] ||
+            { echo "$t differs from gguf-py" >&2; return 1; }
+    done <<'LIST'
+blk.0.attn_q.weight [576,576] - aa74111ad24c3624a20374d2026fd1f50bfe2520252e3c9aef4a666a28593cc8
+blk.3.ffn_down.weight [576,1536] - 4776fb25ee5f67b77cdd0c03f37261069c5dcc3f41d312fe1788f3ca5f825db3
+token_embd.weight [64,576] [0,64] fa3a0dda82189bc050dbd8c25a34d4135d7c7c983c276a134060970e58a82dd8
+LIST
 }

@@ -9,6 +9,7 @@
  * decode API on partial rows and odd element ranges against the
  * per-element reference, bf16 decode, --deep validation findings, and the
  * refusal to encode into a gguf format. */
+#include "nf_binder.h"
 #include "nf_codec.h"
 #include "nf_codec_gguf.h"
 #include "nf_digest.h"
@@ -396,8 +397,30 @@ static void deep(void)
     CHECK(nf_codec_validate(&t, hh, 8, &ck) == 0, "gguf_f16: NaN and inf halves are values, not findings");
 }
 
+/* views and plane intervals (DESIGN 8): whole rows are one byte interval of
+ * the single plane; anything else is a gather over the rows it touches */
+static void views(void)
+{
+    uint64_t d[2] = {10, 512}, K = 512; /* gguf_q4_k: RB = 2 * 144 = 288 */
+    nf_tensor_enc t;
+    nf_tensor_enc_init(&t, NF_FMT_GGUF_Q4_K, NF_LAY_GGUF_ROWS_V1, d, 2, 1, NULL);
+    nf_plane_span sp[NF_MAX_PLANES];
+    bool view = false;
+    unsigned n = nf_part_spans(&t, 2 * K, 5 * K, sp, &view);
+    CHECK(n == 1 && view && !strcmp(sp[0].plane, "data") && sp[0].offset == 576 && sp[0].bytes == 864,
+          "rows [2,5) of gguf_q4_k [10,512]: a view, bytes [576, 1440)");
+    n = nf_part_spans(&t, 2 * K + 1, 5 * K, sp, &view);
+    CHECK(n == 1 && !view && sp[0].offset == 576 && sp[0].bytes == 864,
+          "a range starting inside a row: a gather over rows [2,5)");
+    n = nf_part_spans(&t, 3 * K + 256, 4 * K, sp, &view);
+    CHECK(n == 1 && !view && sp[0].offset == 864 && sp[0].bytes == 288,
+          "a block-aligned part of one row is a gather too (as row_split_k128_v1)");
+    CHECK(nf_part_spans(&t, 0, 11 * K, sp, &view) == 0, "a range past the end has no spans");
+}
+
 int main(void)
 {
+    views();
     goldens();
     by_hand();
     api();
