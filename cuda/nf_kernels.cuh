@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(128) nf_gemv_elem_kernel(const nf_kargs a)
 
 /* GEMV of gguf_rows_v1 objects (nf_kindex_gguf.h): one warp per row, lane l
  * over the 32-column units l, l + 32, ... of its row, each unit's weights
- * decoded as the reference (nf_kg_elem) and FMA'd in column order. */
+ * decoded as the reference (nf_kg_unit) and FMA'd in column order. */
 __global__ void __launch_bounds__(128) nf_gemv_gguf_kernel(const nf_kargs a)
 {
     const uint32_t lane = threadIdx.x & 31u;

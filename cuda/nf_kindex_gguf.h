@@ -15,9 +15,10 @@
  * The "unit" GEMV (nf_kernels.cuh, nf_gemv_gguf_kernel): one warp per
  * row, lane l takes the 32-column units u = l, l + 32, ... of its row (unit
  * u: columns [32u, 32u + 32), inside one block of 32 or one sub-block of a
- * 256-block; gguf_f16 32 halves), decodes a unit's 32 weights as nf_kg_elem
- * does and adds w * x into its f32 accumulator with one FMA per column, in
- * column order; the 32 lane sums are reduced by the xor butterfly. Its
+ * 256-block; gguf_f16 32 halves), decodes a unit's 32 weights with
+ * nf_kg_unit (nf_kg_elem's values, the unit's scales computed once) and adds
+ * w * x into its f32 accumulator with one FMA per column, in column order;
+ * the 32 lane sums are reduced by the xor butterfly. Its
  * error against nf_gemv_ref is at most (32 ceil(units / 32) + 5) u sum |w
  * x| + u |y| (u = 2^-24, barring overflow), which t_device's bound covers;
  * nf_kg_gemv_emulate gives its result bit for bit on the host.
@@ -204,6 +205,146 @@ NF_KFN float nf_kg_at(const uint8_t *obj, const nf_kgeom *g, uint64_t n, uint64_
                       (uint32_t)(k % g->gq));
 }
 
+/* The 32 weights of unit `sub` (columns [32 sub, 32 sub + 32) of the block
+ * at b; sub is 0 for the 32-blocks): nf_kg_elem's values, with each block
+ * or sub-block scale computed once (the same product, so the same bits). */
+NF_KFN void nf_kg_unit(int32_t f, const uint8_t *b, uint32_t sub, float v[32])
+{
+    const uint32_t e0 = 32 * sub;
+    switch (f) {
+    case NF_FMT_GGUF_Q8_0: {
+        float d = nf_kg_h(b);
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++)
+            v[i] = nf_k_mul((float)(int8_t)b[2 + i], d);
+        break;
+    }
+    case NF_FMT_GGUF_Q4_0: {
+        float d = nf_kg_h(b);
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++)
+            v[i] = nf_k_mul((float)((int32_t)nf_kg_nib16(b + 2, i) - 8), d);
+        break;
+    }
+    case NF_FMT_GGUF_Q4_1: {
+        float d = nf_kg_h(b), m = nf_kg_h(b + 2);
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++)
+            v[i] = nf_kg_add(nf_k_mul((float)nf_kg_nib16(b + 4, i), d), m);
+        break;
+    }
+    case NF_FMT_GGUF_Q5_0:
+    case NF_FMT_GGUF_Q5_1: {
+        int one = f == NF_FMT_GGUF_Q5_1;
+        float d = nf_kg_h(b), m = one ? nf_kg_h(b + 2) : 0.0f;
+        uint32_t qh = nf_k_ld32(b + (one ? 4 : 2));
+        const uint8_t *qs = b + (one ? 8 : 6);
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++) {
+            uint32_t q = nf_kg_nib16(qs, i) | ((qh >> i) & 1u) << 4;
+            v[i] = one ? nf_kg_add(nf_k_mul((float)q, d), m) : nf_k_mul((float)((int32_t)q - 16), d);
+        }
+        break;
+    }
+    case NF_FMT_GGUF_IQ4_NL: {
+        float d = nf_kg_h(b);
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++)
+            v[i] = nf_k_mul(d, (float)nf_kg_kv_iq4nl(nf_kg_nib16(b + 2, i)));
+        break;
+    }
+    case NF_FMT_GGUF_MXFP4: {
+        float h = nf_kg_e8m0_half(b[0]);
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++)
+            v[i] = nf_k_mul((float)nf_kg_kv_fp4(nf_kg_nib16(b + 1, i)), h);
+        break;
+    }
+    case NF_FMT_GGUF_Q2_K: {
+        uint32_t h = e0 / 128, j = (e0 % 128) / 32, s = e0 / 16;
+        float d = nf_kg_h(b + 80), dmin = nf_kg_h(b + 82);
+        float dl0 = nf_k_mul(d, (float)(b[s] & 15u)), ml0 = nf_k_mul(dmin, (float)(b[s] >> 4));
+        float dl1 = nf_k_mul(d, (float)(b[s + 1] & 15u)), ml1 = nf_k_mul(dmin, (float)(b[s + 1] >> 4));
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++) {
+            uint32_t q = (b[16 + 32 * h + i] >> (2 * j)) & 3u;
+            v[i] = nf_kg_sub(nf_k_mul(i < 16 ? dl0 : dl1, (float)q), i < 16 ? ml0 : ml1);
+        }
+        break;
+    }
+    case NF_FMT_GGUF_Q3_K: {
+        uint32_t h = e0 / 128, j = (e0 % 128) / 32, s = e0 / 16;
+        const uint8_t *S = b + 96;
+        float d = nf_kg_h(b + 108), dl[2];
+        for (int t = 0; t < 2; t++) {
+            uint32_t ss = s + (uint32_t)t;
+            uint32_t sc6 = (ss < 8 ? S[ss] & 15u : (uint32_t)S[ss - 8] >> 4) |
+                           ((S[8 + ss % 4] >> (2 * (ss / 4))) & 3u) << 4;
+            dl[t] = nf_k_mul(d, (float)((int32_t)sc6 - 32));
+        }
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++) {
+            int32_t low = (b[32 + 32 * h + i] >> (2 * j)) & 3;
+            int32_t q = low - (((b[i] >> (4 * h + j)) & 1u) ? 0 : 4);
+            v[i] = nf_k_mul(i < 16 ? dl[0] : dl[1], (float)q);
+        }
+        break;
+    }
+    case NF_FMT_GGUF_Q4_K:
+    case NF_FMT_GGUF_Q5_K: {
+        uint32_t sc, m, c = sub / 2, hi = sub & 1;
+        const uint8_t *S = b + 4;
+        if (sub < 4) {
+            sc = S[sub] & 63u;
+            m = S[sub + 4] & 63u;
+        } else {
+            sc = (S[sub + 4] & 15u) | (uint32_t)(S[sub - 4] >> 6) << 4;
+            m = (uint32_t)(S[sub + 4] >> 4) | (uint32_t)(S[sub] >> 6) << 4;
+        }
+        float ds = nf_k_mul(nf_kg_h(b), (float)sc), dm = nf_k_mul(nf_kg_h(b + 2), (float)m);
+        int five = f == NF_FMT_GGUF_Q5_K;
+        const uint8_t *qs = b + (five ? 48 : 16);
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++) {
+            uint32_t byte = qs[32 * c + i], q = hi ? byte >> 4 : byte & 15u;
+            if (five)
+                q += 16u * ((b[16 + i] >> sub) & 1u);
+            v[i] = nf_kg_sub(nf_k_mul(ds, (float)q), dm);
+        }
+        break;
+    }
+    case NF_FMT_GGUF_Q6_K: {
+        uint32_t h = e0 / 128, t = (e0 % 128) / 32, s = e0 / 16;
+        float d = nf_kg_h(b + 208);
+        float ds0 = nf_k_mul(d, (float)(int8_t)b[192 + s]), ds1 = nf_k_mul(d, (float)(int8_t)b[193 + s]);
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++) {
+            uint32_t byte = b[64 * h + i + 32 * (t & 1)];
+            uint32_t low = t < 2 ? byte & 15u : byte >> 4;
+            uint32_t high = (b[128 + 32 * h + i] >> (2 * t)) & 3u;
+            v[i] = nf_k_mul(i < 16 ? ds0 : ds1, (float)((int32_t)(low | high << 4) - 32));
+        }
+        break;
+    }
+    case NF_FMT_GGUF_IQ4_XS: {
+        uint32_t ls = ((b[4 + sub / 2] >> (4 * (sub % 2))) & 15u) |
+                      ((nf_k_ld16(b + 2) >> (2 * sub)) & 3u) << 4;
+        float dl = nf_k_mul(nf_kg_h(b), (float)((int32_t)ls - 32));
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++) {
+            uint32_t byte = b[8 + 16 * sub + (i % 16)];
+            v[i] = nf_k_mul(dl, (float)nf_kg_kv_iq4nl(i < 16 ? byte & 15u : byte >> 4));
+        }
+        break;
+    }
+    default:
+        NF_KUNROLL
+        for (int i = 0; i < 32; i++)
+            v[i] = nf_kg_elem(f, b, e0 + (uint32_t)i);
+        break;
+    }
+}
+
 /* one lane's sum over unit u of row n: FMA of each column's weight and x,
  * in column order, onto acc (columns past K are skipped: gguf_f16 only) */
 NF_KFN float nf_kg_unit_dot(const uint8_t *obj, const nf_kgeom *g, uint64_t n, uint64_t u,
@@ -216,11 +357,11 @@ NF_KFN float nf_kg_unit_dot(const uint8_t *obj, const nf_kgeom *g, uint64_t n, u
             acc = nf_k_fma(nf_kg_h(row + 2 * k), x[k], acc);
         return acc;
     }
-    const uint8_t *blk = row + (k0 / g->gq) * g->gb;
-    uint32_t e0 = (uint32_t)(k0 % g->gq);
+    float v[32];
+    nf_kg_unit(g->format, row + (k0 / g->gq) * g->gb, (uint32_t)((k0 % g->gq) / 32), v);
     NF_KUNROLL
-    for (uint32_t i = 0; i < 32; i++)
-        acc = nf_k_fma(nf_kg_elem(g->format, blk, e0 + i), x[k0 + i], acc);
+    for (int i = 0; i < 32; i++)
+        acc = nf_k_fma(v[i], x[k0 + i], acc);
     return acc;
 }
 

@@ -82,6 +82,17 @@ static void elems(void)
                                (unsigned long long)i, e, nf_k_bits(a), nf_k_bits(r));
                 }
             }
+        uint64_t ubad = 0;
+        for (uint64_t i = 0; gi.qk > 1 && i < nb; i++)
+            for (unsigned sub = 0; sub < gi.qk / 32; sub++) {
+                float v[32];
+                const uint8_t *b = p + i * gi.block_bytes;
+                nf_kg_unit(f, b, sub, v);
+                for (unsigned q = 0; q < 32; q++)
+                    ubad += nf_k_bits(v[q]) != nf_k_bits(nf_gguf_elem(f, b, 32 * sub + q));
+            }
+        CHECK(ubad == 0, "%s: nf_kg_unit (scales once per unit) equals nf_gguf_elem bit for bit "
+              "(%llu differ)", nf_format_name(f), (unsigned long long)ubad);
         CHECK(bad == 0 && nan_only == 0,
               "%s: nf_kg_elem equals nf_gguf_elem bit for bit on %llu hostile blocks "
               "(%llu differ, %llu only in the NaN payload)",
