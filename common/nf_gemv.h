@@ -18,7 +18,9 @@
  * with nf_decode_rows_f32, then dot products) serves CPUs without AVX2 and
  * the rows a fused kernel declines: a row_split row with a non-finite group
  * scale, an fp8 row with a NaN code or a row scale |r| >= 2^8 or not finite,
- * and nvfp4 objects whose divisor slices hold fewer than 64 blocks.
+ * and nvfp4 objects whose divisor slices hold fewer than 64 blocks. The
+ * gguf_* formats (DESIGN 7.5) have their own fused kernels, under the same
+ * contract, in nf_gemv_gguf.c (nf_gemv_gguf.h); they decline no row.
  *
  * Choosing the ISA (tests, benchmarks): the fused kernels use the codec's
  * ISA (nf_codec_set_isa / nf_codec_isa: the best the CPU has by default)
