@@ -540,20 +540,38 @@ NF_T_AVX512 static void contig_avx512(const nf_tensor_enc *t, const uint8_t *d,
     contig_avx2(t, d, e, e1, out + (e - e0));
 }
 
-static bool cpu_avx2(void)
+/* CPUID is asked once (in a virtual machine each CPUID is a trip to the
+ * hypervisor, tens of microseconds). */
+static _Atomic int g_cpu = -1; /* bit 0: AVX2+FMA+F16C, bit 1: AVX-512 F/BW/VL */
+
+static int cpu_bits(void)
 {
+    int v = atomic_load_explicit(&g_cpu, memory_order_relaxed);
+    if (v >= 0)
+        return v;
     unsigned a, b, c, d;
     __builtin_cpu_init();
+    v = 0;
     /* clang 14 does not know "f16c" in __builtin_cpu_supports: CPUID.1:ECX.29 */
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29)))
-        return false;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma")) {
+        v |= 1;
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl"))
+            v |= 2;
+    }
+    atomic_store_explicit(&g_cpu, v, memory_order_relaxed);
+    return v;
+}
+
+static bool cpu_avx2(void)
+{
+    return cpu_bits() & 1;
 }
 
 static bool cpu_avx512(void)
 {
-    return cpu_avx2() && __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    return (cpu_bits() & 2) != 0;
 }
 #else
 static bool cpu_avx2(void) { return false; }

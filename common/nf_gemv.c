@@ -1,6 +1,8 @@
 /* nf_gemv.c — CPU GEMV, decode pass and read-bandwidth kernels.
  *
- * Two ways to compute y = W x:
+ * The integer path of nf_gemv_int.c serves the quantized formats where
+ * the CPU has it (AVX-512 VNNI+VBMI) and the input fits its limbs; what it
+ * declines comes here. Two ways to compute y = W x here:
  *  - fused kernels (AVX2+FMA+F16C, AVX-512 F/BW/VL; one per format/layout
  *    and ISA): each row is decoded in registers and multiplied into the
  *    accumulators at once, so the encoded bytes are read once and nothing is
@@ -62,6 +64,7 @@
 #endif
 
 #include "nf_fp.h"
+#include "nf_gemv_int.h"
 
 unsigned nf_cpu_count(void)
 {
@@ -146,6 +149,13 @@ static nf_isa fused_isa(void)
     pthread_once(&g_env_once, read_env);
     nf_isa c = nf_codec_isa();
     return c < g_env_cap ? c : g_env_cap;
+}
+
+static atomic_bool g_use_int = true;
+
+bool nf_gemv_use_int(bool on)
+{
+    return atomic_exchange(&g_use_int, on);
 }
 
 static dot_fn pick_dot(void)
@@ -1275,6 +1285,13 @@ int nf_gemv_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
         return NF_CODEC_EINVAL;
     if (act != NF_ACT_A16 && act != NF_ACT_A8)
         return NF_CODEC_EINVAL;
+    if (act == NF_ACT_A8 && !x_finite(x, t->cols))
+        act = NF_ACT_A16;
+    if (atomic_load(&g_use_int) && obj) {
+        int ir = nf_gemv_int_rows(t, obj, obj_bytes, r0, r1, x, act, y, threads, fused_isa());
+        if (ir != 1)
+            return ir;
+    }
     float *xf = malloc((t->cols ? t->cols : 1) * sizeof *xf);
     if (!xf)
         return NF_CODEC_ENOMEM;
@@ -1421,10 +1438,12 @@ void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d)
             fin &= isfinite(v);
             amax = fabsf(v) > amax ? fabsf(v) : amax;
         }
-        float db = fin ? amax / 127.0f : 0.0f;
+        float db = fin ? amax / 127.0f : 0.0f, id = db != 0.0f ? 127.0f / amax : 0.0f;
+        bool recip = isfinite(id);
         d[b] = db;
         for (uint64_t k = k0; k < k1; k++) {
-            float t = db != 0.0f ? nf_bf16_to_f32(x[k]) / db : 0.0f;
+            float v = nf_bf16_to_f32(x[k]);
+            float t = db == 0.0f ? 0.0f : recip ? v * id : v / db;
             t = t > 127.0f ? 127.0f : t < -127.0f ? -127.0f : t;
             q[k] = (int8_t)(int)((t + 0x1.8p23f) - 0x1.8p23f);
         }

@@ -8,19 +8,46 @@
  * size. Units: N, K and row ranges in elements/rows; sizes in bytes.
  * Multithreaded over rows.
  *
- * Kernels. Every format/layout has fused decode+dot kernels for AVX2
- * (+FMA, F16C) and AVX-512 (F, BW, VL), chosen at run time: each row is
- * decoded in registers and multiplied into f32 accumulators, so the encoded
- * bytes are read once. Each decoded weight equals the codec's f32 decode
- * (nf_decode_rows_f32) bit for bit; only the order of the f32 sums differs
- * (FMA included), so results stay within nf_gemv_ref_rows's bound. The
- * generic two-pass path (decode a few rows into a cache-resident f32 buffer
- * with nf_decode_rows_f32, then dot products) serves CPUs without AVX2 and
- * the rows a fused kernel declines: a row_split row with a non-finite group
- * scale, an fp8 row with a NaN code or a row scale |r| >= 2^8 or not finite,
- * and nvfp4 objects whose divisor slices hold fewer than 64 blocks. The
- * gguf_* formats (DESIGN 7.5) have their own fused kernels, under the same
- * contract, in nf_gemv_gguf.c (nf_gemv_gguf.h); they decline no row.
+ * The contract (what the tests check, on every ISA path the machine has):
+ *  - A16: |y[n] - ref[n]| <= bound[n] of nf_gemv_ref_rows, the error bound
+ *    of an f32 evaluation of the exact sum (K * 2^-24 * sum_k |w_nk x_k| +
+ *    2^-24 |y|), where the weights are the codec's f32 decode;
+ *  - A8: the same against nf_gemv_ref_rows_act(..., NF_ACT_A8), the exact
+ *    sum over the A8 activations x^ of nf_a8_quantize;
+ *  - a row's result does not depend on the thread count or the row range
+ *    (bit for bit), and with x = e_k (one column at 1.0) y is column k of
+ *    W exactly, as nf_decode_rows_f32 gives it;
+ *  - rows holding non-finite weights give what the reference gives where it
+ *    is NaN or infinite.
+ * Bit-identity with the reference itself is not promised: the sums run in
+ * another order.
+ *
+ * Kernels, chosen at run time:
+ *  - the integer path (nf_gemv_int.c) for q2/q4/q5/q6/q8/t2 and nvfp4 on
+ *    AVX-512 with VNNI and VBMI: x is cut into blocks of 16 and held as
+ *    signed 7-bit limbs against a power-of-two unit per block (A16: three
+ *    limbs, exact for every value within 2^13 of its block's largest; the
+ *    few others, and non-finite values, are kept aside and added in f64;
+ *    an input with more than 16 + K/256 of them goes to the float kernels)
+ *    or as nf_a8_quantize's codes (A8: one limb). The weight codes become
+ *    unsigned bytes with bit operations, the dot products are exact int32
+ *    sums (vpdpbusd), and each lane's sum meets the group scale and the
+ *    block unit once in f32: a few roundings per lane and per group, inside
+ *    the bound above. Rows it cannot take (a non-finite row_split scale, an
+ *    nvfp4 NaN block scale or a divisor outside [2^-60, 2^60]) are decoded
+ *    and multiplied in f32.
+ *  - fused float kernels for every format/layout on AVX2 (+FMA, F16C) and
+ *    AVX-512 (F, BW, VL): each row is decoded in registers and multiplied
+ *    into f32 accumulators; each decoded weight equals the codec's f32
+ *    decode bit for bit, only the order of the f32 sums differs.
+ *  - the generic two-pass path (decode a few rows into a cache-resident f32
+ *    buffer with nf_decode_rows_f32, then dot products): CPUs without AVX2,
+ *    and the rows a fused kernel declines (a row_split row with a
+ *    non-finite group scale, an fp8 row with a NaN code or a row scale
+ *    |r| >= 2^8 or not finite, nvfp4 objects whose divisor slices hold
+ *    fewer than 64 blocks).
+ * Both A16 and A8 are exact in their integer part; A8 differs from A16 by
+ * the quantization of x (at most sum_k |w_nk| d[k/16] / 2).
  *
  * Choosing the ISA (tests, benchmarks): the fused kernels use the codec's
  * ISA (nf_codec_set_isa / nf_codec_isa: the best the CPU has by default)
@@ -34,6 +61,7 @@
 #ifndef NF_GEMV_H
 #define NF_GEMV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "nf_codec.h"
@@ -53,12 +81,14 @@ typedef enum {
 /* A8 activations: x is cut into blocks of NF_A8_BLOCK consecutive elements
  * (the last one short when K is not a multiple); block b gets the f32
  * scale d[b] = amax(|x| over the block) / 127 and each element the code
- * q[k] = nearest even integer to x[k] / d[b], clamped to [-127, 127]
+ * q[k] = the nearest even integer to x[k] * (127 / amax) (f32 product;
+ * x[k] / d[b] where that reciprocal is not finite), clamped to [-127, 127]
  * (q 0 where d is 0). x^[k] = q[k] * d[b] (as a real number) is what the
- * A8 path multiplies by; |x[k] - x^[k]| <= d[b] / 2. A block holding a
- * non-finite value gets d = 0 and codes 0 (callers keep such inputs on
- * A16: nf_gemv_rows_act does). q holds ceil(K / NF_A8_BLOCK) *
- * NF_A8_BLOCK codes (the tail zero), d one scale per block. */
+ * A8 path multiplies by; |x[k] - x^[k]| <= d[b] / 2 (within an ulp). A
+ * block holding a non-finite value gets d = 0 and codes 0 (callers keep
+ * such inputs on A16: nf_gemv_rows_act does). q holds ceil(K /
+ * NF_A8_BLOCK) * NF_A8_BLOCK codes (the tail zero), d one scale per block.
+ * spec 8 (AllowA8, AllowA4); DESIGN 11. */
 #define NF_A8_BLOCK 16
 void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d);
 
@@ -131,6 +161,11 @@ uint64_t nf_read_pass(const void *buf, size_t bytes, unsigned threads); /* varia
  * or _SC_LEVEL2_CACHE_SIZE, else 32 MiB. A benchmark rotates its weights
  * and sizes its peak buffer past 4 times this (DESIGN 11). */
 uint64_t nf_llc_bytes(void);
+
+/* Tests and benchmarks: whether the integer kernels may serve (the
+ * default); false keeps every format on the float kernels. Process-wide;
+ * returns the previous setting. */
+bool nf_gemv_use_int(bool on);
 
 /* Number of online CPUs (>= 1). */
 unsigned nf_cpu_count(void);

@@ -21,6 +21,7 @@
 #include "nf_codec.h"
 #include "nf_fp.h"
 #include "nf_gemv.h"
+#include "nf_gemv_int.h"
 #include "nf_test.h"
 
 #include <math.h>
@@ -491,6 +492,120 @@ static void a8_quantize(void)
     }
 }
 
+/* x as a model's activations look: Gaussian, no outliers (every block's
+ * values within 2^13 of its largest, so the integer path holds them all in
+ * its limbs), optionally with four planted values that it must keep aside:
+ * a tiny value beside a large one (bits below the block's unit), two in a
+ * block whose largest is 2^-80 (a unit outside the f32 range), a bf16
+ * subnormal. */
+static void fill_smooth(uint16_t *x, uint64_t K, bool plant)
+{
+    for (uint64_t k = 0; k < K; k++) {
+        double v = gauss();
+        x[k] = nf_f32_to_bf16((float)(fabs(v) < 0.02 ? 0.02 : v));
+    }
+    if (plant && K >= 48) {
+        x[1] = nf_f32_to_bf16(3.0f);
+        x[2] = nf_f32_to_bf16(3.0f * 0x1p-18f + 0x1p-27f); /* bits below 2^-19 */
+        for (uint64_t k = 16; k < 32; k++) /* a block whose largest is 2^-80: its unit */
+            x[k] = k == 17 || k == 22 ? nf_f32_to_bf16((float)ldexp(k == 17 ? 1.5 : -1.25, -80))
+                                      : 0;
+        x[40] = 0x0003; /* a subnormal */
+    }
+}
+
+/* The integer path (AVX-512 VNNI+VBMI here; nf_gemv_int.h): it serves an
+ * input whose values fit its limbs (a few kept aside), declines one with
+ * too many values outside them, and stays within the reference's bound on
+ * both activation paths; a row it cannot take (a non-finite scale, an
+ * nvfp4 NaN block scale) is computed in f32 and matches the reference. */
+static void int_path(void)
+{
+    nf_tensor_enc probe;
+    uint64_t dd[2] = {128, 128};
+    nf_tensor_enc_init(&probe, NF_FMT_Q4_G64_FP16, NF_LAY_ROW_SPLIT_K128_V1, dd, 2, 1, NULL);
+    if (!nf_gemv_int_supported(&probe, NF_ISA_AVX512)) {
+        SKIP("CPU lacks AVX-512 VNNI+VBMI", "the integer path on AVX-512");
+        return;
+    }
+    static const struct {
+        nf_format f;
+        uint64_t n, k, div;
+    } cs[] = {
+        {NF_FMT_Q4_G64_FP16, 37, 1000, 1}, {NF_FMT_Q5_G64_FP16, 9, 300, 1},
+        {NF_FMT_Q6_G64_FP16, 11, 260, 1},  {NF_FMT_Q8_G32_FP16, 13, 999, 1},
+        {NF_FMT_Q2_G64_FP16, 7, 400, 1},   {NF_FMT_T2_G128_FP16, 8, 200, 1},
+        {NF_FMT_NVFP4, 256, 192, 2},       {NF_FMT_NVFP4, 128, 128, 1},
+    };
+    for (unsigned i = 0; i < sizeof cs / sizeof *cs; i++) {
+        tobj o;
+        if (mk(&o, cs[i].f, cs[i].n, cs[i].k, cs[i].div) || fill_encoded(&o)) {
+            CHECK(0, "int path: make");
+            continue;
+        }
+        uint64_t N = cs[i].n, K = cs[i].k;
+        uint16_t *x = malloc(K * sizeof *x);
+        float *y = malloc(N * sizeof *y), *yr = malloc(N * sizeof *yr);
+        double *bd = malloc(N * sizeof *bd);
+        const char *fn = nf_format_name(cs[i].f);
+        for (int plant = 0; plant < 2; plant++) {
+            fill_smooth(x, K, plant);
+            for (int a = 0; a < 2; a++) {
+                nf_act act = a ? NF_ACT_A8 : NF_ACT_A16;
+                int rc = nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, N, x, act, y, 2, NF_ISA_AVX512);
+                int rr = nf_gemv_ref_rows_act(&o.t, o.obj, o.bytes, 0, N, x, yr, bd, act);
+                long bad = rc || rr ? -1 : 0;
+                for (uint64_t n = 0; !bad && n < N; n++)
+                    if (!(fabs((double)y[n] - yr[n]) <= bd[n]) && bad++ < 3)
+                        printf("#   row %llu: y %.9g ref %.9g bound %.3g\n", (unsigned long long)n,
+                               y[n], yr[n], bd[n]);
+                CHECK(rc == 0 && bad == 0, "int path %s %llux%llu %s%s: served, within the bound",
+                      fn, (unsigned long long)N, (unsigned long long)K, a ? "A8" : "A16",
+                      plant ? " (values kept aside)" : "");
+            }
+        }
+        /* too many values outside the limbs: declined (A16) */
+        fill_x(x, K);
+        for (uint64_t k = 0; k < K; k += 16)
+            x[k] = nf_f32_to_bf16(1e6f);
+        CHECK(nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, N, x, NF_ACT_A16, y, 1, NF_ISA_AVX512) == 1,
+              "int path %s: an input with wide blocks everywhere is declined", fn);
+        free(x), free(y), free(yr), free(bd);
+        free(o.obj);
+    }
+    /* declined rows inside a served call */
+    tobj o;
+    if (mk(&o, NF_FMT_Q4_G64_FP16, 6, 256, 1) == 0 && fill_encoded(&o) == 0) {
+        const nf_plane *ps = &o.t.enc.plane[o.t.enc.nplanes - 1];
+        o.obj[ps->offset + 2 * ps->row_bytes + 3] = 0x7c; /* row 2, group 1: +inf */
+        uint16_t x[256];
+        float y[6], yr[6];
+        double bd[6];
+        fill_smooth(x, 256, false);
+        int rc = nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, 6, x, NF_ACT_A16, y, 1, NF_ISA_AVX512);
+        nf_gemv_ref_rows(&o.t, o.obj, o.bytes, 0, 6, x, yr, bd);
+        bool ok = rc == 0;
+        for (int n = 0; ok && n < 6; n++)
+            ok = fabs((double)y[n] - yr[n]) <= bd[n] || same(y[n], yr[n]);
+        CHECK(ok, "int path: a row with an infinite scale is computed in f32, like the reference");
+        free(o.obj);
+    }
+    if (mk(&o, NF_FMT_NVFP4, 128, 128, 1) == 0 && fill_encoded(&o) == 0) {
+        o.obj[o.t.enc.plane[1].offset + nf_nvfp4_scale_index(5, 3, 128)] = 0x7f; /* NaN */
+        uint16_t x[128];
+        float y[128], yr[128];
+        double bd[128];
+        fill_smooth(x, 128, false);
+        int rc = nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, 128, x, NF_ACT_A16, y, 1, NF_ISA_AVX512);
+        nf_gemv_ref_rows(&o.t, o.obj, o.bytes, 0, 128, x, yr, bd);
+        bool ok = rc == 0 && isnan(y[5]);
+        for (int n = 0; ok && n < 128; n++)
+            ok = fabs((double)y[n] - yr[n]) <= bd[n] || same(y[n], yr[n]);
+        CHECK(ok, "int path: an nvfp4 row with a NaN block scale is NaN, the others within the bound");
+        free(o.obj);
+    }
+}
+
 /* nf_read_pass_variant reads every byte: one nonzero word anywhere in
  * the whole 256-byte blocks shows in the result, on every variant and
  * thread count. */
@@ -565,6 +680,7 @@ int main(int argc, char **argv)
     errors();
     a8_quantize();
     read_pass();
+    int_path();
     sweep(false);
     declined();
     child(argv[0], "scalar");

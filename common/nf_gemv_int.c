@@ -1,0 +1,925 @@
+/* nf_gemv_int.c — the integer GEMV path (nf_gemv_int.h; DESIGN 11).
+ *
+ * Activations. x is taken per block of 16 consecutive columns. On A16 each
+ * bf16 value is an integer multiple of the block's unit 2^(E-147) (E the
+ * largest exponent field in the block): value = Q * unit with |Q| < 2^21,
+ * which three signed 7-bit limbs hold exactly, Q = q0*2^14 + q1*2^7 + q2.
+ * A value more than 2^13 below the block's largest loses bits below the
+ * unit: those bits (and non-finite values, and every value of a block
+ * whose largest exponent is below -60 or above 100, where the unit would
+ * leave the normal f32 range) go to a short residual list (column, exact
+ * remainder), multiplied in f64 and added at the end. On A8 the one limb is
+ * nf_a8_quantize's codes and the unit its scale d (a block whose d is
+ * outside [2^-60, 2^100] goes to the residuals as q * d).
+ *
+ * Weights. The codes of a row become unsigned bytes u = c + bias (q4: 8,
+ * q5: 16, q6: 32, q8: 128, q2: 1 (its raw code), t2: 2, nvfp4: 2*e2m1 + 12
+ * so bias 12 and a unit halved), with bit operations only: nibble masks,
+ * and for the high planes of q5/q6 a per-byte bit gather (vpmultishiftqb).
+ *
+ * Dot products. For each "lane" (4 consecutive bytes of a vector) the
+ * kernel forms sum u*q over the lane's codes in int32 with vpdpbusd, one
+ * limb after the other with the accumulator shifted left by 7 in between,
+ * then adds the precomputed -bias * sum(Q) of the lane: the exact integer
+ * sum of c * Q (it fits: |c| <= 128, |Q| < 2^21, at most 16 codes a lane;
+ * wrap-around in between cancels). That integer meets f32 once: converted
+ * (one rounding), multiplied by unit * scale (exact on A16: a power of two
+ * times an FP16 or E4M3 value; one rounding on A8) and accumulated with an
+ * FMA. The float error is therefore a handful of roundings per lane and
+ * per group, well inside the reference bound of nf_gemv_ref_rows.
+ *
+ * Lane order. A chunk is B = nv * W consecutive columns (W = 64 bytes of a
+ * vector, nv = code vectors per chunk: 2 for nibble formats, where vector
+ * 0 holds the low nibbles (even columns) and vector 1 the high ones, 1 for
+ * q8, 4 for 2-bit codes); column k of a chunk sits in vector k % nv at
+ * byte k / nv, so a lane covers 4*nv consecutive columns, inside one block
+ * of 16 and one group. The limbs are laid out in that order per chunk.
+ * Codes past K (padding, or the masked half chunk at the end) meet limbs
+ * that are 0 and add exactly 0, whatever their bits.
+ *
+ * Rows go in pairs, so the activation limbs are loaded once for two rows.
+ */
+#include "nf_gemv_int.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_fp.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define NF_INT_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#else
+#define NF_INT_X86 0
+#endif
+
+/* ---- formats ----------------------------------------------------------------- */
+
+typedef struct {
+    unsigned nv; /* code vectors per chunk */
+    int bias;    /* u = c + bias */
+    bool half_unit; /* nvfp4: u - bias = 2 * e2m1 */
+} ifmt;
+
+static bool fmt_of(nf_format f, nf_layout l, ifmt *o)
+{
+    if (l == NF_LAY_ROW_SPLIT_K128_V1) {
+        switch (f) {
+        case NF_FMT_Q2_G64_FP16: *o = (ifmt){4, 1, false}; return true;
+        case NF_FMT_T2_G128_FP16: *o = (ifmt){4, 2, false}; return true;
+        case NF_FMT_Q4_G64_FP16: *o = (ifmt){2, 8, false}; return true;
+        case NF_FMT_Q5_G64_FP16: *o = (ifmt){2, 16, false}; return true;
+        case NF_FMT_Q6_G64_FP16: *o = (ifmt){2, 32, false}; return true;
+        case NF_FMT_Q8_G32_FP16: *o = (ifmt){1, 128, false}; return true;
+        default: return false;
+        }
+    }
+    if (l == NF_LAY_BLOCK_SCALE_K16_M128X4_V1 && f == NF_FMT_NVFP4) {
+        *o = (ifmt){2, 12, true};
+        return true;
+    }
+    return false;
+}
+
+/* ---- CPU features -------------------------------------------------------------- */
+
+#if NF_INT_X86
+static bool cpu_vnni_vbmi(void)
+{
+    static _Atomic int known = -1; /* CPUID once: in a VM it is slow */
+    int v = atomic_load_explicit(&known, memory_order_relaxed);
+    if (v < 0) {
+        unsigned a, b, c, d;
+        v = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) && (c & (1u << 1));
+        atomic_store_explicit(&known, v, memory_order_relaxed); /* AVX512_VNNI, AVX512_VBMI */
+    }
+    return v;
+}
+#endif
+
+bool nf_gemv_int_supported(const nf_tensor_enc *t, nf_isa isa)
+{
+    ifmt F;
+    if (!t || t->rank != 2 || !t->cols || !t->rows || !fmt_of(t->format, t->layout, &F))
+        return false;
+    if (t->format == NF_FMT_NVFP4 && (t->divisors == 0 || t->rows % t->divisors))
+        return false;
+#if NF_INT_X86
+    if (isa == NF_ISA_AVX512)
+        return nf_codec_isa_supported(NF_ISA_AVX512) && cpu_vnni_vbmi();
+#endif
+    (void)isa;
+    return false;
+}
+
+/* ---- the activations in limbs --------------------------------------------------- */
+
+typedef struct {
+    unsigned L, W, nv, lanes;
+    uint64_t B, nch, K;
+    bool half;     /* the last chunk holds only B/2 columns of the row bytes */
+    int8_t *q;     /* [nch][L][nv][W] */
+    int32_t *corr; /* [nch][lanes]: -bias * sum of Q over the lane */
+    float *D;      /* [nch][lanes]: the lane's unit (nvfp4: halved) */
+    uint64_t nr;   /* residuals */
+    uint32_t *rk;
+    double *rv;
+    float *xf;     /* [K]: x (A16) or x^ (A8) in f32, for the rows done in f32 */
+} xint;
+
+static void xint_free(xint *X)
+{
+    free(X->q);
+    free(X->corr);
+    free(X->D);
+    free(X->rk);
+    free(X->rv);
+    free(X->xf);
+}
+
+#if NF_INT_X86
+#define T5P __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+
+/* A16 stage 1 for 16 columns k0.. (n of them): Q (the exact multiples of
+ * the block unit), xf, the unit, and a mask of the columns that need the
+ * scalar treatment (non-finite, out of range, bits below the unit). */
+T5P static __mmask16 a16_block512(const uint16_t *x, unsigned n, int32_t *Q, float *xf,
+                                  float *Db)
+{
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+    __m512i u = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x));
+    _mm512_mask_storeu_ps(xf, m, _mm512_castsi512_ps(_mm512_slli_epi32(u, 16)));
+    __m512i e = _mm512_and_si512(_mm512_srli_epi32(u, 7), _mm512_set1_epi32(0xff));
+    __mmask16 nz = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7fff));
+    __mmask16 fin = _mm512_cmpneq_epi32_mask(e, _mm512_set1_epi32(0xff));
+    __m512i ee = _mm512_max_epi32(e, _mm512_set1_epi32(1));
+    int E = (nz & fin) ? _mm512_mask_reduce_max_epi32(nz & fin, ee) : 0;
+    bool ok = (nz & fin) && E >= 127 - 60 && E <= 127 + 100;
+    *Db = ok ? nf_f32_from_bits((uint32_t)(E - 20) << 23) : 0.0f;
+    __m512i mant = _mm512_or_si512(_mm512_and_si512(u, _mm512_set1_epi32(127)),
+                                   _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(e, e),
+                                                          _mm512_set1_epi32(128)));
+    __m512i sh = _mm512_add_epi32(ee, _mm512_set1_epi32(13 - E));
+    __mmask16 neg = _mm512_cmplt_epi32_mask(sh, _mm512_setzero_si512());
+    __m512i rs = _mm512_sub_epi32(_mm512_setzero_si512(), sh);
+    __m512i N = _mm512_mask_srlv_epi32(_mm512_sllv_epi32(mant, sh), neg, mant, rs);
+    __mmask16 lost = neg & _mm512_cmpneq_epi32_mask(_mm512_sllv_epi32(N, rs), mant);
+    __m512i Qv = _mm512_mask_sub_epi32(N, _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x8000)),
+                                       _mm512_setzero_si512(), N);
+    _mm512_mask_storeu_epi32(Q, m, Qv);
+    return (__mmask16)(m & nz & (ok ? (~fin | lost) : 0xffff));
+}
+
+/* Stage 2 for 16 columns of one block: limbs and lane sums into the
+ * chunk (nv vectors of 64 bytes per limb); block index bi inside the chunk. */
+T5P static void scatter_block512(const int32_t *Q, unsigned n, unsigned nv, unsigned L,
+                                 unsigned bi, int8_t *qc, int32_t *co, float *dc, float Db,
+                                 int bias)
+{
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+    __m512i Qv = _mm512_maskz_loadu_epi32(m, Q);
+    __mmask16 sg = _mm512_cmplt_epi32_mask(Qv, _mm512_setzero_si512());
+    __m512i N = _mm512_abs_epi32(Qv);
+    __m128i lb[3];
+    if (L == 1) {
+        lb[0] = _mm512_cvtepi32_epi8(Qv);
+    } else {
+        __m512i n0 = _mm512_srli_epi32(N, 14);
+        __m512i n1 = _mm512_and_si512(_mm512_srli_epi32(N, 7), _mm512_set1_epi32(127));
+        __m512i n2 = _mm512_and_si512(N, _mm512_set1_epi32(127));
+        const __m512i z = _mm512_setzero_si512();
+        lb[0] = _mm512_cvtepi32_epi8(_mm512_mask_sub_epi32(n0, sg, z, n0));
+        lb[1] = _mm512_cvtepi32_epi8(_mm512_mask_sub_epi32(n1, sg, z, n1));
+        lb[2] = _mm512_cvtepi32_epi8(_mm512_mask_sub_epi32(n2, sg, z, n2));
+    }
+    /* column t of the block: vector t % nv, byte 16*bi/nv + t/nv */
+    const __m128i dei2 = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m128i dei4 = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (unsigned l = 0; l < L; l++) {
+        int8_t *ql = qc + l * nv * 64;
+        if (nv == 1) {
+            _mm_storeu_si128((__m128i *)(ql + 16 * bi), lb[l]);
+        } else if (nv == 2) {
+            __m128i d = _mm_shuffle_epi8(lb[l], dei2);
+            _mm_storel_epi64((__m128i *)(ql + 8 * bi), d);
+            _mm_storel_epi64((__m128i *)(ql + 64 + 8 * bi), _mm_unpackhi_epi64(d, d));
+        } else {
+            __m128i d = _mm_shuffle_epi8(lb[l], dei4);
+            for (unsigned v = 0; v < 4; v++) {
+                int32_t w = _mm_extract_epi32(d, 0);
+                memcpy(ql + v * 64 + 4 * bi, &w, 4);
+                d = _mm_srli_si128(d, 4);
+            }
+        }
+    }
+    /* lanes: 4*nv columns each */
+    int32_t qs[16];
+    _mm512_storeu_si512((void *)qs, Qv);
+    unsigned per = 4 * nv, lanes = 16 / per, l0 = 16 * bi / per;
+    for (unsigned ln = 0; ln < lanes && per * ln < n; ln++) {
+        int32_t sum = 0;
+        for (unsigned t = 0; t < per; t++)
+            sum += qs[per * ln + t];
+        co[l0 + ln] = -bias * sum;
+        dc[l0 + ln] = Db;
+    }
+}
+#endif
+
+/* Build the limbs of x for a format of F, vectors of W bytes, over
+ * columns [0, Kc) of the encoded rows (Kc = the padded width). Returns 0,
+ * 1 (too many residuals: decline) or ENOMEM. */
+static int xint_build(xint *X, const uint16_t *x, uint64_t K, uint64_t Kc, nf_act act,
+                      const ifmt *F, unsigned W)
+{
+    memset(X, 0, sizeof *X);
+    X->L = act == NF_ACT_A8 ? 1 : 3;
+    X->W = W;
+    X->nv = F->nv;
+    X->lanes = W / 4;
+    X->B = (uint64_t)F->nv * W;
+    X->K = K;
+    X->nch = (Kc + X->B - 1) / X->B;
+    X->half = X->nch * X->B != Kc;
+    /* the residuals cost a scalar decode each per row: at most about a
+     * quarter of the kernel's work */
+    uint64_t nb = (K + 15) / 16, maxr = 16 + K / 256;
+    X->q = aligned_alloc(64, X->nch * X->L * X->B + 64);
+    X->corr = aligned_alloc(64, X->nch * X->lanes * sizeof *X->corr + 64);
+    X->D = aligned_alloc(64, X->nch * X->lanes * sizeof *X->D + 64);
+    X->rk = malloc(maxr * sizeof *X->rk);
+    X->rv = malloc(maxr * sizeof *X->rv);
+    X->xf = malloc(K * sizeof *X->xf);
+    int32_t *Q = malloc(K * sizeof *Q);
+    float *Db = malloc(nb * sizeof *Db);
+    int8_t *qa = act == NF_ACT_A8 ? malloc(nb * 16) : NULL;
+    if (!X->q || !X->corr || !X->D || !X->rk || !X->rv || !X->xf || !Q || !Db ||
+        (act == NF_ACT_A8 && !qa)) {
+        free(Q), free(Db), free(qa);
+        xint_free(X);
+        return NF_CODEC_ENOMEM;
+    }
+    memset(X->q, 0, X->nch * X->L * X->B);
+    memset(X->corr, 0, X->nch * X->lanes * sizeof *X->corr);
+    memset(X->D, 0, X->nch * X->lanes * sizeof *X->D);
+    int rc = 0;
+#if NF_INT_X86
+    bool simd = W == 64;
+#else
+    bool simd = false;
+#endif
+#define RESID(k, v)                                                                                \
+    do {                                                                                           \
+        if (X->nr == maxr) {                                                                       \
+            rc = 1;                                                                                \
+            goto out;                                                                              \
+        }                                                                                          \
+        X->rk[X->nr] = (uint32_t)(k);                                                              \
+        X->rv[X->nr++] = (v);                                                                      \
+    } while (0)
+    if (act == NF_ACT_A8) {
+        nf_a8_quantize(x, K, qa, Db);
+        for (uint64_t b = 0; b < nb; b++) {
+            float d = Db[b];
+            bool aside = d != 0.0f && !(d >= 0x1p-60f && d <= 0x1p100f);
+            for (uint64_t k = 16 * b; k < 16 * b + 16 && k < K; k++) {
+                X->xf[k] = (float)qa[k] * d;
+                Q[k] = aside ? 0 : qa[k];
+                if (aside && qa[k])
+                    RESID(k, (double)qa[k] * (double)d);
+            }
+            if (aside)
+                Db[b] = 0.0f;
+        }
+    } else if (simd) {
+#if NF_INT_X86
+        for (uint64_t b = 0; b < nb; b++) {
+            uint64_t k0 = 16 * b;
+            unsigned n = K - k0 < 16 ? (unsigned)(K - k0) : 16;
+            __mmask16 fix = a16_block512(x + k0, n, Q + k0, X->xf + k0, &Db[b]);
+            for (unsigned t = 0; fix; t++, fix >>= 1) {
+                if (!(fix & 1))
+                    continue;
+                uint64_t k = k0 + t;
+                unsigned u = x[k], e = (u >> 7) & 0xff;
+                if (e == 0xff || Db[b] == 0.0f) {
+                    Q[k] = 0;
+                    RESID(k, (double)nf_bf16_to_f32((uint16_t)u));
+                } else {
+                    /* the bits below the unit */
+                    double v = (double)nf_bf16_to_f32((uint16_t)u);
+                    RESID(k, v - (double)Q[k] * (double)Db[b]);
+                }
+            }
+        }
+#endif
+    } else {
+        for (uint64_t k = 0; k < K; k++)
+            X->xf[k] = nf_bf16_to_f32(x[k]);
+        for (uint64_t b = 0; b < nb; b++) {
+            uint64_t k0 = 16 * b, k1 = k0 + 16 < K ? k0 + 16 : K;
+            int E = 0;
+            for (uint64_t k = k0; k < k1; k++) {
+                unsigned u = x[k], e = (u >> 7) & 0xff;
+                if (e == 0xff || !(u & 0x7fff))
+                    continue;
+                int ee = e ? (int)e : 1;
+                E = ee > E ? ee : E;
+            }
+            bool ok = E >= 127 - 60 && E <= 127 + 100;
+            Db[b] = ok ? nf_f32_from_bits((uint32_t)(E - 20) << 23) : 0.0f; /* 2^(E-147) */
+            for (uint64_t k = k0; k < k1; k++) {
+                unsigned u = x[k], e = (u >> 7) & 0xff;
+                int ee = e ? (int)e : 1, s = ee - E + 13; /* s <= 13 */
+                uint32_t mant = (e ? 128u : 0u) | (u & 127u), N, rb;
+                if (s >= 0) {
+                    N = mant << s;
+                    rb = 0;
+                } else {
+                    unsigned r = -s < 9 ? (unsigned)-s : 9; /* mant < 2^8 */
+                    N = mant >> r;
+                    rb = mant & ((1u << r) - 1);
+                }
+                Q[k] = (u & 0x8000) ? -(int32_t)N : (int32_t)N;
+                if (__builtin_expect(rb != 0 || !ok || e == 0xff, 0) && (u & 0x7fff)) {
+                    if (e == 0xff || !ok) {
+                        Q[k] = 0;
+                        RESID(k, (double)nf_bf16_to_f32((uint16_t)u));
+                    } else {
+                        RESID(k, ldexp((u & 0x8000) ? -(double)rb : (double)rb, ee - 134));
+                    }
+                }
+            }
+        }
+    }
+#if NF_INT_X86
+    if (simd) {
+        unsigned bpc = (unsigned)(X->B / 16); /* blocks a chunk */
+        float half = F->half_unit ? 0.5f : 1.0f;
+        for (uint64_t b = 0; b < nb; b++) {
+            uint64_t c = b / bpc;
+            unsigned n = K - 16 * b < 16 ? (unsigned)(K - 16 * b) : 16;
+            scatter_block512(Q + 16 * b, n, X->nv, X->L, (unsigned)(b % bpc), X->q + c * X->L * X->B,
+                             X->corr + c * X->lanes, X->D + c * X->lanes, Db[b] * half, F->bias);
+        }
+        goto out;
+    }
+#endif
+    /* scatter into the kernel's order, lane by lane: lane ln of chunk c
+     * holds columns c*B + 4*nv*ln + t, t < 4*nv, column t at vector t % nv,
+     * byte 4*ln + t / nv */
+    unsigned nv = X->nv, sh = nv == 1 ? 0 : nv == 2 ? 1 : 2, L = X->L, per = 4 * nv;
+    float half = F->half_unit ? 0.5f : 1.0f;
+    for (uint64_t c = 0, k0 = 0; k0 < K; c++, k0 += X->B) {
+        int8_t *qc = X->q + c * L * X->B;
+        for (unsigned ln = 0; ln < X->lanes; ln++) {
+            uint64_t kl = k0 + (uint64_t)per * ln;
+            if (kl >= K)
+                break;
+            unsigned n = K - kl < per ? (unsigned)(K - kl) : per;
+            int32_t sum = 0;
+            for (unsigned t = 0; t < n; t++) {
+                int32_t qq = Q[kl + t];
+                unsigned pos = (t & (nv - 1)) * W + 4 * ln + (t >> sh);
+                sum += qq;
+                if (L == 1) {
+                    qc[pos] = (int8_t)qq;
+                } else {
+                    int32_t m = qq < 0 ? -qq : qq, sg = qq < 0 ? -1 : 1;
+                    qc[pos] = (int8_t)(sg * (m >> 14));
+                    qc[pos + nv * W] = (int8_t)(sg * ((m >> 7) & 127));
+                    qc[pos + 2 * nv * W] = (int8_t)(sg * (m & 127));
+                }
+            }
+            X->corr[c * X->lanes + ln] = -F->bias * sum;
+            X->D[c * X->lanes + ln] = Db[kl / 16] * half;
+        }
+    }
+#undef RESID
+out:
+    free(Q);
+    free(Db);
+    free(qa);
+    if (rc)
+        xint_free(X);
+    return rc;
+}
+
+/* ---- one weight, for the residuals ---------------------------------------------- */
+
+typedef struct {
+    const uint8_t *base, *high, *sb; /* row_split planes; nvfp4: codes, scale row base */
+    float *sc;                       /* row_split: the row's scales (f32, tail zeroed) */
+    float wdiv;                      /* nvfp4 divisor */
+    uint64_t n;
+} irow;
+
+typedef struct {
+    const nf_tensor_enc *t;
+    const uint8_t *obj;
+    uint64_t obj_bytes;
+    const xint *X;
+    nf_rowsplit_info ri;
+    const uint8_t *pl[3];
+    uint64_t rb[3];
+    unsigned ng;
+    uint64_t slice;
+} ictx;
+
+static int rs_code(nf_format f, unsigned raw)
+{
+    switch (f) {
+    case NF_FMT_Q2_G64_FP16: return (int)raw - 1;
+    case NF_FMT_T2_G128_FP16: return raw & 2 ? (int)raw - 4 : (int)raw;
+    case NF_FMT_Q4_G64_FP16: return raw & 8 ? (int)raw - 16 : (int)raw;
+    case NF_FMT_Q5_G64_FP16: return raw & 16 ? (int)raw - 32 : (int)raw;
+    case NF_FMT_Q6_G64_FP16: return raw & 32 ? (int)raw - 64 : (int)raw;
+    default: return (int8_t)raw;
+    }
+}
+
+/* w(n, k) as the codec decodes it (nf_codec.h: one rounding per product or
+ * quotient, no FMA). */
+static float elem(const ictx *c, const irow *r, uint64_t k)
+{
+    if (c->t->format == NF_FMT_NVFP4) {
+        unsigned code = (r->base[k / 2] >> (4 * (k & 1))) & 15;
+        uint8_t b = c->pl[1][nf_nvfp4_scale_index(r->n, k / 16, c->t->cols)];
+        return (nf_e2m1_to_f32((uint8_t)code) * nf_e4m3_to_f32(b)) / r->wdiv;
+    }
+    unsigned bb = c->ri.base_bits, hb = c->ri.high_bits;
+    unsigned raw = (r->base[k * bb / 8] >> (k * bb % 8)) & ((1u << bb) - 1);
+    if (hb)
+        raw |= ((r->high[k * hb / 8] >> (k * hb % 8)) & ((1u << hb) - 1)) << 4;
+    return (float)rs_code(c->t->format, raw) * r->sc[k / c->ri.group];
+}
+
+static double residual(const ictx *c, const irow *r)
+{
+    const xint *X = c->X;
+    double s = 0;
+    for (uint64_t j = 0; j < X->nr; j++)
+        s += (double)elem(c, r, X->rk[j]) * X->rv[j];
+    return s;
+}
+
+/* ---- AVX-512 VNNI + VBMI kernels ------------------------------------------------- */
+
+#if NF_INT_X86
+#define T5I __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")))
+#define NF_INLINE static inline __attribute__((always_inline))
+#define PF_DIST 4096
+#define PF(p) _mm_prefetch((const char *)(p) + PF_DIST, _MM_HINT_T0)
+#ifdef NF_MCA /* llvm-mca regions: make NF_MCA=1 analysis only */
+#define MCA_BEGIN() __asm__ volatile("# LLVM-MCA-BEGIN")
+#define MCA_END() __asm__ volatile("# LLVM-MCA-END")
+#else
+#define MCA_BEGIN()
+#define MCA_END()
+#endif
+
+/* The exact lane sums of one row's chunk, converted: the sum over vectors
+ * v of u[v] * q[l][v] per limb l in its own accumulator (short dependency
+ * chains: vpdpbusd has a latency of 5), the limbs then combined with
+ * shifts (limb 0 times 2^14, limb 1 times 2^7), corr starting the last. */
+T5I NF_INLINE __m512 lanes512(const __m512i *u, unsigned nv, const int8_t *q, unsigned L,
+                              const int32_t *corr)
+{
+    __m512i a[3];
+#pragma GCC unroll 4
+    for (unsigned l = 0; l < L; l++) {
+        a[l] = l + 1 == L ? _mm512_load_si512((const void *)corr) : _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (unsigned v = 0; v < nv; v++)
+            a[l] = _mm512_dpbusd_epi32(a[l], u[v], _mm512_load_si512((const void *)(q + (l * nv + v) * 64)));
+    }
+    __m512i s = a[L - 1];
+    if (L == 3)
+        s = _mm512_add_epi32(_mm512_add_epi32(s, _mm512_slli_epi32(a[1], 7)),
+                             _mm512_slli_epi32(a[0], 14));
+    return _mm512_cvtepi32_ps(s);
+}
+
+T5I NF_INLINE __m512i load_chunk512(const uint8_t *p, bool half)
+{
+    return half ? _mm512_maskz_loadu_epi8(0xffffffffull, p) : _mm512_loadu_si512((const void *)p);
+}
+
+/* f(A,B,C) immediates of vpternlog: (A & B) ^ C, A | (B & C), A | (~B & C) */
+#define TL_ANDXOR 0x6A
+#define TL_ORAND 0xF8
+#define TL_ORANDN 0xF2
+
+/* The code vectors of one row's chunk c (row_split and nvfp4 codes). */
+T5I NF_INLINE void codes512(nf_format f, const irow *r, uint64_t c, bool half, __m512i *u)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    switch (f) {
+    case NF_FMT_Q4_G64_FP16: {
+        __m512i v = load_chunk512(r->base + 64 * c, half);
+        const __m512i x8 = _mm512_set1_epi8(0x08);
+        u[0] = _mm512_ternarylogic_epi32(v, m4, x8, TL_ANDXOR);
+        u[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 4), m4, x8, TL_ANDXOR);
+        break;
+    }
+    case NF_FMT_Q8_G32_FP16:
+        u[0] = _mm512_xor_si512(load_chunk512(r->base + 64 * c, half), _mm512_set1_epi8((char)0x80));
+        break;
+    case NF_FMT_Q5_G64_FP16: {
+        /* lo byte j = column 2j, high bit 2j of the chunk's 128; the high
+         * 16 bytes as 8 qwords of 16 bits, from which vpmultishiftqb brings
+         * bit 2t (2t+1) to bit 4 of output byte t; u = raw ^ 0x10 */
+        __m512i v = _mm512_loadu_si512((const void *)(r->base + 64 * c));
+        __m512i h = _mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *)(r->high + 16 * c)));
+        const __m512i mlo = _mm512_set1_epi64(0x0a08060402003e3cll),
+                      mhi = _mm512_set1_epi64(0x0b09070503013f3dll), b4 = _mm512_set1_epi8(0x10);
+        u[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), _mm512_multishift_epi64_epi8(mlo, h), b4, TL_ORANDN);
+        u[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                         _mm512_multishift_epi64_epi8(mhi, h), b4, TL_ORANDN);
+        break;
+    }
+    case NF_FMT_Q6_G64_FP16: {
+        /* high 32 bytes as 8 qwords of 32 bits (code 2j: bits 4t, 4t+1 of
+         * qword j/8, t = j%8; code 2j+1: bits 4t+2, 4t+3), bit 1 of each pair
+         * flipped so that u = raw ^ 0x20 */
+        __m512i v = _mm512_loadu_si512((const void *)(r->base + 64 * c));
+        __m512i h = _mm512_xor_si512(
+            _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(r->high + 32 * c))),
+            _mm512_set1_epi64(0xaaaaaaaall));
+        const __m512i mlo = _mm512_set1_epi64(0x1814100c0804003cll),
+                      mhi = _mm512_set1_epi64(0x1a16120e0a06023ell),
+                      b45 = _mm512_set1_epi8(0x30);
+        u[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), _mm512_multishift_epi64_epi8(mlo, h), b45, TL_ORAND);
+        u[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                         _mm512_multishift_epi64_epi8(mhi, h), b45, TL_ORAND);
+        break;
+    }
+    case NF_FMT_Q2_G64_FP16:
+    case NF_FMT_T2_G128_FP16: {
+        __m512i v = load_chunk512(r->base + 64 * c, half);
+        const __m512i m3 = _mm512_set1_epi8(3);
+        const __m512i x2 = _mm512_set1_epi8(f == NF_FMT_T2_G128_FP16 ? 2 : 0);
+        const __m512i s2 = _mm512_set1_epi64(0x3a322a221a120a02ll),
+                      s4 = _mm512_set1_epi64(0x3c342c241c140c04ll);
+        u[0] = _mm512_ternarylogic_epi32(v, m3, x2, TL_ANDXOR);
+        u[1] = _mm512_ternarylogic_epi32(_mm512_multishift_epi64_epi8(s2, v), m3, x2, TL_ANDXOR);
+        u[2] = _mm512_ternarylogic_epi32(_mm512_multishift_epi64_epi8(s4, v), m3, x2, TL_ANDXOR);
+        u[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 6), m3, x2, TL_ANDXOR);
+        break;
+    }
+    default: { /* nvfp4: 2 * e2m1 + 12 */
+        const __m512i lut = _mm512_broadcast_i32x4(
+            _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+        __m512i v = load_chunk512(r->base + 64 * c, half);
+        u[0] = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
+        u[1] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        break;
+    }
+    }
+}
+
+/* The scale of each lane of chunk c (lane i covers columns 4*nv*i ..). */
+T5I NF_INLINE __m512 scales512c(nf_format f, const irow *r, uint64_t c, bool half,
+                                __mmask16 *nan)
+{
+    switch (f) {
+    case NF_FMT_Q2_G64_FP16: /* 4 groups of 4 lanes */
+        return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                     _mm512_castps128_ps512(_mm_loadu_ps(r->sc + 4 * c)));
+    case NF_FMT_NVFP4: {
+        /* blocks 8c .. 8c+7: two 4-byte runs 512 bytes apart; lane i <- block i/2,
+         * its E4M3 byte in the top byte of the lane, shifted down to f32 */
+        const uint8_t *p = r->sb + 2 * c * 512;
+        uint32_t b0, b1 = 0;
+        memcpy(&b0, p, 4);
+        if (!half)
+            memcpy(&b1, p + 512, 4);
+        __m128i b = _mm_set_epi32(0, 0, (int)b1, (int)b0);
+        *nan |= _mm_cmpeq_epi8_mask(_mm_and_si128(b, _mm_set1_epi8(0x7f)), _mm_set1_epi8(0x7f));
+        const __m512i idx = _mm512_set_epi32(7 << 24, 7 << 24, 6 << 24, 6 << 24, 5 << 24, 5 << 24,
+                                             4 << 24, 4 << 24, 3 << 24, 3 << 24, 2 << 24, 2 << 24,
+                                             1 << 24, 1 << 24, 0, 0);
+        __m512i t = _mm512_maskz_permutexvar_epi8(0x8888888888888888ull, idx, _mm512_castsi128_si512(b));
+        t = _mm512_and_si512(_mm512_srai_epi32(t, 4), _mm512_set1_epi32((int)0x87f00000));
+        return _mm512_mul_ps(_mm512_castsi512_ps(t), _mm512_set1_ps(0x1p120f));
+    }
+    default: /* q4/q5/q6 (G64, B128), q8 (G32, B64), t2 (G128, B256): two groups of 8 lanes */
+        return _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(r->sc[2 * c]),
+                                    _mm512_set1_ps(r->sc[2 * c + 1]));
+    }
+}
+
+/* One chunk of one row: tot += (lane sums) * unit * scale. */
+T5I NF_INLINE __m512 chunk512(nf_format f, unsigned nv, unsigned L, const xint *X, const irow *r,
+                              uint64_t c, bool half, __m512 D, __m512 tot, __mmask16 *nan)
+{
+    __m512i u[4];
+    PF(r->base + 64 * c);
+    if ((f == NF_FMT_Q5_G64_FP16 && !(c & 3)) || (f == NF_FMT_Q6_G64_FP16 && !(c & 1)))
+        PF(r->high + (f == NF_FMT_Q5_G64_FP16 ? 16 : 32) * c);
+    codes512(f, r, c, half, u);
+    __m512 F = lanes512(u, nv, X->q + c * L * nv * 64, L, X->corr + 16 * c);
+    __m512 S = scales512c(f, r, c, half, nan);
+    return _mm512_fmadd_ps(F, _mm512_mul_ps(D, S), tot);
+}
+
+/* R rows (1 or 2) of format f with L limbs: out[i] = the row's sum. The
+ * rows whose nvfp4 block scales hold a NaN get bit i in *nanrows. Two
+ * accumulators a row (even and odd chunks), in registers. */
+T5I NF_INLINE void rows512(nf_format f, const xint *X, const irow *r, unsigned R, unsigned L,
+                           float *out, unsigned *nanrows)
+{
+    const unsigned nv = f == NF_FMT_Q8_G32_FP16 ? 1
+                        : (f == NF_FMT_Q2_G64_FP16 || f == NF_FMT_T2_G128_FP16) ? 4 : 2;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+    __mmask16 na = 0, nb = 0;
+    uint64_t nch = X->nch, full = X->half ? nch - 1 : nch, c = 0;
+    for (; c + 2 <= full; c += 2) {
+        MCA_BEGIN();
+        __m512 D0 = _mm512_load_ps(X->D + 16 * c), D1 = _mm512_load_ps(X->D + 16 * c + 16);
+        a0 = chunk512(f, nv, L, X, &r[0], c, false, D0, a0, &na);
+        a1 = chunk512(f, nv, L, X, &r[0], c + 1, false, D1, a1, &na);
+        if (R == 2) {
+            b0 = chunk512(f, nv, L, X, &r[1], c, false, D0, b0, &nb);
+            b1 = chunk512(f, nv, L, X, &r[1], c + 1, false, D1, b1, &nb);
+        }
+        MCA_END();
+    }
+    for (; c < nch; c++) {
+        bool half = c >= full;
+        __m512 D0 = _mm512_load_ps(X->D + 16 * c);
+        a0 = chunk512(f, nv, L, X, &r[0], c, half, D0, a0, &na);
+        if (R == 2)
+            b0 = chunk512(f, nv, L, X, &r[1], c, half, D0, b0, &nb);
+    }
+    out[0] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    *nanrows |= na ? 1u : 0u;
+    if (R == 2) {
+        out[1] = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
+        *nanrows |= nb ? 2u : 0u;
+    }
+}
+
+typedef void (*rows_fn)(const xint *, const irow *, unsigned R, float *, unsigned *);
+
+#define ROWS512(NAME, FMT, L)                                                                      \
+    T5I static void NAME(const xint *X, const irow *r, unsigned R, float *out, unsigned *nan)      \
+    {                                                                                              \
+        if (R == 2)                                                                                \
+            rows512(FMT, X, r, 2, L, out, nan);                                                    \
+        else                                                                                       \
+            rows512(FMT, X, r, 1, L, out, nan);                                                    \
+    }
+ROWS512(q2_512_1, NF_FMT_Q2_G64_FP16, 1)
+ROWS512(q2_512_3, NF_FMT_Q2_G64_FP16, 3)
+ROWS512(t2_512_1, NF_FMT_T2_G128_FP16, 1)
+ROWS512(t2_512_3, NF_FMT_T2_G128_FP16, 3)
+ROWS512(q4_512_1, NF_FMT_Q4_G64_FP16, 1)
+ROWS512(q4_512_3, NF_FMT_Q4_G64_FP16, 3)
+ROWS512(q5_512_1, NF_FMT_Q5_G64_FP16, 1)
+ROWS512(q5_512_3, NF_FMT_Q5_G64_FP16, 3)
+ROWS512(q6_512_1, NF_FMT_Q6_G64_FP16, 1)
+ROWS512(q6_512_3, NF_FMT_Q6_G64_FP16, 3)
+ROWS512(q8_512_1, NF_FMT_Q8_G32_FP16, 1)
+ROWS512(q8_512_3, NF_FMT_Q8_G32_FP16, 3)
+ROWS512(nv_512_1, NF_FMT_NVFP4, 1)
+ROWS512(nv_512_3, NF_FMT_NVFP4, 3)
+
+static rows_fn pick512(nf_format f, unsigned L)
+{
+    bool a = L == 1;
+    switch (f) {
+    case NF_FMT_Q2_G64_FP16: return a ? q2_512_1 : q2_512_3;
+    case NF_FMT_T2_G128_FP16: return a ? t2_512_1 : t2_512_3;
+    case NF_FMT_Q4_G64_FP16: return a ? q4_512_1 : q4_512_3;
+    case NF_FMT_Q5_G64_FP16: return a ? q5_512_1 : q5_512_3;
+    case NF_FMT_Q6_G64_FP16: return a ? q6_512_1 : q6_512_3;
+    case NF_FMT_Q8_G32_FP16: return a ? q8_512_1 : q8_512_3;
+    case NF_FMT_NVFP4: return a ? nv_512_1 : nv_512_3;
+    default: return NULL;
+    }
+}
+
+/* The row's FP16 scales as f32 (vcvtph2ps, exact), the 32 after them 0;
+ * false if one is not finite. */
+T5I static bool scales_f32(const uint8_t *s, unsigned ng, float *out)
+{
+    const __m256i ex = _mm256_set1_epi16(0x7c00);
+    __mmask16 bad = 0;
+    unsigned g = 0;
+    for (; g + 16 <= ng; g += 16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(s + 2 * g));
+        bad |= _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, ex), ex);
+        _mm512_storeu_ps(out + g, _mm512_cvtph_ps(h));
+    }
+    if (g < ng) {
+        __mmask16 m = (__mmask16)((1u << (ng - g)) - 1);
+        __m256i h = _mm256_maskz_loadu_epi16(m, s + 2 * g);
+        bad |= _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, ex), ex);
+        _mm512_storeu_ps(out + g, _mm512_cvtph_ps(h)); /* masked-off lanes: 0 */
+        g += 16;
+    }
+    _mm512_storeu_ps(out + g, _mm512_setzero_ps());
+    _mm512_storeu_ps(out + g + 16, _mm512_setzero_ps());
+    return bad == 0;
+}
+#endif /* NF_INT_X86 */
+
+/* ---- the rows ------------------------------------------------------------------- */
+
+struct ijob {
+    ictx c;
+    uint64_t r0, r1, chunk;
+    float *y;
+    atomic_uint_fast64_t next;
+    atomic_int err;
+#if NF_INT_X86
+    rows_fn fn;
+#endif
+};
+
+static float dot_f32(const float *a, const float *b, uint64_t n)
+{
+    float s[8] = {0};
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++)
+            s[l] += a[i + l] * b[i + l];
+    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+    for (; i < n; i++)
+        t += a[i] * b[i];
+    return t;
+}
+
+/* A row the integer kernels do not take: decoded and multiplied in f32. */
+static int row_f32(const struct ijob *j, float *buf, uint64_t n, float *out)
+{
+    int rc = nf_decode_rows_f32(j->c.t, j->c.obj, j->c.obj_bytes, n, n + 1, buf);
+    if (!rc)
+        *out = dot_f32(buf, j->c.X->xf, j->c.t->cols);
+    return rc;
+}
+
+/* Set up row n: pointers, scales; false when the integer kernels cannot
+ * take it. */
+static bool row_setup(const ictx *c, uint64_t n, irow *r)
+{
+    r->n = n;
+    if (c->t->format == NF_FMT_NVFP4) {
+        uint64_t K = c->t->cols;
+        r->base = c->pl[0] + n * (K / 2);
+        r->sb = c->pl[1] + (n / 128) * (K / 64) * 512 + (n % 32) * 16 + ((n % 128) / 32) * 4;
+        uint32_t wb;
+        memcpy(&wb, c->pl[2] + 4 * (n / c->slice), 4);
+        r->wdiv = nf_f32_from_bits(wb);
+        return r->wdiv >= 0x1p-60f && r->wdiv <= 0x1p60f;
+    }
+    r->base = c->pl[0] + n * c->rb[0];
+    r->high = c->ri.high_bits ? c->pl[1] + n * c->rb[1] : NULL;
+#if NF_INT_X86
+    return scales_f32(c->pl[2] + n * c->rb[2], c->ng, r->sc);
+#else
+    return false;
+#endif
+}
+
+static void *iworker(void *arg)
+{
+    struct ijob *j = arg;
+    const ictx *c = &j->c;
+    uint64_t K = c->t->cols;
+    float *buf = malloc(K * sizeof *buf);
+    float *sc = malloc(2 * ((uint64_t)c->ng + 64) * sizeof *sc);
+    if (!buf || !sc) {
+        atomic_store(&j->err, NF_CODEC_ENOMEM);
+        goto out;
+    }
+    irow r[2];
+    memset(r, 0, sizeof r);
+    r[0].sc = sc;
+    r[1].sc = sc + c->ng + 64;
+    for (;;) {
+        uint64_t ch = atomic_fetch_add(&j->next, 1);
+        uint64_t a = j->r0 + ch * j->chunk;
+        if (a >= j->r1 || atomic_load(&j->err))
+            break;
+        uint64_t e = a + j->chunk < j->r1 ? a + j->chunk : j->r1;
+        for (uint64_t n = a; n < e;) {
+            unsigned R = n + 1 < e ? 2 : 1;
+            bool ok[2] = {false, false};
+            for (unsigned i = 0; i < R; i++)
+                ok[i] = row_setup(c, n + i, &r[i]);
+            float v[2] = {0, 0};
+            unsigned nan = 0;
+#if NF_INT_X86
+            if (R == 2 && ok[0] && ok[1]) {
+                j->fn(c->X, r, 2, v, &nan);
+            } else {
+                for (unsigned i = 0; i < R; i++)
+                    if (ok[i]) {
+                        unsigned nn = 0;
+                        j->fn(c->X, &r[i], 1, &v[i], &nn);
+                        nan |= nn << i;
+                    }
+            }
+#endif
+            for (unsigned i = 0; i < R; i++) {
+                int rc = 0;
+                if (!ok[i] || (nan >> i & 1)) {
+                    rc = row_f32(j, buf, n + i, &v[i]);
+                } else {
+                    if (c->t->format == NF_FMT_NVFP4)
+                        v[i] /= r[i].wdiv; /* the residuals' weights are divided already */
+                    if (c->X->nr)
+                        v[i] = (float)((double)v[i] + residual(c, &r[i]));
+                }
+                if (rc) {
+                    atomic_store(&j->err, rc);
+                    goto out;
+                }
+                j->y[n + i - j->r0] = v[i];
+            }
+            n += R;
+        }
+    }
+out:
+    free(buf);
+    free(sc);
+    return NULL;
+}
+
+int nf_gemv_int_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                     uint64_t r0, uint64_t r1, const uint16_t *x, nf_act act, float *y,
+                     unsigned threads, nf_isa isa)
+{
+    if (!nf_gemv_int_supported(t, isa))
+        return 1;
+    if (!obj || !x || !y)
+        return NF_CODEC_EINVAL;
+    if (obj_bytes < t->enc.encoded_bytes)
+        return NF_CODEC_ESHORT;
+    if (r0 > r1 || r1 > t->rows)
+        return NF_CODEC_ERANGE;
+    ifmt F;
+    fmt_of(t->format, t->layout, &F);
+    unsigned W = 64;
+    struct ijob j;
+    memset(&j, 0, sizeof j);
+    ictx *c = &j.c;
+    c->t = t;
+    c->obj = obj;
+    c->obj_bytes = obj_bytes;
+    const nf_plane *p = t->enc.plane;
+    uint64_t Kc;
+    if (t->layout == NF_LAY_ROW_SPLIT_K128_V1) {
+        c->ri = nf_rowsplit_info_of(t->format);
+        unsigned last = t->enc.nplanes - 1;
+        c->pl[0] = obj + p[0].offset;
+        c->rb[0] = p[0].row_bytes;
+        if (c->ri.high_bits) {
+            c->pl[1] = obj + p[1].offset;
+            c->rb[1] = p[1].row_bytes;
+        }
+        c->pl[2] = obj + p[last].offset;
+        c->rb[2] = p[last].row_bytes;
+        c->ng = (unsigned)(p[last].row_bytes / 2);
+        Kc = p[0].row_bytes * 8 / c->ri.base_bits;
+    } else {
+        for (unsigned i = 0; i < 3; i++)
+            c->pl[i] = obj + p[i].offset;
+        c->slice = t->rows / t->divisors;
+        Kc = t->cols;
+    }
+    if (r0 == r1)
+        return 0;
+    xint X;
+    int rc = xint_build(&X, x, t->cols, Kc, act, &F, W);
+    if (rc)
+        return rc;
+    c->X = &X;
+#if NF_INT_X86
+    j.fn = pick512(t->format, X.L);
+#endif
+    j.r0 = r0;
+    j.r1 = r1;
+    j.y = y;
+    if (!threads)
+        threads = nf_cpu_count();
+    if (threads > 64)
+        threads = 64;
+    j.chunk = ((r1 - r0) / (threads * 16) + 2) & ~(uint64_t)1;
+    pthread_t tid[64];
+    unsigned started = 0;
+    for (unsigned i = 1; i < threads && (uint64_t)i * j.chunk < r1 - r0; i++)
+        if (pthread_create(&tid[started], NULL, iworker, &j) == 0)
+            started++;
+    iworker(&j);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    xint_free(&X);
+    return atomic_load(&j.err);
+}
