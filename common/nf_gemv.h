@@ -46,6 +46,8 @@
  *    non-finite group scale, an fp8 row with a NaN code or a row scale
  *    |r| >= 2^8 or not finite, nvfp4 objects whose divisor slices hold
  *    fewer than 64 blocks).
+ * The gguf_* formats (DESIGN 7.5) have their own fused kernels, under the
+ * same contract, in nf_gemv_gguf.c (nf_gemv_gguf.h); they decline no row.
  * Both A16 and A8 are exact in their integer part; A8 differs from A16 by
  * the quantization of x (at most sum_k |w_nk| d[k/16] / 2).
  *
