@@ -4,10 +4,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -175,74 +177,29 @@ char *nf_plan_files_json(const nf_plan *p, bool pretty)
 
 /* ---- temporaries and signals ---- */
 
-#define MAX_TEMPS 4096
-static char *g_temps[MAX_TEMPS];
-static volatile sig_atomic_t g_ntemps;
+/* The writers whose temporaries a signal must remove, and the temporary of
+ * a single-file output. Each writer's tmp[] array is allocated once for all
+ * its files (no cap on their number) and changed only with signals blocked,
+ * so the handler, which runs in the thread that blocks them, always sees it
+ * whole. */
+#define MAX_WRITERS 16
+static nf_writer *volatile g_writers[MAX_WRITERS];
+static char *volatile g_single_tmp;
 static bool g_handlers;
 
-static void on_signal(int sig)
-{
-    for (sig_atomic_t i = 0; i < g_ntemps; i++)
-        if (g_temps[i])
-            unlink(g_temps[i]);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
+struct devino {
+    dev_t dev;
+    ino_t ino;
+    const char *name;
+};
 
-static void block_signals(sigset_t *old)
-{
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGTERM);
-    sigaddset(&s, SIGHUP);
-    sigaddset(&s, SIGPIPE);
-    sigprocmask(SIG_BLOCK, &s, old);
-}
+struct wfd {
+    int fd;
+    size_t file;
+    uint64_t used;
+};
 
-static int temp_register(char *path)
-{
-    sigset_t old;
-    block_signals(&old);
-    int slot = -1;
-    for (int i = 0; i < g_ntemps; i++)
-        if (!g_temps[i]) {
-            slot = i;
-            break;
-        }
-    if (slot < 0 && g_ntemps < MAX_TEMPS)
-        slot = g_ntemps++;
-    if (slot >= 0)
-        g_temps[slot] = path;
-    if (!g_handlers) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-        for (int i = 0; i < 4; i++) {
-            struct sigaction prev;
-            sigaction(sigs[i], NULL, &prev);
-            if (prev.sa_handler != SIG_IGN)
-                sigaction(sigs[i], &sa, NULL);
-        }
-        g_handlers = true;
-    }
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    return slot;
-}
-
-static void temp_forget(const char *path)
-{
-    sigset_t old;
-    block_signals(&old);
-    for (int i = 0; i < g_ntemps; i++)
-        if (g_temps[i] == path)
-            g_temps[i] = NULL;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-}
-
-/* ---- the writer ---- */
+#define WCACHE 4 /* temporaries open at once */
 
 struct nf_writer {
     bool stream;
@@ -251,39 +208,133 @@ struct nf_writer {
     char *target, *dir, *entry_name;
     nf_plan plan;         /* copy of files table (owned) */
     size_t n_files;
-    int *fds;
-    char **tmp;           /* temp paths */
+    char **tmp;           /* temporaries (NULL once published or removed) */
     char **final;         /* published paths */
+    bool *existed;        /* final[i] (i > 0) held a part when last checked */
+    struct wfd cache[WCACHE];
+    uint64_t tick;
     unsigned char id[16];
     nf_write_opts o;
-    bool replace_entry;   /* an entry exists and --force */
-    char **old_parts;     /* parts of the replaced set */
+    struct devino *inputs; /* sorted by (dev, ino) */
+    size_t n_inputs;
+    int slot;             /* index in g_writers, or -1 */
+    bool entry_existed;   /* the entry path held a file at open */
+    dev_t entry_dev;
+    ino_t entry_ino;
+    bool have_old;        /* the replaced entry could be read */
+    unsigned char old_id[16];
+    char **old_parts;     /* its parts (paths) and their indices */
+    uint64_t *old_index;
     size_t n_old_parts;
 };
 
+static void on_signal(int sig)
+{
+    for (int k = 0; k < MAX_WRITERS; k++) {
+        nf_writer *w = g_writers[k];
+        for (size_t i = 0; w && w->tmp && i < w->n_files; i++)
+            if (w->tmp[i])
+                unlink(w->tmp[i]);
+    }
+    if (g_single_tmp)
+        unlink(g_single_tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Block every signal a user or the system sends asynchronously (the
+ * synchronous faults stay deliverable). */
+static void block_signals(sigset_t *old)
+{
+    sigset_t s;
+    sigfillset(&s);
+    sigdelset(&s, SIGSEGV);
+    sigdelset(&s, SIGBUS);
+    sigdelset(&s, SIGFPE);
+    sigdelset(&s, SIGILL);
+    sigdelset(&s, SIGTRAP);
+    sigdelset(&s, SIGABRT);
+    sigprocmask(SIG_BLOCK, &s, old);
+}
+
+static void install_handlers(void)
+{
+    if (g_handlers)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    for (int i = 0; i < 4; i++) {
+        struct sigaction prev;
+        sigaction(sigs[i], NULL, &prev);
+        if (prev.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
+    g_handlers = true;
+}
+
+/* Register w for the handler (signals blocked by the caller). */
+static int writer_register(nf_writer *w)
+{
+    install_handlers();
+    for (int k = 0; k < MAX_WRITERS; k++)
+        if (!g_writers[k]) {
+            g_writers[k] = w;
+            w->slot = k;
+            return 0;
+        }
+    return -1;
+}
+
+static void warn(const char *path, const char *what)
+{
+    fprintf(stderr, "%s: %s: %s\n", g_prog, path, what);
+}
+
+/* ---- the writer ---- */
+
 const unsigned char *nf_writer_artifact_id(const nf_writer *w) { return w->id; }
+
+static void cache_close_all(nf_writer *w)
+{
+    for (int k = 0; k < WCACHE; k++)
+        if (w->cache[k].fd >= 0) {
+            close(w->cache[k].fd);
+            w->cache[k].fd = -1;
+        }
+}
 
 static void writer_free(nf_writer *w)
 {
     if (!w)
         return;
-    for (size_t i = 0; i < w->n_files; i++) {
-        if (w->fds && w->fds[i] >= 0)
-            close(w->fds[i]);
-        if (w->tmp && w->tmp[i]) {
-            unlink(w->tmp[i]);
-            temp_forget(w->tmp[i]);
-            free(w->tmp[i]);
+    if (!w->stream)
+        cache_close_all(w);
+    sigset_t old;
+    block_signals(&old);
+    for (size_t i = 0; w->tmp && i < w->n_files; i++) {
+        char *t = w->tmp[i];
+        if (t) {
+            unlink(t);
+            w->tmp[i] = NULL;
+            free(t);
         }
-        if (w->final)
-            free(w->final[i]);
     }
+    if (w->slot >= 0)
+        g_writers[w->slot] = NULL;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    for (size_t i = 0; w->final && i < w->n_files; i++)
+        free(w->final[i]);
     for (size_t i = 0; i < w->n_old_parts; i++)
         free(w->old_parts[i]);
     free(w->old_parts);
-    free(w->fds);
+    free(w->old_index);
     free(w->tmp);
     free(w->final);
+    free(w->existed);
+    free(w->inputs);
     free(w->target);
     free(w->dir);
     free(w->entry_name);
@@ -313,8 +364,38 @@ static int mkdir_p(const char *dir)
     return rc;
 }
 
+/* A temporary's name: ".<base>.tmp-<pid>-XXXXXX" (mkstemp's six). Returns the
+ * pid, or 0 when name is not one for base. */
+static long temp_pid(const char *name, const char *base)
+{
+    size_t bl = strlen(base);
+    if (name[0] != '.' || strncmp(name + 1, base, bl) != 0 || strncmp(name + 1 + bl, ".tmp-", 5))
+        return 0;
+    const char *p = name + 1 + bl + 5;
+    char *end = NULL;
+    errno = 0;
+    long pid = strtol(p, &end, 10);
+    if (errno || pid <= 0 || end == p || *end != '-' || strlen(end + 1) != 6)
+        return 0;
+    for (const char *q = end + 1; *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')))
+            return 0;
+    return pid;
+}
+
+/* "<entry>.part-<digits>": the digits' start, or NULL. */
+static const char *part_suffix(const char *name, const char *entry)
+{
+    size_t el = strlen(entry);
+    if (strncmp(name, entry, el) != 0 || strncmp(name + el, ".part-", 6) != 0)
+        return NULL;
+    const char *q = name + el + 6;
+    return *q && strspn(q, "0123456789") == strlen(q) ? q : NULL;
+}
+
 /* Temporaries of an earlier run that was killed (SIGKILL cannot clean up):
- * ".<entry>[.part-N].tmp-<pid>-XXXXXX" whose writer process is gone. */
+ * ".<entry>[.part-N].tmp-<pid>-XXXXXX", regular files whose writer process
+ * is gone. */
 static void remove_stale_temps(const char *dir, const char *entry)
 {
     DIR *dp = opendir(dir);
@@ -326,62 +407,91 @@ static void remove_stale_temps(const char *dir, const char *entry)
         const char *n = de->d_name;
         if (n[0] != '.' || strncmp(n + 1, entry, el) != 0)
             continue;
+        /* the base is the entry, or one of its part names */
         const char *t = strstr(n + 1 + el, ".tmp-");
         if (!t)
             continue;
-        char *end = NULL;
-        long pid = strtol(t + 5, &end, 10);
-        if (pid <= 0 || !end || *end != '-' || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+        size_t bl = (size_t)(t - (n + 1));
+        char base[NAME_MAX + 1];
+        if (bl > NAME_MAX)
             continue;
-        char *full = nf_path_join(dir, n);
-        if (full) {
-            unlink(full);
-            free(full);
-        }
+        memcpy(base, n + 1, bl);
+        base[bl] = 0;
+        if (strcmp(base, entry) != 0 && !part_suffix(base, entry))
+            continue;
+        long pid = temp_pid(n, base);
+        if (!pid || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(dp), n, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            unlinkat(dirfd(dp), n, 0);
     }
     closedir(dp);
 }
 
-/* Parts named "<entry>.part-N" beside a newly published entry that does not
- * list them belong to no artifact (DESIGN 3: leftovers are replaced): they
- * would only confuse the next reader, so they go. */
-static void remove_surplus_leftovers(nf_writer *w)
+static int devino_cmp(const void *x, const void *y)
 {
-    DIR *dp = opendir(w->dir);
-    if (!dp)
-        return;
-    size_t el = strlen(w->entry_name);
-    struct dirent *de;
-    while ((de = readdir(dp)) != NULL) {
-        const char *n = de->d_name;
-        if (strncmp(n, w->entry_name, el) != 0 || strncmp(n + el, ".part-", 6) != 0)
-            continue;
-        const char *q = n + el + 6;
-        if (!*q || strspn(q, "0123456789") != strlen(q))
-            continue;
-        bool ours = false;
-        for (size_t i = 1; i < w->n_files; i++)
-            ours |= w->plan.files[i].path && strcmp(w->plan.files[i].path, n) == 0;
-        if (ours)
-            continue;
-        char *full = nf_path_join(w->dir, n);
-        if (full) {
-            if (!w->replace_entry)
-                fprintf(stderr, "%s: %s: removing a leftover part with no entry\n", g_prog, full);
-            unlink(full);
-            free(full);
-        }
+    const struct devino *a = x, *b = y;
+    if (a->dev != b->dev)
+        return a->dev < b->dev ? -1 : 1;
+    return a->ino < b->ino ? -1 : a->ino > b->ino ? 1 : 0;
+}
+
+/* The input st names, or NULL. O(log n). */
+static const char *is_input(const nf_writer *w, const struct stat *st)
+{
+    struct devino k = {st->st_dev, st->st_ino, NULL};
+    const struct devino *f =
+        w->n_inputs ? bsearch(&k, w->inputs, w->n_inputs, sizeof k, devino_cmp) : NULL;
+    return f ? f->name : NULL;
+}
+
+static int set_inputs(nf_writer *w, const char *const *inputs, size_t n)
+{
+    w->inputs = calloc(n ? n : 1, sizeof *w->inputs);
+    if (!w->inputs)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        struct stat si;
+        if (inputs[k] && stat(inputs[k], &si) == 0)
+            w->inputs[w->n_inputs++] = (struct devino){si.st_dev, si.st_ino, inputs[k]};
     }
-    closedir(dp);
+    qsort(w->inputs, w->n_inputs, sizeof *w->inputs, devino_cmp);
+    return 0;
 }
 
-static bool same_file(const struct stat *a, const struct stat *b)
+/* Read the 32-byte header of the regular file path without following a
+ * symlink or blocking; st must be its lstat. Returns 0 or -1. */
+static int read_header(const char *path, const struct stat *st, unsigned char h[32])
 {
-    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return -1;
+    struct stat fs;
+    int rc = fstat(fd, &fs) == 0 && fs.st_dev == st->st_dev && fs.st_ino == st->st_ino &&
+                     S_ISREG(fs.st_mode) && nf_pread_full(fd, h, 32, 0) == 32
+                 ? 0
+                 : -1;
+    close(fd);
+    return rc;
 }
 
-/* Remember the parts of the entry we are about to replace, so the surplus
- * can go after the new set is published. */
+/* Does path hold a part of the set `id` at index `index` (DESIGN 3: part
+ * magic, artifact_id, part_index), a regular file that is no input? */
+static bool proven_part(const nf_writer *w, const char *path, uint64_t index,
+                        const unsigned char id[16])
+{
+    struct stat st;
+    unsigned char h[32];
+    if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || is_input(w, &st) ||
+        read_header(path, &st, h) < 0)
+        return false;
+    return memcmp(h, NF_PART_MAGIC, 8) == 0 && nf_load_le64(h + 8) == index &&
+           memcmp(h + 16, id, 16) == 0;
+}
+
+/* Remember the parts of the entry we are about to replace: after the new set
+ * is published, those that still prove to be its own are removed. */
 static void collect_old_parts(nf_writer *w)
 {
     nf_diags tmp = NF_DIAGS_INIT;
@@ -391,11 +501,108 @@ static void collect_old_parts(nf_writer *w)
     if (!a)
         return;
     const nf_catalog *c = nf_artifact_catalog(a);
-    w->old_parts = calloc(c->n_files ? c->n_files : 1, sizeof *w->old_parts);
-    for (size_t i = 1; w->old_parts && i < c->n_files; i++)
-        if (c->files[i].path)
-            w->old_parts[w->n_old_parts++] = nf_path_join(w->dir, c->files[i].path);
+    memcpy(w->old_id, nf_artifact_header(a)->artifact_id, 16);
+    w->have_old = true;
+    size_t n = c->n_files ? c->n_files : 1;
+    w->old_parts = calloc(n, sizeof *w->old_parts);
+    w->old_index = calloc(n, sizeof *w->old_index);
+    for (size_t i = 1; w->old_parts && w->old_index && i < c->n_files; i++) {
+        const char *p = c->files[i].path;
+        /* spec 3.3: a bare name beside the entry; anything else is not ours */
+        if (!p || !*p || strchr(p, '/') || !strcmp(p, ".") || !strcmp(p, ".."))
+            continue;
+        char *full = nf_path_join(w->dir, p);
+        if (!full)
+            continue;
+        w->old_index[w->n_old_parts] = i;
+        w->old_parts[w->n_old_parts++] = full;
+    }
     nf_artifact_close(a);
+}
+
+static const char *kind_name(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : S_ISLNK(m) ? "a symlink"
+                                                                          : "not a regular file";
+}
+
+/* Check every path the set will take (DESIGN 3). At open (publish false)
+ * this records what exists; at publication (under the directory lock) it
+ * insists the entry is as it was. Returns 0 or -1 with a diagnostic. */
+static int check_targets(nf_writer *w, bool publish, nf_diags *d)
+{
+    struct stat ls, st;
+    bool ex = lstat(w->target, &ls) == 0;
+    if (!ex && errno != ENOENT && errno != ENOTDIR) {
+        nf_diag_addf(d, NF_C_IO, w->target, "", "cannot check the output: %s", strerror(errno));
+        return -1;
+    }
+    if (ex) {
+        bool follows = stat(w->target, &st) == 0;
+        const char *in = follows ? is_input(w, &st) : NULL;
+        if (in) {
+            nf_diag_addf(d, NF_C_USAGE, w->target, "",
+                         "output names an input file (%s); refusing to write", in);
+            return -1;
+        }
+        if (follows && !S_ISREG(st.st_mode)) {
+            nf_diag_addf(d, NF_C_USAGE, w->target, "",
+                         "output is %s; an artifact's entry must be a regular file path "
+                         "(use -o - for a stream)",
+                         kind_name(st.st_mode));
+            return -1;
+        }
+        if (!w->o.force) {
+            nf_diag_addf(d, NF_C_IO, w->target, "", "output exists; use --force to replace it");
+            return -1;
+        }
+    }
+    if (publish) {
+        if (ex != w->entry_existed ||
+            (ex && (ls.st_dev != w->entry_dev || ls.st_ino != w->entry_ino))) {
+            nf_diag_addf(d, NF_C_IO, w->target, "",
+                         ex ? "another writer published this output while this one ran; "
+                              "nothing was replaced"
+                            : "the entry being replaced was removed while this writer ran; "
+                              "nothing was published");
+            return -1;
+        }
+    } else {
+        w->entry_existed = ex;
+        w->entry_dev = ex ? ls.st_dev : 0;
+        w->entry_ino = ex ? ls.st_ino : 0;
+    }
+    for (size_t i = 1; i < w->n_files; i++) {
+        const char *p = w->final[i];
+        w->existed[i] = false;
+        if (lstat(p, &ls) < 0) {
+            if (errno == ENOENT || errno == ENOTDIR)
+                continue;
+            nf_diag_addf(d, NF_C_IO, p, "", "cannot check the output: %s", strerror(errno));
+            return -1;
+        }
+        const char *in = stat(p, &st) == 0 ? is_input(w, &st) : NULL;
+        if (in) {
+            nf_diag_addf(d, NF_C_USAGE, p, "", "output names an input file (%s); refusing to write",
+                         in);
+            return -1;
+        }
+        if (!S_ISREG(ls.st_mode)) {
+            nf_diag_addf(d, NF_C_USAGE, p, "", "this part's path is %s; refusing to replace it",
+                         kind_name(ls.st_mode));
+            return -1;
+        }
+        unsigned char h[32];
+        if (read_header(p, &ls, h) < 0 || memcmp(h, NF_PART_MAGIC, 8) != 0) {
+            nf_diag_addf(d, NF_C_IO, p, "",
+                         "a file that is not an NInfer part is in the way of this part; "
+                         "refusing to replace it");
+            return -1;
+        }
+        w->existed[i] = true;
+    }
+    return 0;
 }
 
 static nf_writer *writer_new(const nf_plan *plan, nf_diags *d)
@@ -407,6 +614,9 @@ static nf_writer *writer_new(const nf_plan *plan, nf_diags *d)
     nf_writer *w = calloc(1, sizeof *w);
     if (!w)
         goto oom;
+    w->slot = -1;
+    for (int k = 0; k < WCACHE; k++)
+        w->cache[k].fd = -1;
     w->n_files = plan->n_files;
     w->plan = *plan;
     w->plan.json = NULL;
@@ -416,6 +626,8 @@ static nf_writer *writer_new(const nf_plan *plan, nf_diags *d)
     for (size_t i = 0; i < plan->n_files; i++) {
         w->plan.files[i] = plan->files[i];
         w->plan.files[i].path = plan->files[i].path ? strdup(plan->files[i].path) : NULL;
+        if (plan->files[i].path && !w->plan.files[i].path)
+            goto oom;
     }
     if (nf_random_bytes(w->id, 16) < 0) {
         nf_diag_add(d, NF_C_IO, "", "cannot read the OS random source");
@@ -437,6 +649,68 @@ static void make_header(const nf_writer *w, size_t i, unsigned char *h, uint64_t
     memcpy(h + 16, w->id, 16);
 }
 
+/* Close file i's descriptor if it is open. Returns 0 or -1 (`io`). */
+static int cache_drop(nf_writer *w, size_t i, nf_diags *d)
+{
+    for (int k = 0; k < WCACHE; k++)
+        if (w->cache[k].fd >= 0 && w->cache[k].file == i) {
+            int rc = close(w->cache[k].fd);
+            w->cache[k].fd = -1;
+            if (rc < 0) {
+                nf_diag_addf(d, NF_C_IO, w->final[i], "", "close failed: %s", strerror(errno));
+                return -1;
+            }
+        }
+    return 0;
+}
+
+/* The slot for a new descriptor: a free one, else the least recently used
+ * (closed first). Returns the slot or -1 (`io`: a failed close). */
+static int cache_slot(nf_writer *w, nf_diags *d)
+{
+    int best = 0;
+    for (int k = 0; k < WCACHE; k++) {
+        if (w->cache[k].fd < 0)
+            return k;
+        if (w->cache[k].used < w->cache[best].used)
+            best = k;
+    }
+    if (cache_drop(w, w->cache[best].file, d) < 0)
+        return -1;
+    return best;
+}
+
+static void cache_put(nf_writer *w, int k, size_t i, int fd)
+{
+    w->cache[k] = (struct wfd){fd, i, ++w->tick};
+}
+
+/* The descriptor of temporary i, reopened by name when it was closed. */
+static int cache_fd(nf_writer *w, size_t i, nf_diags *d)
+{
+    for (int k = 0; k < WCACHE; k++)
+        if (w->cache[k].fd >= 0 && w->cache[k].file == i) {
+            w->cache[k].used = ++w->tick;
+            return w->cache[k].fd;
+        }
+    int k = cache_slot(w, d);
+    if (k < 0)
+        return -1;
+    int fd = open(w->tmp[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+        cache_close_all(w);
+        fd = open(w->tmp[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    }
+    if (fd < 0) {
+        nf_diag_addf(d, NF_C_IO, w->final[i], "", "cannot reopen the temporary %s: %s%s",
+                     w->tmp[i], strerror(errno),
+                     errno == EMFILE ? " (raise `ulimit -n`)" : "");
+        return -1;
+    }
+    cache_put(w, k, i, fd);
+    return fd;
+}
+
 nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
                                 const nf_write_opts *o, const char *const *inputs,
                                 size_t n_inputs, nf_diags *d)
@@ -448,32 +722,27 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
     w->target = strdup(target);
     w->dir = nf_dirname_dup(target);
     w->entry_name = strdup(nf_basename(target));
-    w->fds = malloc(w->n_files * sizeof *w->fds);
     w->tmp = calloc(w->n_files, sizeof *w->tmp);
     w->final = calloc(w->n_files, sizeof *w->final);
-    if (!w->target || !w->dir || !w->entry_name || !w->fds || !w->tmp || !w->final) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    w->existed = calloc(w->n_files, sizeof *w->existed);
+    if (!w->target || !w->dir || !w->entry_name || !w->tmp || !w->final || !w->existed ||
+        set_inputs(w, inputs, n_inputs) < 0)
+        goto oom;
+    if (!*w->entry_name) {
+        nf_diag_addf(d, NF_C_USAGE, target, "", "the output path names a directory, not a file");
         writer_free(w);
         return NULL;
     }
     for (size_t i = 0; i < w->n_files; i++) {
-        w->fds[i] = -1;
         w->final[i] = i == 0 ? strdup(target) : nf_path_join(w->dir, w->plan.files[i].path);
+        if (!w->final[i])
+            goto oom;
     }
-    /* an output that names an input is refused before anything is written */
-    for (size_t i = 0; i < w->n_files; i++) {
-        struct stat so;
-        if (stat(w->final[i], &so) < 0)
-            continue;
-        for (size_t k = 0; k < n_inputs; k++) {
-            struct stat si;
-            if (inputs[k] && stat(inputs[k], &si) == 0 && same_file(&so, &si)) {
-                nf_diag_addf(d, NF_C_USAGE, w->final[i], "",
-                             "output names an input file (%s); refusing to write", inputs[k]);
-                writer_free(w);
-                return NULL;
-            }
-        }
+    /* an output that names an input, a device, a FIFO, a directory or a
+     * foreign file is refused before anything is written */
+    if (check_targets(w, false, d) < 0) {
+        writer_free(w);
+        return NULL;
     }
     /* like `install -D`: a missing output directory is made (DESIGN 1 writes
      * shards/m.ninfer straight away) */
@@ -485,48 +754,48 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
         return NULL;
     }
     remove_stale_temps(w->dir, w->entry_name);
-    if (lstat(target, &st) == 0) {
-        if (!o->force) {
-            nf_diag_addf(d, NF_C_IO, target, "", "output exists; use --force to replace it");
-            writer_free(w);
-            return NULL;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            nf_diag_addf(d, NF_C_IO, target, "", "output is a directory");
-            writer_free(w);
-            return NULL;
-        }
-        w->replace_entry = true;
+    if (w->entry_existed)
         collect_old_parts(w);
+    mode_t um = umask(0);
+    umask(um);
+    sigset_t old;
+    block_signals(&old);
+    int reg = writer_register(w);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (reg < 0) {
+        nf_diag_add(d, NF_C_IO, "", "too many writers at once");
+        writer_free(w);
+        return NULL;
     }
     for (size_t i = 0; i < w->n_files; i++) {
         char *t = NULL;
         if (asprintf(&t, "%s/.%s.tmp-%ld-XXXXXX", w->dir, nf_basename(w->final[i]),
-                     (long)getpid()) < 0) {
-            nf_diag_add(d, NF_C_IO, "", "out of memory");
+                     (long)getpid()) < 0)
+            goto oom;
+        int k = cache_slot(w, d);
+        if (k < 0) {
+            free(t);
             writer_free(w);
             return NULL;
         }
         /* create and register with signals blocked: no moment where a
          * signal could leave an unregistered temporary behind */
-        sigset_t old;
         block_signals(&old);
         int fd = mkostemp(t, O_CLOEXEC);
         int e = errno;
-        if (fd >= 0) {
+        if (fd >= 0)
             w->tmp[i] = t;
-            temp_register(t);
-        }
         sigprocmask(SIG_SETMASK, &old, NULL);
         if (fd < 0) {
-            nf_diag_addf(d, NF_C_IO, w->final[i], "", "cannot create a temporary file in %s: %s",
-                         w->dir, strerror(e));
+            nf_diag_addf(d, NF_C_IO, w->final[i], "", "cannot create a temporary file in %s: %s%s",
+                         w->dir, strerror(e), e == EMFILE ? " (raise `ulimit -n`)" : "");
             free(t);
             writer_free(w);
             return NULL;
         }
-        w->fds[i] = fd;
-        fchmod(fd, 0644 & ~0u);
+        cache_put(w, k, i, fd);
+        /* honour the umask like any other created file */
+        fchmod(fd, 0666 & ~um);
         /* the full length up front: gaps between objects read as zeros */
         uint64_t start = i == 0 ? w->plan.entry_payload_start : NF_PAGE;
         uint64_t size = start + w->plan.files[i].payload_bytes;
@@ -537,12 +806,11 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
             return NULL;
         }
     }
-    /* honour the umask like any other created file */
-    mode_t um = umask(0);
-    umask(um);
-    for (size_t i = 0; i < w->n_files; i++)
-        fchmod(w->fds[i], 0666 & ~um);
     return w;
+oom:
+    nf_diag_add(d, NF_C_IO, "", "out of memory");
+    writer_free(w);
+    return NULL;
 }
 
 nf_writer *nf_writer_open_stream(nf_output *out, const nf_plan *plan, nf_diags *d)
@@ -554,8 +822,6 @@ nf_writer *nf_writer_open_stream(nf_output *out, const nf_plan *plan, nf_diags *
     w->out = out;
     unsigned char h[32];
     make_header(w, 0, h, plan->json_bytes);
-    static const char spaces[256] = {0};
-    (void)spaces;
     int rc = nf_output_write(out, h, 32);
     if (!rc)
         rc = nf_output_write(out, plan->json, plan->json_len);
@@ -635,7 +901,10 @@ int nf_writer_write(nf_writer *w, uint64_t off, const void *buf, size_t n, nf_di
         uint64_t room = f->logical_offset + f->payload_bytes - off;
         size_t k = n < room ? n : (size_t)room;
         uint64_t foff = (i == 0 ? w->plan.entry_payload_start : NF_PAGE) + (off - f->logical_offset);
-        int rc = nf_pwrite_all(w->fds[i], p, k, foff);
+        int fd = cache_fd(w, i, d);
+        if (fd < 0)
+            return -1;
+        int rc = nf_pwrite_all(fd, p, k, foff);
         if (rc) {
             nf_diag_addf(d, NF_C_IO, w->final[i], "", "write error: %s", strerror(-rc));
             return -1;
@@ -685,6 +954,9 @@ int nf_writer_copy(nf_writer *w, uint64_t off, int src_fd, uint64_t src_off, uin
         const nf_file *f = &w->plan.files[i];
         uint64_t room = f->logical_offset + f->payload_bytes - off;
         uint64_t k = n < room ? n : room;
+        int dfd = cache_fd(w, i, d);
+        if (dfd < 0)
+            return -1;
         loff_t so = (loff_t)src_off;
         loff_t doff = (loff_t)((i == 0 ? w->plan.entry_payload_start : NF_PAGE) +
                                (off - f->logical_offset));
@@ -692,12 +964,12 @@ int nf_writer_copy(nf_writer *w, uint64_t off, int src_fd, uint64_t src_off, uin
         int rc = 0;
         while (left) {
             size_t chunk = left > (1u << 30) ? (1u << 30) : (size_t)left;
-            ssize_t c = copy_file_range(src_fd, &so, w->fds[i], &doff, chunk, 0);
+            ssize_t c = copy_file_range(src_fd, &so, dfd, &doff, chunk, 0);
             if (c < 0 && errno == EINTR)
                 continue;
             if (c < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
                           errno == EOPNOTSUPP || errno == EBADF)) {
-                rc = copy_fallback(src_fd, (uint64_t)so, w->fds[i], (uint64_t)doff, left);
+                rc = copy_fallback(src_fd, (uint64_t)so, dfd, (uint64_t)doff, left);
                 left = 0;
                 break;
             }
@@ -734,6 +1006,89 @@ static void fsync_dir(const char *dir)
     }
 }
 
+/* Move tmp to final. replace: final may exist (a part proven replaceable);
+ * otherwise it must not (RENAME_NOREPLACE; link+unlink where the file
+ * system lacks it). Returns 0 or -errno. */
+static int publish(const char *tmp, const char *final, bool replace)
+{
+    if (replace)
+        return rename(tmp, final) < 0 ? -errno : 0;
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+        return -errno;
+    if (link(tmp, final) == 0) {
+        unlink(tmp);
+        return 0;
+    }
+    if (errno == EEXIST)
+        return -EEXIST;
+    /* no hard links either (vfat): we hold the directory lock */
+    struct stat st;
+    if (lstat(final, &st) == 0)
+        return -EEXIST;
+    return rename(tmp, final) < 0 ? -errno : 0;
+}
+
+/* Lock the target's directory (DESIGN 3). Returns the descriptor to close,
+ * or -1 when the file system has no locks (publication still never
+ * replaces an entry it did not check). */
+static int lock_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX) < 0) {
+        if (errno == EINTR)
+            continue;
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* After publication: the replaced set's surplus, and (when there was no
+ * entry) leftover parts named like ours beyond the new set. */
+static void remove_surplus(nf_writer *w)
+{
+    for (size_t j = 0; w->have_old && j < w->n_old_parts; j++) {
+        bool keep = false;
+        for (size_t i = 1; i < w->n_files && !keep; i++)
+            keep = strcmp(w->old_parts[j], w->final[i]) == 0;
+        if (!keep && proven_part(w, w->old_parts[j], w->old_index[j], w->old_id))
+            unlink(w->old_parts[j]);
+    }
+    if (w->entry_existed)
+        return;
+    DIR *dp = opendir(w->dir);
+    if (!dp)
+        return;
+    struct dirent *de;
+    while ((de = readdir(dp)) != NULL) {
+        const char *n = de->d_name;
+        const char *q = part_suffix(n, w->entry_name);
+        if (!q)
+            continue;
+        /* the new set's part i is named with at least four digits: i itself */
+        errno = 0;
+        char *end = NULL;
+        unsigned long long idx = strtoull(q, &end, 10);
+        if (!errno && idx >= 1 && idx < w->n_files && strcmp(w->plan.files[idx].path, n) == 0)
+            continue;
+        char *full = nf_path_join(w->dir, n);
+        struct stat st;
+        unsigned char h[32];
+        if (full && lstat(full, &st) == 0 && S_ISREG(st.st_mode) && !is_input(w, &st) &&
+            read_header(full, &st, h) == 0 && memcmp(h, NF_PART_MAGIC, 8) == 0 &&
+            memcmp(h + 16, w->id, 16) != 0) {
+            warn(full, "removing a leftover part with no entry");
+            unlink(full);
+        }
+        free(full);
+    }
+    closedir(dp);
+}
+
 int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d)
 {
     int rc = 0;
@@ -765,84 +1120,90 @@ int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d)
     make_header(w, 0, head, w->plan.json_bytes);
     memcpy(head + 32, json, len);
     memset(head + 32 + len, ' ', hl - 32 - len);
-    rc = nf_pwrite_all(w->fds[0], head, hl, 0);
-    free(head);
-    for (size_t i = 1; !rc && i < w->n_files; i++) {
-        unsigned char h[32];
-        make_header(w, i, h, 0);
-        rc = nf_pwrite_all(w->fds[i], h, 32, 0);
-        if (rc) {
-            nf_diag_addf(d, NF_C_IO, w->final[i], "", "write error: %s", strerror(-rc));
+    for (size_t i = 0; i < w->n_files; i++) {
+        int fd = cache_fd(w, i, d);
+        if (fd < 0) {
+            free(head);
             writer_free(w);
             return -1;
+        }
+        unsigned char h[32];
+        make_header(w, i, h, 0);
+        rc = i == 0 ? nf_pwrite_all(fd, head, hl, 0) : nf_pwrite_all(fd, h, 32, 0);
+        if (rc) {
+            nf_diag_addf(d, NF_C_IO, w->final[i], "", "write error: %s", strerror(-rc));
+            free(head);
+            writer_free(w);
+            return -1;
+        }
+        if (w->o.sync && fdatasync(fd) < 0) {
+            nf_diag_addf(d, NF_C_IO, w->final[i], "", "sync failed: %s", strerror(errno));
+            free(head);
+            writer_free(w);
+            return -1;
+        }
+        if (cache_drop(w, i, d) < 0) {
+            free(head);
+            writer_free(w);
+            return -1;
+        }
+    }
+    free(head);
+    /* publication: serialized by the directory lock, signals held back
+     * until the set is whole (DESIGN 3) */
+    int lock = lock_dir(w->dir);
+    sigset_t old;
+    block_signals(&old);
+    rc = check_targets(w, true, d);
+    /* with --force the old entry goes first: no moment shows an old entry
+     * beside new parts */
+    if (!rc && w->entry_existed && unlink(w->target) < 0 && errno != ENOENT) {
+        nf_diag_addf(d, NF_C_IO, w->target, "", "cannot remove the old entry: %s",
+                     strerror(errno));
+        rc = -1;
+    }
+    size_t done = 0; /* parts published */
+    for (size_t i = 1; !rc && i < w->n_files; i++) {
+        int e = publish(w->tmp[i], w->final[i], w->existed[i]);
+        if (e) {
+            nf_diag_addf(d, NF_C_IO, w->final[i], "", "cannot publish: %s",
+                         e == -EEXIST ? "another file appeared at this part's name"
+                                      : strerror(-e));
+            rc = -1;
+            break;
+        }
+        if (w->existed[i] && !w->entry_existed)
+            warn(w->final[i], "replacing a leftover part with no entry");
+        free(w->tmp[i]);
+        w->tmp[i] = NULL;
+        done = i;
+    }
+    if (!rc) {
+        int e = publish(w->tmp[0], w->target, false);
+        if (e) {
+            nf_diag_addf(d, NF_C_IO, w->target, "", "cannot publish: %s",
+                         e == -EEXIST ? "another writer published this output meanwhile"
+                                      : strerror(-e));
+            rc = -1;
+        } else {
+            free(w->tmp[0]);
+            w->tmp[0] = NULL;
         }
     }
     if (rc) {
-        nf_diag_addf(d, NF_C_IO, w->final[0], "", "write error: %s", strerror(-rc));
-        writer_free(w);
-        return -1;
-    }
-    for (size_t i = 0; i < w->n_files; i++) {
-        if (w->o.sync && fdatasync(w->fds[i]) < 0) {
-            nf_diag_addf(d, NF_C_IO, w->final[i], "", "sync failed: %s", strerror(errno));
-            writer_free(w);
-            return -1;
-        }
-        if (close(w->fds[i]) < 0) {
-            w->fds[i] = -1;
-            nf_diag_addf(d, NF_C_IO, w->final[i], "", "close failed: %s", strerror(errno));
-            writer_free(w);
-            return -1;
-        }
-        w->fds[i] = -1;
-    }
-    /* with --force the old entry goes first: no moment shows an old entry
-     * beside new parts */
-    if (w->replace_entry && unlink(w->target) < 0 && errno != ENOENT) {
-        nf_diag_addf(d, NF_C_IO, w->target, "", "cannot remove the old entry: %s",
-                     strerror(errno));
-        writer_free(w);
-        return -1;
-    }
-    for (size_t k = 0; k < w->n_files; k++) {
-        size_t i = (k + 1) % w->n_files; /* parts 1..n-1 first, the entry last */
-        if (w->n_files == 1)
-            i = 0;
-        struct stat st;
-        if (i > 0 && lstat(w->final[i], &st) == 0 && !w->replace_entry)
-            fprintf(stderr, "%s: %s: replacing a leftover part with no entry\n", g_prog,
-                    w->final[i]);
-        if (rename(w->tmp[i], w->final[i]) < 0) {
-            nf_diag_addf(d, NF_C_IO, w->final[i], "", "cannot publish: %s", strerror(errno));
-            /* un-publish the parts already moved: nothing half written */
-            for (size_t j = 0; j < k; j++) {
-                size_t pj = (j + 1) % w->n_files;
-                unlink(w->final[pj]);
-            }
-            writer_free(w);
-            return -1;
-        }
-        temp_forget(w->tmp[i]);
-        free(w->tmp[i]);
-        w->tmp[i] = NULL;
-        if (w->o.sync && i == 0)
+        /* un-publish the parts already moved: nothing half written stays */
+        for (size_t i = 1; i <= done; i++)
+            unlink(w->final[i]);
+    } else {
+        if (w->o.sync)
             fsync_dir(w->dir);
-        if (w->n_files == 1)
-            break;
+        remove_surplus(w);
     }
-    /* parts named like ours that the new set does not list: leftovers of an
-     * interrupted run, or the surplus of a replaced set whose entry could
-     * not be read */
-    remove_surplus_leftovers(w);
-    for (size_t j = 0; j < w->n_old_parts; j++) {
-        bool keep = false;
-        for (size_t i = 1; i < w->n_files; i++)
-            keep |= strcmp(w->old_parts[j], w->final[i]) == 0;
-        if (!keep)
-            unlink(w->old_parts[j]);
-    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (lock >= 0)
+        close(lock);
     writer_free(w);
-    return 0;
+    return rc;
 }
 
 int nf_writer_finish_catalog(nf_writer *w, const nf_catalog *c, bool digests, nf_diags *d)
@@ -864,4 +1225,161 @@ int nf_writer_finish_catalog(nf_writer *w, const nf_catalog *c, bool digests, nf
     int rc = nf_writer_finish(w, json, len, d);
     free(json);
     return rc;
+}
+
+/* ---- single-file outputs ---- */
+
+enum { OUT_CREATE, OUT_REPLACE, OUT_THROUGH, OUT_STDOUT };
+
+/* Decide how path is written (see nf_writer.h). *real gets the path to
+ * create or replace (a symlink resolved). Returns 0 or -1. */
+static int single_plan(const char *path, bool force, const char *const *inputs, size_t n_inputs,
+                       int *how, char **real, nf_diags *d)
+{
+    struct stat ls, st;
+    *real = NULL;
+    if (!*path || path[strlen(path) - 1] == '/') {
+        nf_diag_addf(d, NF_C_USAGE, path, "", "the output path names a directory, not a file");
+        return -1;
+    }
+    if (lstat(path, &ls) < 0) {
+        if (errno != ENOENT) {
+            nf_diag_addf(d, NF_C_IO, path, "", "cannot check the output: %s", strerror(errno));
+            return -1;
+        }
+        *how = OUT_CREATE;
+        *real = strdup(path);
+        goto done;
+    }
+    if (stat(path, &st) < 0) {
+        /* a symlink to nothing: the link itself is the file in the way */
+        if (!force) {
+            nf_diag_addf(d, NF_C_IO, path, "", "output exists (a dangling symlink); use --force "
+                                               "to replace it");
+            return -1;
+        }
+        *how = OUT_REPLACE;
+        *real = strdup(path);
+        goto done;
+    }
+    for (size_t k = 0; k < n_inputs; k++) {
+        struct stat si;
+        if (inputs[k] && stat(inputs[k], &si) == 0 && si.st_dev == st.st_dev &&
+            si.st_ino == st.st_ino) {
+            nf_diag_addf(d, NF_C_USAGE, path, "",
+                         "output names an input file (%s); refusing to write", inputs[k]);
+            return -1;
+        }
+    }
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+        *how = OUT_THROUGH;
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        nf_diag_addf(d, NF_C_USAGE, path, "", "output is %s; refusing to write to it",
+                     kind_name(st.st_mode));
+        return -1;
+    }
+    struct stat so;
+    if (fstat(1, &so) == 0 && S_ISREG(so.st_mode) && so.st_dev == st.st_dev &&
+        so.st_ino == st.st_ino) {
+        *how = OUT_STDOUT; /* -o /dev/stdout > file: the shell opened it for us */
+        return 0;
+    }
+    if (!force) {
+        nf_diag_addf(d, NF_C_IO, path, "", "output exists; use --force to replace it");
+        return -1;
+    }
+    *how = OUT_REPLACE;
+    *real = realpath(path, NULL);
+done:
+    if (!*real) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot resolve the output path: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int nf_output_file_check(const char *path, bool force, const char *const *inputs,
+                         size_t n_inputs, nf_diags *d)
+{
+    int how;
+    char *real = NULL;
+    int rc = single_plan(path, force, inputs, n_inputs, &how, &real, d);
+    free(real);
+    return rc;
+}
+
+int nf_write_file(const char *path, const void *buf, size_t n, bool force,
+                  const char *const *inputs, size_t n_inputs, nf_diags *d)
+{
+    int how;
+    char *real = NULL;
+    if (single_plan(path, force, inputs, n_inputs, &how, &real, d) < 0)
+        return -1;
+    signal(SIGXFSZ, SIG_IGN);
+    if (how == OUT_STDOUT || how == OUT_THROUGH) {
+        int fd = how == OUT_STDOUT ? 1 : open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        int rc = fd < 0 ? -errno : nf_write_all(fd, buf, n);
+        if (fd > 1 && close(fd) < 0 && !rc)
+            rc = -errno;
+        if (rc)
+            nf_diag_addf(d, NF_C_IO, path, "", "cannot write: %s", strerror(-rc));
+        return rc ? -1 : 0;
+    }
+    char *dir = nf_dirname_dup(real);
+    char *tmp = NULL;
+    int rc = 0, fd = -1;
+    sigset_t old;
+    struct stat st;
+    mode_t um = umask(0);
+    umask(um);
+    if (!dir || asprintf(&tmp, "%s/.%s.tmp-%ld-XXXXXX", dir, nf_basename(real),
+                         (long)getpid()) < 0) {
+        tmp = NULL;
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (stat(dir, &st) < 0 && errno == ENOENT && mkdir_p(dir) < 0) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot create directory %s: %s", dir,
+                     strerror(errno));
+        free(tmp);
+        free(dir);
+        free(real);
+        return -1;
+    }
+    install_handlers();
+    block_signals(&old);
+    fd = mkostemp(tmp, O_CLOEXEC);
+    int e = errno;
+    if (fd >= 0)
+        g_single_tmp = tmp;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (fd < 0) {
+        free(tmp);
+        tmp = NULL;
+        rc = -e;
+        goto out;
+    }
+    fchmod(fd, 0666 & ~um);
+    rc = nf_write_all(fd, buf, n);
+    if (close(fd) < 0 && !rc)
+        rc = -errno;
+    if (!rc)
+        rc = publish(tmp, real, how == OUT_REPLACE);
+out:
+    if (rc)
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot write: %s",
+                     rc == -EEXIST ? "a file appeared at this path meanwhile" : strerror(-rc));
+    if (tmp) {
+        block_signals(&old);
+        if (rc)
+            unlink(tmp);
+        g_single_tmp = NULL;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        free(tmp);
+    }
+    free(dir);
+    free(real);
+    return rc ? -1 : 0;
 }

@@ -4,12 +4,33 @@
  * table with the spec 2.3 capacity formulas, reserving JSON space with
  * trailing whitespace so the table is settled before any payload moves.
  *
- * Writing to files: every file is first a temporary in the target's
- * directory (".NAME.tmp-PID-XXXXXX"); continuation parts are published
- * (renamed) before the entry; an existing entry is never replaced without
- * `force`; temporaries are removed on failure, on nf_writer_abort and on
- * SIGINT/SIGTERM/SIGHUP/SIGPIPE. Writing to a stream (DESIGN 4): the
- * single-file form, in order.
+ * Writing to files (DESIGN 3, "what a writer may remove or replace"):
+ * every file is first a temporary in the target's directory
+ * (".NAME.tmp-PID-XXXXXX"), created with the umask's mode; temporaries are
+ * removed on failure, on nf_writer_abort and on SIGINT/SIGTERM/SIGHUP/
+ * SIGPIPE, however many there are. Only a few temporaries are open at a
+ * time (least recently used ones are closed and reopened by name), so any
+ * part count works within a small `ulimit -n`. Publication is serialized by
+ * an exclusive flock(2) on the target's directory: under it the writer
+ * checks again that the entry is absent (or, with `force`, is the one it
+ * set out to replace), blocks catchable signals, publishes the parts, then
+ * the entry with renameat2(RENAME_NOREPLACE) (link+unlink where that is
+ * missing), and removes the surplus of a replaced set. Of two writers
+ * racing for one target the second fails with `io` (exit 3) and leaves
+ * nothing of its own.
+ *
+ * What may be replaced or removed: the entry path only when it is a regular
+ * file and `force` is given; a file at one of the new part names only when
+ * it is a regular file carrying the part magic (a leftover, with a warning,
+ * when no entry is beside it); after publication, the old set's parts that
+ * prove to be its own (part magic, the old artifact_id, the part_index the
+ * old files table gives them), and leftovers ("<entry>.part-N" with the part
+ * magic, when there was no entry). Never an input, never a symlink, device,
+ * FIFO or directory, never a file outside the target's directory.
+ *
+ * Writing to a stream (DESIGN 4): the single-file form, in order. A caller
+ * that meets a broken rule mid-payload aborts the writer: the stream is cut
+ * short (a zstd frame is left unfinished), and a reader reports `length`.
  */
 #ifndef NF_WRITER_H
 #define NF_WRITER_H
@@ -68,10 +89,16 @@ char *nf_plan_files_json(const nf_plan *plan, bool pretty);
 typedef struct nf_writer nf_writer;
 
 /* Begin writing files for target (the entry path). inputs: paths of files
- * being read (entry and parts of sources); an output path naming one of
- * them is refused (`usage`) before anything is written. An existing entry
- * without o->force is refused (`io`). Leftover parts with no entry are
- * replaced (a warning goes to d as nothing; callers may print). */
+ * being read (entry and parts of sources, manifests); an output path naming
+ * one of them (through a symlink or a hard link too) is refused (`usage`,
+ * exit 2) before anything is written, and so is an entry or part path that
+ * is a directory, FIFO, device, socket or symlink (`usage`). An existing
+ * entry without o->force is refused (`io`), and so is a regular file
+ * without the part magic at one of the new part names. A missing output
+ * directory is created. The checks are made again under the directory lock
+ * when the set is published (nf_writer_finish). Cost: one stat per input
+ * and per planned file (inputs are sorted once). Not thread-safe: one
+ * thread drives a writer. */
 nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
                                 const nf_write_opts *o, const char *const *inputs,
                                 size_t n_inputs, nf_diags *d);
@@ -80,7 +107,8 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
 nf_writer *nf_writer_open_stream(nf_output *out, const nf_plan *plan, nf_diags *d);
 
 /* Write payload bytes at logical offset off. Streams need off >= the
- * current position (gaps are written as zeros). Returns 0 or -1 (`io`). */
+ * current position (gaps are written as zeros). Returns 0 or -1 (`io`;
+ * `io` also when more files are needed at once than the process may open). */
 int nf_writer_write(nf_writer *w, uint64_t off, const void *buf, size_t n, nf_diags *d);
 
 /* Copy n bytes from src_fd at src_off to logical offset off with the
@@ -90,10 +118,13 @@ int nf_writer_copy(nf_writer *w, uint64_t off, int src_fd, uint64_t src_off, uin
                    nf_diags *d);
 
 /* Finish: (files) write the final catalog text json[0..len) (len must be
- * <= the reservation; padded with spaces), the headers, sync, publish parts
- * then the entry, remove surplus parts of a replaced set. (streams) pad the
- * payload to its end and flush. Returns 0 or -1; on -1 nothing is
- * published and temporaries are gone. The writer is freed either way. */
+ * <= the reservation; padded with spaces), the headers, sync, then publish
+ * under the directory lock with catchable signals blocked (see above):
+ * parts, then the entry, then remove the replaced set's surplus. A signal
+ * that arrives meanwhile takes effect once the set is complete. (streams)
+ * pad the payload to its end and flush. Returns 0 or -1; on -1 nothing is
+ * published (`io` when another writer published the target meanwhile) and
+ * temporaries are gone. The writer is freed either way. */
 int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d);
 
 /* nf_writer_finish with the catalog c serialized against the writer's own
@@ -110,6 +141,32 @@ const unsigned char *nf_writer_artifact_id(const nf_writer *w);
 
 /* Print (to stderr, prefixed by prog) warnings about replaced leftovers. */
 void nf_writer_set_prog(const char *prog);
+
+/* ---- single-file outputs (DESIGN 3: outputs that are not regular files) ----
+ *
+ * For outputs that are one file (ninfer-import -o, ninfer-quant -o, the
+ * importer's side files): a path that is, or is a symlink to, a character
+ * device, FIFO or socket is written through (-o /dev/null, -o /dev/stdout);
+ * a path naming the file standard output already writes to is written
+ * through standard output; a directory is refused (`usage`); an existing
+ * regular file is refused without `force` (`io`) and with it replaced
+ * atomically (a temporary beside the file the path resolves to, renamed over
+ * it: a symlink stays a symlink); a missing file is created the same way,
+ * missing directories first, and published with RENAME_NOREPLACE (`io` when
+ * something appeared there meanwhile). A path naming an input (inputs[],
+ * compared by device and inode) is refused (`usage`). Diagnostics name the
+ * path. */
+
+/* Check path as nf_write_file would, writing nothing (so a command can
+ * refuse before doing its work). Returns 0 or -1 with a diagnostic. */
+int nf_output_file_check(const char *path, bool force, const char *const *inputs,
+                         size_t n_inputs, nf_diags *d);
+
+/* Write buf[0..n) to path by the rules above. Returns 0 or -1 with a
+ * diagnostic; on -1 no file is left behind (a write-through target may hold
+ * what was written before the error). */
+int nf_write_file(const char *path, const void *buf, size_t n, bool force,
+                  const char *const *inputs, size_t n_inputs, nf_diags *d);
 
 #ifdef __cplusplus
 }
