@@ -62,6 +62,19 @@ static int emit(const void *buf, size_t n)
     return 0;
 }
 
+static int emit_spaces(uint64_t n)
+{
+    char sp[4096];
+    memset(sp, ' ', sizeof sp);
+    while (n) {
+        size_t k = n > sizeof sp ? sizeof sp : (size_t)n;
+        if (emit(sp, k) < 0)
+            return -1;
+        n -= k;
+    }
+    return 0;
+}
+
 static int emit_text(char *t, size_t n)
 {
     if (!t) {
@@ -133,7 +146,7 @@ static int range_out(nf_artifact *a, uint64_t off, uint64_t len)
         nf_artifact_files_touched(a, off, len, need);
         int bad = 0;
         for (size_t i = 0; i < c->n_files; i++)
-            if (need[i] && nf_artifact_file_fd(a, i, &d) < 0)
+            if (need[i] && nf_artifact_file_check(a, i, &d) < 0)
                 bad = 1;
         free(need);
         if (bad)
@@ -181,7 +194,7 @@ static int whole_out(nf_operand *op)
         size_t jl;
         const char *j = nf_artifact_json(a, &jl);
         static const unsigned char zero[NF_PAGE];
-        if (emit(head, 32) || emit(j, jl) ||
+        if (emit(head, 32) || emit(j, jl) || emit_spaces(nf_artifact_json_pad(a)) ||
             emit(zero, (size_t)(h->entry_payload_start - h->metadata_end)))
             return -1;
         return range_out(a, 0, c->payload_bytes);

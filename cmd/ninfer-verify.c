@@ -195,7 +195,7 @@ static int verify_one(const char *path)
         }
         for (size_t i = 1; !stream && i < c->n_files; i++)
             if (!opt.component || (files && files[i]))
-                nf_artifact_file_fd(a, i, &d);
+                nf_artifact_file_check(a, i, &d);
         free(files);
         for (size_t i = 0; i < c->n_objects; i++) {
             const nf_object *o = &c->objects[i];

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,20 +15,34 @@
 const unsigned char NF_ENTRY_MAGIC[8] = {0x4e, 0x49, 0x4e, 0x46, 0x45, 0x52, 0x00, 0x03};
 const unsigned char NF_PART_MAGIC[8] = {0x4e, 0x49, 0x4e, 0x50, 0x52, 0x54, 0x00, 0x03};
 
-enum { F_UNOPENED = 0, F_OPEN, F_FAILED };
+enum { F_UNOPENED = 0, F_GOOD, F_FAILED };
+
+/* An open file: part files are opened when a read needs them and closed
+ * again, least recently used first, when more than `cap` are open and none
+ * of them is in use (pinned by a read in progress). */
+typedef struct {
+    int fd;          /* -1: free */
+    size_t file;
+    unsigned pins;
+    uint64_t used;
+} fslot;
 
 struct nf_artifact {
     char *path, *dir;
     nf_header h;
-    char *json;
+    char *json;       /* the catalog text without its trailing spaces */
     size_t json_len;
+    uint64_t json_pad; /* spaces after it: json_len + json_pad == json_bytes */
     nf_catalog *cat;
     nf_open_opts opts;
     /* files */
     size_t n_files;
     char **file_paths;
-    int *fds;
-    unsigned char *fstate;
+    unsigned char *fstate;  /* F_GOOD: checked (open or not) */
+    fslot *slots;
+    size_t n_slots, cap;    /* slots in use, soft limit of open files */
+    uint64_t tick;
+    bool emfile_said;       /* "too many open files" reported once */
     pthread_mutex_t lock;
     /* stream */
     nf_input *in;
@@ -57,6 +72,8 @@ static int open_regular(const char *path, uint64_t *size)
     *size = (uint64_t)st.st_size;
     return fd;
 }
+
+static int check_fill_fd(nf_artifact *a, size_t i, int fd, nf_diags *d);
 
 static const char *open_error(int e)
 {
@@ -105,6 +122,17 @@ int nf_header_parse(const unsigned char raw[32], uint64_t file_size, uint64_t ma
     return 0;
 }
 
+/* Open part files kept per artifact: an eighth of RLIMIT_NOFILE, 2..64. */
+static size_t open_cap(void)
+{
+    struct rlimit rl;
+    uint64_t n = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        n = (uint64_t)rl.rlim_cur;
+    n /= 8;
+    return n < 2 ? 2 : n > 64 ? 64 : (size_t)n;
+}
+
 static nf_artifact *artifact_new(const char *path, const nf_open_opts *o)
 {
     nf_artifact *a = calloc(1, sizeof *a);
@@ -117,6 +145,7 @@ static nf_artifact *artifact_new(const char *path, const nf_open_opts *o)
     if (!a->opts.max_json_bytes)
         a->opts.max_json_bytes = NF_DEFAULT_MAX_JSON;
     pthread_mutex_init(&a->lock, NULL);
+    a->cap = open_cap();
     if (!a->path || !a->dir) {
         free(a->path);
         free(a->dir);
@@ -134,14 +163,12 @@ static int setup_files(nf_artifact *a, nf_diags *d)
         return -1;
     a->n_files = c->n_files;
     a->file_paths = calloc(a->n_files, sizeof *a->file_paths);
-    a->fds = malloc(a->n_files * sizeof *a->fds);
     a->fstate = calloc(a->n_files, 1);
-    if (!a->file_paths || !a->fds || !a->fstate) {
+    if (!a->file_paths || !a->fstate) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         return -1;
     }
     for (size_t i = 0; i < a->n_files; i++) {
-        a->fds[i] = -1;
         /* an entry named without a directory keeps its parts' names bare */
         a->file_paths[i] = i == 0 ? strdup(a->path)
                            : !c->files[i].path ? NULL
@@ -155,6 +182,85 @@ static int setup_files(nf_artifact *a, nf_diags *d)
         return -1;
     }
     return 0;
+}
+
+/* Read the json_bytes of catalog text in chunks (from fd at offset 32, or
+ * from the stream in), keeping the text without its trailing spaces: the
+ * padding a writer reserves costs no memory, so the catalog cap bounds what
+ * a catalog costs however it is padded (issue 11: a zstd stream of 8 KB
+ * whose catalog is 250 MiB of spaces). Returns 0, 1 when the input ended
+ * early (got bytes), or -1 on a read error (errno / the input's fault). */
+static int read_catalog(nf_artifact *a, int fd, nf_input *in, uint64_t *got)
+{
+    const size_t chunk = 1u << 20;
+    uint64_t total = a->h.json_bytes, pos = 0, spaces = 0;
+    size_t len = 0, cap = 0;
+    char *buf = malloc(chunk);
+    if (!buf) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int rc = 0;
+    while (pos < total) {
+        size_t want = total - pos > chunk ? chunk : (size_t)(total - pos);
+        ssize_t r = in ? nf_input_read(in, buf, want) : nf_pread_full(fd, buf, want, 32 + pos);
+        if (r < 0) {
+            if (!in)
+                errno = (int)-r;
+            rc = -1;
+            break;
+        }
+        pos += (uint64_t)r;
+        size_t k = (size_t)r, e = k;
+        while (e && buf[e - 1] == ' ')
+            e--;
+        if (e) {
+            /* spaces that turned out not to be trailing, then the text */
+            uint64_t need = (uint64_t)len + spaces + e;
+            if (need > cap) {
+                uint64_t nc = cap ? (uint64_t)cap * 2 : chunk;
+                if (nc < need)
+                    nc = need;
+                if (nc > total)
+                    nc = total;
+                char *nj = realloc(a->json, (size_t)nc + 1);
+                if (!nj) {
+                    errno = ENOMEM;
+                    rc = -1;
+                    break;
+                }
+                a->json = nj;
+                cap = (size_t)nc;
+            }
+            memset(a->json + len, ' ', (size_t)spaces);
+            len += (size_t)spaces;
+            memcpy(a->json + len, buf, e);
+            len += e;
+            spaces = 0;
+        }
+        spaces += k - e;
+        if ((size_t)r < want) {
+            rc = 1;
+            break;
+        }
+    }
+    free(buf);
+    if (!a->json)
+        a->json = malloc(1);
+    else if (cap > len + 4096) {
+        char *nj = realloc(a->json, len + 1);
+        if (nj)
+            a->json = nj;
+    }
+    if (!a->json) {
+        errno = ENOMEM;
+        return -1;
+    }
+    a->json[len] = 0;
+    a->json_len = len;
+    a->json_pad = spaces;
+    *got = pos;
+    return rc;
 }
 
 nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags *d)
@@ -190,18 +296,13 @@ nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags 
         nf_artifact_close(a);
         return NULL;
     }
-    a->json_len = (size_t)a->h.json_bytes;
-    a->json = malloc(a->json_len ? a->json_len : 1);
-    if (!a->json) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory for a %zu-byte catalog", a->json_len);
-        close(fd);
-        nf_artifact_close(a);
-        return NULL;
-    }
-    r = nf_pread_full(fd, a->json, a->json_len, 32);
-    if (r < 0 || (size_t)r != a->json_len) {
-        if (r < 0)
-            nf_diag_add(d, NF_C_IO, "", "read error: %s", strerror((int)-r));
+    uint64_t got = 0;
+    int cr = read_catalog(a, fd, NULL, &got);
+    if (cr != 0) {
+        if (cr < 0)
+            nf_diag_add(d, NF_C_IO, "", "%s the %llu-byte catalog: %s",
+                        errno == ENOMEM ? "out of memory for" : "cannot read",
+                        (unsigned long long)a->h.json_bytes, strerror(errno));
         else
             nf_diag_add(d, NF_C_LENGTH, "", "file shrank while reading the catalog");
         close(fd);
@@ -214,8 +315,7 @@ nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags 
         nf_artifact_close(a);
         return NULL;
     }
-    a->fds[0] = fd;
-    a->fstate[0] = F_OPEN;
+    a->fstate[0] = F_GOOD;
     if (size != a->h.entry_file_bytes) {
         nf_diag_add(d, NF_C_LENGTH, "",
                     "entry is %llu bytes; header and files[0] say %llu",
@@ -223,8 +323,36 @@ nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags 
         a->fstate[0] = F_FAILED;
     }
     if (a->opts.check_fill)
-        nf_artifact_check_fill(a, 0, d);
+        check_fill_fd(a, 0, fd, d);
+    if (a->fstate[0] == F_GOOD && (a->slots = calloc(1, sizeof *a->slots)) != NULL) {
+        a->slots[0] = (fslot){fd, 0, 0, ++a->tick};
+        a->n_slots = 1;
+    } else {
+        close(fd);
+    }
     return a;
+}
+
+/* A failed stream read as a diagnostic: a corrupt zstd frame is `zstd`, a
+ * stream that ends inside a frame or carries bytes after it is `length`
+ * (rules broken, exit 1); only the read itself failing is `io` (DESIGN 3). */
+static void stream_fault(nf_input *in, nf_diags *d, const char *where)
+{
+    const char *e = nf_input_error(in);
+    switch (nf_input_fault(in)) {
+    case NF_IN_CORRUPT:
+        nf_diag_add(d, NF_C_ZSTD, "", "corrupt zstd stream %s: %s", where, e ? e : "");
+        break;
+    case NF_IN_TRUNCATED:
+        nf_diag_add(d, NF_C_LENGTH, "", "the zstd stream ends %s, inside a frame", where);
+        break;
+    case NF_IN_TRAILING:
+        nf_diag_add(d, NF_C_LENGTH, "", "bytes after the end of the zstd frame, %s", where);
+        break;
+    default:
+        nf_diag_add(d, NF_C_IO, "", "read error %s: %s", where, strerror(errno));
+        break;
+    }
 }
 
 nf_artifact *nf_artifact_open_stream(nf_input *in, const char *name, const nf_open_opts *o,
@@ -239,8 +367,7 @@ nf_artifact *nf_artifact_open_stream(nf_input *in, const char *name, const nf_op
     unsigned char raw[32];
     ssize_t r = nf_input_read(in, raw, 32);
     if (r < 0) {
-        nf_diag_add(d, NF_C_IO, "", "read error: %s%s%s", strerror(errno),
-                    nf_input_error(in) ? ": " : "", nf_input_error(in) ? nf_input_error(in) : "");
+        stream_fault(in, d, "in the header");
         nf_artifact_close(a);
         return NULL;
     }
@@ -253,38 +380,25 @@ nf_artifact *nf_artifact_open_stream(nf_input *in, const char *name, const nf_op
         nf_artifact_close(a);
         return NULL;
     }
-    /* grow the buffer as bytes arrive: a header that claims a large catalog
-     * costs memory only for the bytes the stream really holds */
-    a->json_len = (size_t)a->h.json_bytes;
-    size_t got = 0, cap = 0;
-    while (got < a->json_len) {
-        if (got == cap) {
-            size_t nc = cap ? cap * 2 : (1u << 20);
-            if (nc > a->json_len)
-                nc = a->json_len;
-            char *nj = realloc(a->json, nc);
-            if (!nj) {
-                nf_diag_add(d, NF_C_IO, "", "out of memory for a %zu-byte catalog", a->json_len);
-                nf_artifact_close(a);
-                return NULL;
-            }
-            a->json = nj;
-            cap = nc;
-        }
-        size_t want = cap - got;
-        r = nf_input_read(in, a->json + got, want);
-        if (r < 0) {
-            nf_diag_add(d, NF_C_IO, "", "read error: %s", strerror(errno));
-            nf_artifact_close(a);
-            return NULL;
-        }
-        got += (size_t)r;
-        if ((size_t)r < want) { /* nf_input_read is short only at the end */
-            nf_diag_add(d, NF_C_HEADER, "", "stream ended inside the %zu-byte catalog (after %zu)",
-                        a->json_len, got);
-            nf_artifact_close(a);
-            return NULL;
-        }
+    /* the buffer grows as bytes arrive: a header that claims a large catalog
+     * costs memory only for the bytes the stream really holds, and trailing
+     * spaces none */
+    uint64_t got = 0;
+    int cr = read_catalog(a, -1, in, &got);
+    if (cr < 0) {
+        if (errno == ENOMEM)
+            nf_diag_add(d, NF_C_IO, "", "out of memory for the %llu-byte catalog",
+                        (unsigned long long)a->h.json_bytes);
+        else
+            stream_fault(in, d, "in the catalog");
+        nf_artifact_close(a);
+        return NULL;
+    }
+    if (cr > 0) { /* nf_input_read is short only at the end */
+        nf_diag_add(d, NF_C_HEADER, "", "stream ended inside the %llu-byte catalog (after %llu)",
+                    (unsigned long long)a->h.json_bytes, (unsigned long long)got);
+        nf_artifact_close(a);
+        return NULL;
     }
     a->cat = nf_catalog_parse(a->json, a->json_len, NF_CAT_ARTIFACT, NULL, d);
     if (!a->cat || setup_files(a, d) < 0) {
@@ -302,7 +416,10 @@ nf_artifact *nf_artifact_open_stream(nf_input *in, const char *name, const nf_op
     unsigned char buf[NF_PAGE];
     r = nf_input_read(in, buf, (size_t)fill);
     if (r < 0 || (uint64_t)r != fill) {
-        nf_diag_add(d, r < 0 ? NF_C_IO : NF_C_LENGTH, "", "stream ended inside the fill");
+        if (r < 0)
+            stream_fault(in, d, "in the fill");
+        else
+            nf_diag_add(d, NF_C_LENGTH, "", "stream ended inside the fill");
         nf_artifact_close(a);
         return NULL;
     }
@@ -320,14 +437,13 @@ void nf_artifact_close(nf_artifact *a)
 {
     if (!a)
         return;
-    for (size_t i = 0; i < a->n_files; i++) {
-        if (a->fds && a->fds[i] >= 0)
-            close(a->fds[i]);
-        if (a->file_paths)
-            free(a->file_paths[i]);
-    }
+    for (size_t k = 0; k < a->n_slots; k++)
+        if (a->slots[k].fd >= 0)
+            close(a->slots[k].fd);
+    free(a->slots);
+    for (size_t i = 0; a->file_paths && i < a->n_files; i++)
+        free(a->file_paths[i]);
     free(a->file_paths);
-    free(a->fds);
     free(a->fstate);
     nf_catalog_free(a->cat);
     free(a->json);
@@ -344,6 +460,7 @@ const char *nf_artifact_json(const nf_artifact *a, size_t *len)
     *len = a->json_len;
     return a->json;
 }
+uint64_t nf_artifact_json_pad(const nf_artifact *a) { return a->json_pad; }
 const char *nf_artifact_path(const nf_artifact *a) { return a->path; }
 bool nf_artifact_is_stream(const nf_artifact *a) { return a->in != NULL; }
 const char *nf_artifact_file_path(const nf_artifact *a, size_t i)
@@ -355,14 +472,12 @@ uint64_t nf_artifact_file_payload_start(const nf_artifact *a, size_t i)
     return i == 0 ? a->h.entry_payload_start : NF_PAGE;
 }
 
-int nf_artifact_check_fill(nf_artifact *a, size_t i, nf_diags *d)
+static int check_fill_fd(nf_artifact *a, size_t i, int fd, nf_diags *d)
 {
-    if (a->in || i >= a->n_files || a->fds[i] < 0)
-        return -1;
     uint64_t from = i == 0 ? a->h.metadata_end : 32, to = nf_artifact_file_payload_start(a, i);
     unsigned char buf[NF_PAGE];
     size_t n = (size_t)(to - from);
-    ssize_t r = nf_pread_full(a->fds[i], buf, n, from);
+    ssize_t r = nf_pread_full(fd, buf, n, from);
     if (r < 0 || (size_t)r != n) {
         nf_diag_addf(d, NF_C_LENGTH, a->file_paths[i], "", "file ends inside its fill");
         return -1;
@@ -376,12 +491,20 @@ int nf_artifact_check_fill(nf_artifact *a, size_t i, nf_diags *d)
     return 0;
 }
 
-static int open_part(nf_artifact *a, size_t i, nf_diags *d)
+/* Open part i and check it (spec 3.2): magic, part_index, artifact_id and
+ * length, and the fill with check_fill on its first opening. A part closed
+ * to save descriptors is checked again when it is reopened (it may have
+ * changed meanwhile). Returns the fd or -1 with diagnostics, or -1 with
+ * *err EMFILE/ENFILE and none. Lock held. */
+static int open_part(nf_artifact *a, size_t i, bool first, nf_diags *d, int *err)
 {
     const char *p = a->file_paths[i];
-    char *ptr = nf_ptr_index("/files", i);
     uint64_t size = 0;
     int fd = open_regular(p, &size);
+    *err = fd < 0 ? -fd : 0;
+    if (fd == -EMFILE || fd == -ENFILE)
+        return -1; /* the caller frees descriptors and retries */
+    char *ptr = nf_ptr_index("/files", i);
     if (fd < 0) {
         if (fd == -ENOENT)
             nf_diag_addf(d, NF_C_PART_MISSING, p, ptr, "part %zu is missing", i);
@@ -391,9 +514,19 @@ static int open_part(nf_artifact *a, size_t i, nf_diags *d)
         return -1;
     }
     unsigned char raw[32];
-    ssize_t r = nf_pread_full(fd, raw, 32, 0);
+    ssize_t r = i == 0 ? 32 : nf_pread_full(fd, raw, 32, 0);
     int bad = 0;
-    if (r != 32) {
+    if (i == 0) {
+        /* the entry, reopened: its header was parsed at open */
+        uint64_t h8 = 0;
+        unsigned char e[32];
+        if (nf_pread_full(fd, e, 32, 0) != 32 || memcmp(e, NF_ENTRY_MAGIC, 8) != 0 ||
+            (h8 = nf_load_le64(e + 8)) != a->h.json_bytes ||
+            memcmp(e + 16, a->h.artifact_id, 16) != 0 || size != a->h.entry_file_bytes) {
+            nf_diag_addf(d, NF_C_LENGTH, p, "", "the entry changed while it was read");
+            bad = 1;
+        }
+    } else if (r != 32) {
         nf_diag_addf(d, r < 0 ? NF_C_IO : NF_C_PART_HEADER, p, ptr, "part header: %s",
                      r < 0 ? strerror((int)-r) : "file shorter than 32 bytes");
         bad = 1;
@@ -425,29 +558,144 @@ static int open_part(nf_artifact *a, size_t i, nf_diags *d)
         }
     }
     free(ptr);
+    if (!bad && first && i > 0 && a->opts.check_fill && check_fill_fd(a, i, fd, d) < 0)
+        bad = 1;
     if (bad) {
         close(fd);
         return -1;
     }
-    a->fds[i] = fd;
-    if (a->opts.check_fill && nf_artifact_check_fill(a, i, d) < 0)
-        return -1;
     return fd;
 }
 
-int nf_artifact_file_fd(nf_artifact *a, size_t i, nf_diags *d)
+/* Close unpinned files, least recently used first, until at most keep are
+ * open. Lock held. */
+static void evict(nf_artifact *a, size_t keep)
+{
+    for (;;) {
+        size_t open_n = 0, victim = SIZE_MAX;
+        for (size_t k = 0; k < a->n_slots; k++) {
+            if (a->slots[k].fd < 0)
+                continue;
+            open_n++;
+            if (!a->slots[k].pins &&
+                (victim == SIZE_MAX || a->slots[k].used < a->slots[victim].used))
+                victim = k;
+        }
+        if (open_n <= keep || victim == SIZE_MAX)
+            return;
+        close(a->slots[victim].fd);
+        a->slots[victim].fd = -1;
+    }
+}
+
+/* A free slot (growing the table when every slot is taken). Lock held. */
+static fslot *free_slot(nf_artifact *a)
+{
+    for (size_t k = 0; k < a->n_slots; k++)
+        if (a->slots[k].fd < 0)
+            return &a->slots[k];
+    fslot *ns = realloc(a->slots, (a->n_slots + 1) * sizeof *ns);
+    if (!ns)
+        return NULL;
+    a->slots = ns;
+    a->slots[a->n_slots].fd = -1;
+    return &a->slots[a->n_slots++];
+}
+
+/* Pin file i open (opening and checking it as needed): the fd stays valid
+ * until unpin. Returns the fd or -1 with diagnostics (cached failures say
+ * nothing again). */
+static int pin(nf_artifact *a, size_t i, nf_diags *d)
 {
     if (a->in || i >= a->n_files)
         return -1;
     pthread_mutex_lock(&a->lock);
     int fd = -1;
-    if (a->fstate[i] == F_OPEN) {
-        fd = a->fds[i];
-    } else if (a->fstate[i] == F_UNOPENED) {
-        fd = open_part(a, i, d);
-        a->fstate[i] = fd >= 0 ? F_OPEN : F_FAILED;
+    if (a->fstate[i] == F_FAILED)
+        goto out;
+    for (size_t k = 0; k < a->n_slots; k++)
+        if (a->slots[k].fd >= 0 && a->slots[k].file == i) {
+            a->slots[k].pins++;
+            a->slots[k].used = ++a->tick;
+            fd = a->slots[k].fd;
+            goto out;
+        }
+    evict(a, a->cap - 1);
+    bool first = a->fstate[i] == F_UNOPENED;
+    int err = 0;
+    fd = open_part(a, i, first, d, &err);
+    if (fd < 0 && (err == EMFILE || err == ENFILE)) {
+        /* out of descriptors: give back every unpinned one and try again */
+        evict(a, 0);
+        fd = open_part(a, i, first, d, &err);
+        if (fd < 0 && (err == EMFILE || err == ENFILE)) {
+            /* transient: not cached as a failure, and said once */
+            if (!a->emfile_said) {
+                struct rlimit rl = {0, 0};
+                getrlimit(RLIMIT_NOFILE, &rl);
+                nf_diag_addf(d, NF_C_IO, a->file_paths[i], "",
+                             "cannot open: too many open files (ulimit -n is %llu; the reader "
+                             "keeps at most %zu of this artifact's files open)",
+                             (unsigned long long)rl.rlim_cur, a->cap);
+                a->emfile_said = true;
+            }
+            goto out;
+        }
     }
+    if (fd < 0) {
+        a->fstate[i] = F_FAILED;
+        goto out;
+    }
+    a->fstate[i] = F_GOOD;
+    fslot *sl = free_slot(a);
+    if (!sl) {
+        close(fd);
+        fd = -1;
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        goto out;
+    }
+    *sl = (fslot){fd, i, 1, ++a->tick};
+out:
     pthread_mutex_unlock(&a->lock);
+    return fd;
+}
+
+static void unpin(nf_artifact *a, size_t i)
+{
+    pthread_mutex_lock(&a->lock);
+    for (size_t k = 0; k < a->n_slots; k++)
+        if (a->slots[k].fd >= 0 && a->slots[k].file == i && a->slots[k].pins) {
+            a->slots[k].pins--;
+            break;
+        }
+    evict(a, a->cap);
+    pthread_mutex_unlock(&a->lock);
+}
+
+int nf_artifact_check_fill(nf_artifact *a, size_t i, nf_diags *d)
+{
+    int fd = pin(a, i, d);
+    if (fd < 0)
+        return -1;
+    int rc = check_fill_fd(a, i, fd, d);
+    unpin(a, i);
+    return rc;
+}
+
+int nf_artifact_file_check(nf_artifact *a, size_t i, nf_diags *d)
+{
+    int fd = pin(a, i, d);
+    if (fd < 0)
+        return -1;
+    unpin(a, i);
+    return 0;
+}
+
+int nf_artifact_file_fd(nf_artifact *a, size_t i, nf_diags *d)
+{
+    int fd = pin(a, i, d);
+    if (fd >= 0)
+        unpin(a, i);
     return fd;
 }
 
@@ -492,11 +740,12 @@ int nf_artifact_segments(nf_artifact *a, uint64_t off, uint64_t len, nf_segment_
         const nf_file *f = &a->cat->files[i];
         uint64_t fe = f->logical_offset + f->payload_bytes;
         uint64_t b = fe < end ? fe : end;
-        int fd = nf_artifact_file_fd(a, i, d);
+        int fd = pin(a, i, d);
         if (fd < 0)
             return -1;
         uint64_t foff = nf_artifact_file_payload_start(a, i) + (off - f->logical_offset);
         int rc = fn(ctx, i, fd, foff, off - (end - len), b - off);
+        unpin(a, i);
         if (rc)
             return rc;
         off = b;
@@ -541,9 +790,9 @@ ssize_t nf_artifact_stream_read(nf_artifact *a, void *buf, size_t n, nf_diags *d
         n = (size_t)left;
     ssize_t r = nf_input_read(a->in, buf, n);
     if (r < 0) {
-        nf_diag_add(d, NF_C_IO, "", "read error: %s%s%s", strerror(errno),
-                    nf_input_error(a->in) ? ": " : "",
-                    nf_input_error(a->in) ? nf_input_error(a->in) : "");
+        char where[64];
+        snprintf(where, sizeof where, "after %llu payload bytes", (unsigned long long)a->spos);
+        stream_fault(a->in, d, where);
         return -1;
     }
     a->spos += (uint64_t)r;
@@ -560,7 +809,7 @@ int nf_artifact_stream_finish(nf_artifact *a, nf_diags *d)
     unsigned char b;
     ssize_t r = nf_input_read(a->in, &b, 1);
     if (r < 0) {
-        nf_diag_add(d, NF_C_IO, "", "read error: %s", strerror(errno));
+        stream_fault(a->in, d, "after the payload");
         return -1;
     }
     if (r > 0) {

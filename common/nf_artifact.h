@@ -65,8 +65,12 @@ void nf_artifact_close(nf_artifact *a);
 
 nf_catalog *nf_artifact_catalog(const nf_artifact *a);
 const nf_header *nf_artifact_header(const nf_artifact *a);
-/* The raw catalog text (json_bytes bytes, trailing whitespace included). */
+/* The catalog text as stored, without its trailing spaces (NUL-terminated;
+ * *len bytes), and how many spaces follow it: *len + pad == json_bytes.
+ * Trailing spaces are counted, not kept, so a catalog padded to the cap
+ * costs no more memory than its text (issue 11). */
 const char *nf_artifact_json(const nf_artifact *a, size_t *len);
+uint64_t nf_artifact_json_pad(const nf_artifact *a);
 const char *nf_artifact_path(const nf_artifact *a); /* entry path as given */
 bool nf_artifact_is_stream(const nf_artifact *a);
 
@@ -75,11 +79,24 @@ const char *nf_artifact_file_path(const nf_artifact *a, size_t i);
 /* Offset in file i where its payload starts (entry_payload_start or 4096). */
 uint64_t nf_artifact_file_payload_start(const nf_artifact *a, size_t i);
 
-/* Open file i if not yet open and check it (part header, length, fill with
- * check_fill). Returns its fd, or -1 with diagnostics: part-missing (no
- * such file, exit 3), io (unreadable, not a regular file), part-header,
- * artifact-id, length, fill. The result is cached (also failures).
- * Thread-safe. Not for streams. */
+/* File descriptors (issue 11): part files are opened when a read needs
+ * them and closed again, least recently used first, once more than a few
+ * are open (an eighth of RLIMIT_NOFILE, 2..64 per artifact), so any part
+ * count reads within a small `ulimit -n`. A file reopened later is checked
+ * again. When the process has no descriptor left even after closing every
+ * idle one, reads fail with one `io` diagnostic per artifact saying so. */
+
+/* Check file i, opening it if it was never opened (part header, length,
+ * fill with check_fill). Returns 0, or -1 with diagnostics: part-missing
+ * (no such file, exit 3), io (unreadable, not a regular file), part-header,
+ * artifact-id, length, fill. The verdict is cached (also failures, which
+ * are reported once). Thread-safe. Not for streams. */
+int nf_artifact_file_check(nf_artifact *a, size_t i, nf_diags *d);
+
+/* nf_artifact_file_check, returning file i's descriptor. The descriptor
+ * may be closed by the next read of this artifact (from any thread): use it
+ * at once, single-threaded, or prefer nf_artifact_segments, whose callback
+ * gets a descriptor held open for its duration. */
 int nf_artifact_file_fd(nf_artifact *a, size_t i, nf_diags *d);
 
 /* Range read (spec 11.2): copy logical payload [off, off+n) into buf.
@@ -90,8 +107,8 @@ int nf_artifact_read(nf_artifact *a, uint64_t off, void *buf, size_t n, nf_diags
 
 /* Call fn for each file segment of logical [off, off+len) in order:
  * (file index, fd, file offset, offset in the range, length). Opens the
- * files it needs. Returns 0, the first non-zero fn result, or -1 with
- * diagnostics. */
+ * files it needs; fd stays open while fn runs (not after it returns).
+ * Returns 0, the first non-zero fn result, or -1 with diagnostics. */
 typedef int (*nf_segment_fn)(void *ctx, size_t file, int fd, uint64_t file_off,
                              uint64_t range_off, uint64_t len);
 int nf_artifact_segments(nf_artifact *a, uint64_t off, uint64_t len, nf_segment_fn fn,

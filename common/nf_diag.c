@@ -38,6 +38,7 @@ static const char *const code_names[NF_C_COUNT_] = {
     [NF_C_AUXILIARY] = "auxiliary",
     [NF_C_COMPONENT_MISSING] = "component-missing",
     [NF_C_TARGET] = "target",
+    [NF_C_ZSTD] = "zstd",
     [NF_C_UNSUPPORTED] = "unsupported",
     [NF_C_IO] = "io",
     [NF_C_USAGE] = "usage",

@@ -52,6 +52,7 @@ typedef enum {
     NF_C_AUXILIARY,
     NF_C_COMPONENT_MISSING,
     NF_C_TARGET,
+    NF_C_ZSTD,             /* a corrupt zstd frame (one that ends early: length) */
     NF_C_UNSUPPORTED,      /* exit 4 */
     NF_C_IO,               /* exit 3 */
     NF_C_USAGE,            /* exit 2 */

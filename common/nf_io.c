@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #define IN_CHUNK (1u << 20)
 
@@ -18,6 +19,7 @@ struct nf_input {
     size_t raw_len, raw_pos;
     uint64_t pos;
     const char *err;
+    nf_in_fault fault;
     bool frame_done;        /* last decompress call ended a frame */
 };
 
@@ -102,8 +104,10 @@ ssize_t nf_input_read(nf_input *in, void *buf, size_t n)
             /* large reads go straight to the caller's buffer */
             if (n - got >= IN_CHUNK) {
                 ssize_t r = read_some(in->fd, out + got, n - got);
-                if (r < 0)
+                if (r < 0) {
+                    in->fault = NF_IN_IO;
                     return -1;
+                }
                 if (r == 0) {
                     in->eof = true;
                     break;
@@ -111,15 +115,20 @@ ssize_t nf_input_read(nf_input *in, void *buf, size_t n)
                 got += (size_t)r;
                 continue;
             }
-            if (refill(in) < 0)
+            if (refill(in) < 0) {
+                in->fault = NF_IN_IO;
                 return -1;
+            }
             continue;
         }
-        if (refill(in) < 0)
+        if (refill(in) < 0) {
+            in->fault = NF_IN_IO;
             return -1;
+        }
         if (in->raw_pos == in->raw_len && in->eof) {
             if (!in->frame_done) {
                 in->err = "zstd stream ends inside a frame";
+                in->fault = NF_IN_TRUNCATED;
                 errno = EBADMSG;
                 return -1;
             }
@@ -129,7 +138,11 @@ ssize_t nf_input_read(nf_input *in, void *buf, size_t n)
         ZSTD_outBuffer ob = {out + got, n - got, 0};
         size_t rc = ZSTD_decompressStream(in->dctx, &ob, &ib);
         if (ZSTD_isError(rc)) {
-            in->err = ZSTD_getErrorName(rc);
+            /* after a whole frame, bytes that do not start another one are
+             * trailing garbage, not a corrupt frame */
+            bool trailing = in->frame_done && ZSTD_getErrorCode(rc) == ZSTD_error_prefix_unknown;
+            in->err = trailing ? "bytes after the end of the zstd frame" : ZSTD_getErrorName(rc);
+            in->fault = trailing ? NF_IN_TRAILING : NF_IN_CORRUPT;
             errno = EBADMSG;
             return -1;
         }
@@ -160,6 +173,7 @@ ssize_t nf_input_skip(nf_input *in, uint64_t n)
 uint64_t nf_input_pos(const nf_input *in) { return in->pos; }
 bool nf_input_is_zstd(const nf_input *in) { return in->zstd; }
 const char *nf_input_error(const nf_input *in) { return in->err; }
+nf_in_fault nf_input_fault(const nf_input *in) { return in->fault; }
 
 void nf_input_close(nf_input *in)
 {

@@ -26,9 +26,17 @@ nf_input *nf_input_open_fd(int fd, bool own_fd);
 
 /* Read exactly n bytes unless the stream ends first. Returns the number of
  * bytes read (< n only at the end of the stream), or -1 with errno set
- * (EIO, or EBADMSG for corrupt zstd data, whose detail
- * nf_input_error() names). */
+ * (the read's errno, or EBADMSG for a fault in zstd data, whose kind
+ * nf_input_fault() gives and whose detail nf_input_error() names). */
 ssize_t nf_input_read(nf_input *in, void *buf, size_t n);
+
+/* What the last failed nf_input_read met (DESIGN 3, 4): NF_IN_IO a read
+ * error (exit 3); NF_IN_CORRUPT a corrupt zstd frame (`zstd`, exit 1);
+ * NF_IN_TRUNCATED a zstd stream that ends inside a frame and
+ * NF_IN_TRAILING bytes after the last frame that are no frame (both
+ * `length`, exit 1). */
+typedef enum { NF_IN_OK = 0, NF_IN_IO, NF_IN_CORRUPT, NF_IN_TRUNCATED, NF_IN_TRAILING } nf_in_fault;
+nf_in_fault nf_input_fault(const nf_input *in);
 
 /* Skip n bytes (reading them). Returns bytes skipped or -1. */
 ssize_t nf_input_skip(nf_input *in, uint64_t n);
