@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nf_cli.h"
 #include "nf_codec.h"
@@ -46,6 +47,49 @@ static struct {
     nf_open_opts open;
     unsigned threads;
 } opt;
+
+/* Where object o's bytes lie: one {"file", "file_offset", "bytes"} per file
+ * (spec 11.2's mapping), as JSON (json != NULL) and as text for a message.
+ * Returns the path of the only file it lies in, or NULL when it spans
+ * several. */
+static const char *object_segments(const nf_artifact *a, const nf_object *o, nf_jval *json,
+                                   char *text, size_t tn)
+{
+    const nf_catalog *c = nf_artifact_catalog(a);
+    bool *need = calloc(c->n_files ? c->n_files : 1, sizeof *need);
+    const char *only = NULL;
+    size_t used = 0, nseg = 0;
+    if (tn)
+        text[0] = 0;
+    if (!need)
+        return NULL;
+    nf_artifact_files_touched(a, o->offset, o->bytes, need);
+    uint64_t end = o->offset + o->bytes;
+    for (size_t i = 0; i < c->n_files; i++) {
+        if (!need[i])
+            continue;
+        const nf_file *f = &c->files[i];
+        uint64_t b = o->offset > f->logical_offset ? o->offset : f->logical_offset;
+        uint64_t fe = f->logical_offset + f->payload_bytes, e = end < fe ? end : fe;
+        uint64_t foff = nf_artifact_file_payload_start(a, i) + (b - f->logical_offset);
+        const char *p = nf_artifact_file_path(a, i);
+        if (json) {
+            nf_jval *sg = nf_jnew_object();
+            nf_jobj_set(sg, "file", nf_jnew_string(p));
+            nf_jobj_set(sg, "file_offset", nf_jnew_u64(foff));
+            nf_jobj_set(sg, "bytes", nf_jnew_u64(e - b));
+            nf_jarr_push(json, sg);
+        }
+        if (used < tn) {
+            int k = snprintf(text + used, tn - used, "%s%s bytes [%llu, +%llu)", nseg ? ", " : "",
+                             p, (unsigned long long)foff, (unsigned long long)(e - b));
+            used += k > 0 ? (size_t)k : 0;
+        }
+        only = nseg++ ? NULL : p;
+    }
+    free(need);
+    return only;
+}
 
 /* Streams: hash every object with a digest as the payload passes. */
 static int stream_digests(nf_artifact *a, const bool *want, char (*got)[65], nf_diags *d)
@@ -133,6 +177,15 @@ static const char *sums_lookup(char *text, const char *sums_dir, const char *pat
     return found;
 }
 
+/* Was a part-missing diagnostic already given for path? */
+static bool said_missing(const nf_diags *d, const char *path)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (d->v[i].code == NF_C_PART_MISSING && d->v[i].file && !strcmp(d->v[i].file, path))
+            return true;
+    return false;
+}
+
 static void check_sums(nf_artifact *a, nf_diags *d)
 {
     FILE *f = fopen(opt.check_sums, "r");
@@ -152,6 +205,16 @@ static void check_sums(nf_artifact *a, nf_diags *d)
     const nf_catalog *c = nf_artifact_catalog(a);
     for (size_t i = 0; i < c->n_files; i++) {
         const char *p = nf_artifact_file_path(a, i);
+        struct stat st;
+        if (lstat(p, &st) < 0 && errno == ENOENT) {
+            /* a file that is not there is missing, whatever the list says */
+            if (!said_missing(d, p)) {
+                char ptr[48];
+                snprintf(ptr, sizeof ptr, "/files/%zu", i);
+                nf_diag_addf(d, NF_C_PART_MISSING, p, ptr, "part %zu is missing", i);
+            }
+            continue;
+        }
         const char *line = sums_lookup(text, dir, p);
         if (!line) {
             nf_diag_addf(d, NF_C_DIGEST, p, "", "no line for this file in %s", opt.check_sums);
@@ -176,6 +239,10 @@ static int verify_one(const char *path)
     nf_operand op;
     size_t checked = 0;
     nf_jval *rec = opt.json ? nf_jnew_object() : NULL;
+    nf_jval *unchecked = opt.json ? nf_jnew_array() : NULL;
+    /* digest diagnostics (index in d) and their objects, for "segments" */
+    size_t *dig_diag = NULL, n_dig = 0;
+    nf_jval *dig_segs = NULL;
     if (nf_operand_open(&op, path, &opt.open, &d) == 0) {
         nf_artifact *a = op.a;
         const nf_catalog *c = nf_artifact_catalog(a);
@@ -193,9 +260,11 @@ static int verify_one(const char *path)
                     nf_artifact_files_touched(a, c->objects[i].offset, c->objects[i].bytes, files);
             free(comps);
         }
-        for (size_t i = 1; !stream && i < c->n_files; i++)
-            if (!opt.component || (files && files[i]))
-                nf_artifact_file_check(a, i, &d);
+        /* every file once: what fails here leaves its objects unchecked */
+        bool *bad = calloc(c->n_files ? c->n_files : 1, sizeof *bad);
+        for (size_t i = 0; !stream && bad && i < c->n_files; i++)
+            if (!opt.component || i == 0 || (files && files[i]))
+                bad[i] = nf_artifact_file_check(a, i, &d) < 0;
         free(files);
         for (size_t i = 0; i < c->n_objects; i++) {
             const nf_object *o = &c->objects[i];
@@ -221,18 +290,38 @@ static int verify_one(const char *path)
         }
         char (*got)[65] = calloc(c->n_objects ? c->n_objects : 1, sizeof *got);
         bool *want = calloc(c->n_objects ? c->n_objects : 1, sizeof *want);
-        for (size_t i = 0; i < c->n_objects && want; i++) {
+        bool *skipped = calloc(c->n_objects ? c->n_objects : 1, sizeof *skipped);
+        bool *touch = calloc(c->n_files ? c->n_files : 1, sizeof *touch);
+        for (size_t i = 0; i < c->n_objects && want && skipped; i++) {
             want[i] = !opt.no_digests && c->objects[i].has_digest &&
                       c->objects[i].has_offset && c->objects[i].has_bytes &&
                       (!only || only[i]);
-            checked += want[i];
+            if (!want[i] || stream || !bad || !touch)
+                continue;
+            /* an object in a file that is missing or broken cannot be hashed:
+             * it is listed as unchecked, not counted as checked */
+            const nf_object *o = &c->objects[i];
+            if (!ranges_ok)
+                continue;
+            nf_artifact_files_touched(a, o->offset, o->bytes, touch);
+            for (size_t f = 0; f < c->n_files; f++) {
+                if (touch[f] && bad[f])
+                    skipped[i] = true;
+                touch[f] = false;
+            }
+            if (skipped[i])
+                want[i] = false;
         }
+        free(touch);
+        size_t n_want = 0;
+        for (size_t i = 0; want && i < c->n_objects; i++)
+            n_want += want[i];
         if (!got || !want) {
             nf_diag_add(&d, NF_C_IO, "", "out of memory");
         } else if (stream) {
             if (ranges_ok)
                 stream_digests(a, want, got, &d);
-        } else if (!opt.no_digests && ranges_ok && checked) {
+        } else if (!opt.no_digests && ranges_ok && n_want) {
             nf_progress pr;
             uint64_t total = 0;
             for (size_t i = 0; i < c->n_objects; i++)
@@ -245,16 +334,44 @@ static int verify_one(const char *path)
             for (size_t i = 0; i < c->n_objects; i++) {
                 if (!want[i] || !got[i][0])
                     continue;
+                checked++;
                 char said[65];
                 nf_object_digest_hex(&c->objects[i], said);
                 if (strcmp(got[i], said) != 0) {
-                    char ptr[96];
+                    char ptr[96], where[1024] = "";
                     snprintf(ptr, sizeof ptr, "/objects/%zu", i);
-                    nf_diag_add(&d, NF_C_DIGEST, ptr,
-                                "object \"%s\": sha256 %s, metadata.integrity says %s",
-                                c->objects[i].id, got[i], said);
+                    const char *file = NULL;
+                    nf_jval *segs = NULL;
+                    if (!stream) {
+                        segs = opt.json ? nf_jnew_array() : NULL;
+                        file = object_segments(a, &c->objects[i], segs, where, sizeof where);
+                    }
+                    size_t at = d.n;
+                    nf_diag_addf(&d, NF_C_DIGEST, file ? file : path, ptr,
+                                 "object \"%s\": sha256 %s, metadata.integrity says %s%s%s",
+                                 c->objects[i].id, got[i], said,
+                                 where[0] ? "; its bytes: " : "", where);
+                    if (segs && d.n == at + 1) {
+                        size_t *nd = realloc(dig_diag, (n_dig + 1) * sizeof *nd);
+                        if (nd)
+                            dig_diag = nd;
+                        if (!dig_segs)
+                            dig_segs = nf_jnew_array();
+                        if (nd && dig_segs) {
+                            dig_diag[n_dig++] = at;
+                            nf_jarr_push(dig_segs, segs);
+                            segs = NULL;
+                        }
+                    }
+                    nf_jval_free(segs);
                 }
             }
+        /* everything that should have been hashed and was not */
+        for (size_t i = 0; unchecked && want && skipped && got && i < c->n_objects; i++)
+            if (skipped[i] || (want[i] && !got[i][0]))
+                nf_jarr_push(unchecked, nf_jnew_string(c->objects[i].id));
+        free(skipped);
+        free(bad);
         free(got);
         free(want);
         if (opt.deep && !stream && ranges_ok)
@@ -284,6 +401,8 @@ static int verify_one(const char *path)
             nf_jobj_set(rec, "files", nf_files_json(a, NULL));
             nf_jobj_set(rec, "objects", nf_jnew_u64(c->n_objects));
             nf_jobj_set(rec, "digests_checked", nf_jnew_u64(checked));
+            nf_jobj_set(rec, "digests_unchecked", unchecked);
+            unchecked = NULL;
         }
         nf_operand_close(&op);
     }
@@ -291,7 +410,13 @@ static int verify_one(const char *path)
     if (rec) {
         nf_jobj_set(rec, "file", nf_jnew_string(path));
         nf_jobj_set(rec, "exit", nf_jnew_i64(ex));
-        nf_jobj_set(rec, "diagnostics", nf_diags_json(&d));
+        nf_jval *diags = nf_diags_json(&d);
+        for (size_t k = 0; k < n_dig; k++) {
+            nf_jval *dg = nf_jarr_get(diags, dig_diag[k]);
+            if (dg)
+                nf_jobj_set(dg, "segments", nf_jval_ref(nf_jarr_get(dig_segs, k)));
+        }
+        nf_jobj_set(rec, "diagnostics", diags);
         nf_print_json_line(rec);
         nf_jval_free(rec);
     } else {
@@ -299,6 +424,9 @@ static int verify_one(const char *path)
         if (ex == 0 && !opt.quiet && !opt.sums)
             printf("%s: OK (%zu digests checked)\n", path, checked);
     }
+    nf_jval_free(unchecked);
+    nf_jval_free(dig_segs);
+    free(dig_diag);
     nf_diags_free(&d);
     return ex;
 }

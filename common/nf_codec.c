@@ -76,6 +76,7 @@ const char *nf_codec_strerror(int err)
     case NF_CODEC_ENONFINITE: return "non-finite source value";
     case NF_CODEC_EVALUE: return "source value not representable";
     case NF_CODEC_ENOMEM: return "out of memory";
+    case NF_CODEC_EOVERFLOW: return "finite source value that rounds to infinity in bf16";
     default: return "unknown error";
     }
 }
@@ -1084,8 +1085,16 @@ static int enc_contig(const nf_tensor_enc *t, const float *src, uint64_t e0,
     for (uint64_t e = e0; e < e1; e++) {
         float x = src[e - e0];
         bool fin = isfinite(x);
-        if (!fin && (t->format == NF_FMT_INT32 || !o->allow_nonfinite))
+        if (!fin && (t->format == NF_FMT_INT32 || !o->allow_nonfinite)) {
+            st->bad_element = e + 1;
             return NF_CODEC_ENONFINITE;
+        }
+        /* a finite f32 at or above 0x7f7f8000 rounds to +-Inf in bf16 */
+        if (fin && t->format == NF_FMT_BF16 && !o->allow_nonfinite &&
+            (nf_f32_bits(x) & 0x7fffffffu) >= 0x7f7f8000u) {
+            st->bad_element = e + 1;
+            return NF_CODEC_EOVERFLOW;
+        }
         float back = x;
         switch (t->format) {
         case NF_FMT_BF16: {
@@ -1155,8 +1164,11 @@ int nf_encode_rows_f32(const nf_tensor_enc *t, const float *src, uint64_t r0,
     default:
         return NF_CODEC_EINVAL;
     }
-    if (rc)
+    if (rc) {
+        if (stats)
+            stats->bad_element = st.bad_element;
         return rc;
+    }
     zero_gaps(t, obj);
     if (stats) {
         stats->sse += st.sse;

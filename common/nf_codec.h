@@ -60,6 +60,9 @@ enum {
     NF_CODEC_EVALUE = -5,      /* encode int32: source not an integer in
                                   [-2^31, 2^31) */
     NF_CODEC_ENOMEM = -6,
+    NF_CODEC_EOVERFLOW = -7,   /* encode bf16: a finite value that rounds to
+                                  +-Inf (|x| >= 0x7f7f8000 as f32 bits) and
+                                  allow_nonfinite is not set (DESIGN 7.4) */
 };
 
 /* A short lowercase description of an NF_CODEC_E* value ("range outside the
@@ -132,8 +135,9 @@ int nf_decode_rows_bf16(const nf_tensor_enc *t, const uint8_t *obj,
 typedef struct {
     /* bf16/fp32 targets: store NaN and +-Inf instead of failing with
      * ENONFINITE (bf16: nf_f32_to_bf16, which quiets a signalling NaN; fp32:
-     * the word as it is). Scaled formats (q*, t2, nvfp4, fp8) and int32
-     * cannot hold them and fail whatever this says. */
+     * the word as it is), and let a finite value round to +-Inf in bf16
+     * instead of failing with EOVERFLOW. Scaled formats (q*, t2, nvfp4, fp8)
+     * and int32 cannot hold them and fail whatever this says. */
     bool allow_nonfinite;
     /* q-formats: false (default) searches per group for the FP16 scale with
      * the least squared error; true uses the absmax baseline only. */
@@ -150,6 +154,9 @@ typedef struct {
     double ssx;          /* sum of x^2 */
     uint64_t elements;   /* elements encoded */
     uint64_t saturated;  /* codes clamped at the end of their range */
+    uint64_t bad_element; /* on ENONFINITE/EOVERFLOW into a contiguous target:
+                             1 + the C-order index of the first such element
+                             (0: not known) */
 } nf_encode_stats;
 
 /* Encode src (the row range's elements in C order, (r1-r0)*cols f32) into

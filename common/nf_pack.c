@@ -230,9 +230,22 @@ static int values_bytes(pack_ctx *p, const nf_object *o, const nf_source *s, seg
     out->mem = malloc(el * eb + 1);
     if (!out->mem)
         return -1;
+    bool allow = p->po->allow_nonfinite;
     for (size_t i = 0; i < s->n_values; i++) {
         double v = s->values[i];
         unsigned char *q = out->mem + i * eb;
+        /* DESIGN 7.4: NaN/Inf (1e400 reads as Inf) and values that round to
+         * Inf are errors naming the element, unless --allow-nonfinite */
+        if (o->format != NF_FMT_INT32 && !allow && !isfinite(v)) {
+            char *ep = NULL;
+            if (asprintf(&ep, "%s/values/%zu", s->pointer ? s->pointer : "", i) < 0)
+                ep = NULL;
+            nf_diag_add(p->d, NF_C_RANGE, ep ? ep : s->pointer,
+                        "object \"%s\": value %zu is %s, not finite (--allow-nonfinite keeps it)",
+                        o->id, i, v != v ? "NaN" : v > 0 ? "+Inf" : "-Inf");
+            free(ep);
+            return -1;
+        }
         if (o->format == NF_FMT_INT32) {
             if (v != floor(v) || v < -2147483648.0 || v > 2147483647.0) {
                 nf_diag_add(p->d, NF_C_RANGE, s->pointer, "value %g is not an int32", v);
@@ -242,12 +255,21 @@ static int values_bytes(pack_ctx *p, const nf_object *o, const nf_source *s, seg
             memcpy(q, &x, 4);
         } else {
             float f = (float)v;
-            if (!isfinite(f) && isfinite(v)) {
-                nf_diag_add(p->d, NF_C_RANGE, s->pointer, "value %g overflows fp32", v);
-                return -1;
-            }
             uint32_t u;
             memcpy(&u, &f, 4);
+            bool over = isfinite(v) && (!isfinite(f) || (o->format == NF_FMT_BF16 &&
+                                                         (u & 0x7fffffffu) >= 0x7f7f8000u));
+            if (over && !allow) {
+                char *ep = NULL;
+                if (asprintf(&ep, "%s/values/%zu", s->pointer ? s->pointer : "", i) < 0)
+                    ep = NULL;
+                nf_diag_add(p->d, NF_C_RANGE, ep ? ep : s->pointer,
+                            "object \"%s\": value %zu (%.17g) rounds to infinity in %s "
+                            "(--allow-nonfinite keeps it as infinity)",
+                            o->id, i, v, o->format == NF_FMT_BF16 ? "bf16" : "fp32");
+                free(ep);
+                return -1;
+            }
             if (o->format == NF_FMT_FP32) {
                 memcpy(q, &u, 4);
             } else {
@@ -825,6 +847,7 @@ struct enc_job {
     uint64_t block, nblocks;
     atomic_uint_fast64_t next;
     atomic_int err;
+    atomic_uint_fast64_t bad; /* 1 + the first element refused (0: none) */
     pthread_mutex_t lock;
     nf_encode_stats st;
     double max_abs;
@@ -862,6 +885,10 @@ static void *enc_worker(void *arg)
                     mx = e;
             }
         if (rc) {
+            uint64_t cur = atomic_load(&j->bad);
+            while (st.bad_element && (cur == 0 || st.bad_element < cur) &&
+                   !atomic_compare_exchange_weak(&j->bad, &cur, st.bad_element))
+                ;
             atomic_store(&j->err, rc);
             break;
         }
@@ -941,11 +968,23 @@ static uint8_t *transcode(pack_ctx *p, const nf_object *o, const objsrc *os, con
     pthread_mutex_destroy(&j.lock);
     int err = atomic_load(&j.err);
     if (err) {
+        uint64_t bad = atomic_load(&j.bad);
+        char el[96] = "";
+        float bv = 0;
+        if (bad && nf_values_read(&os->v, bad - 1, bad, &bv) == 0)
+            snprintf(el, sizeof el, " at element %llu (%.9g)", (unsigned long long)(bad - 1),
+                     (double)bv);
         if (err == NF_CODEC_ENONFINITE)
-            nf_diag_add(p->d, NF_C_RANGE, ptr, "object \"%s\": the source holds NaN or Inf%s", o->id,
+            nf_diag_add(p->d, NF_C_RANGE, ptr, "object \"%s\": the source holds NaN or Inf%s%s",
+                        o->id, el,
                         nf_format_elem_bytes(o->format) == 0 || o->format == NF_FMT_INT32
                             ? ", which this format cannot hold"
                             : " (--allow-nonfinite keeps them in bf16/fp32)");
+        else if (err == NF_CODEC_EOVERFLOW)
+            nf_diag_add(p->d, NF_C_RANGE, ptr,
+                        "object \"%s\": a finite value%s rounds to infinity in bf16 "
+                        "(--allow-nonfinite keeps it as infinity)",
+                        o->id, el);
         else if (err == NF_CODEC_EVALUE)
             nf_diag_add(p->d, NF_C_RANGE, ptr, "object \"%s\": a value is not an int32", o->id);
         else if (err == -ENODATA)
