@@ -403,7 +403,11 @@ int main(int argc, char **argv)
         return nf_usage_error("give at most one selector");
     if (optind + 1 != argc)
         return nf_usage_error(optind >= argc ? "no artifact given" : "one artifact at a time");
-    if (opt.sel == S_STREAM && !opt.zstd && isatty(1))
+    /* DESIGN 3: binary output (a stream, an object, a range, a resource,
+     * anything compressed) is refused on a terminal, for every command alike */
+    bool binary = opt.zstd || opt.sel == S_STREAM || opt.sel == S_OBJECT ||
+                  opt.sel == S_RANGE || opt.sel == S_RESOURCE;
+    if (binary && isatty(1))
         return nf_usage_error("refusing to write binary data to a terminal (redirect it)");
     const char *path = argv[optind];
     d.file = path;

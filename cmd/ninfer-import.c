@@ -22,7 +22,9 @@ static const char usage[] =
     "a sharded model.safetensors.index.json), a .safetensors file (with\n"
     "--config), or a .gguf file (F32/F16/BF16 tensors, or vocabulary only).\n"
     "\n"
-    "  -o, --output FILE       write the manifest to FILE (default: stdout)\n"
+    "  -o, --output FILE       write the manifest to FILE (default: stdout); an existing\n"
+    "                          file is kept unless --force, a missing directory is made\n"
+    "      --force             replace an existing output (and resource) file\n"
     "      --config FILE       the config.json to use\n"
     "      --fuse              stack Q/K/(gate)/V, MLP gate/up and expert banks into\n"
     "                          one parent each, bound by row ranges\n"
@@ -36,7 +38,8 @@ static const char usage[] =
     "\n"
     "Exit status: 0 ok, 1 the checkpoint breaks a rule (a tensor missing or of the\n"
     "wrong shape), 2 usage, 3 I/O error (a missing shard), 4 unsupported (an unknown\n"
-    "architecture, a quantized GGUF tensor type).\n";
+    "architecture, a quantized GGUF tensor type); an existing output without\n"
+    "--force is an I/O error (3), an output that is a directory a usage error (2).\n";
 
 static void warn(void *ctx, const char *msg)
 {
@@ -44,29 +47,12 @@ static void warn(void *ctx, const char *msg)
         fprintf(stderr, "%s: %s\n", nf_prog, msg);
 }
 
-/* Write text to path through a temporary beside it. Returns 0 or -errno. */
-static int write_file(const char *path, const char *text, size_t len)
-{
-    char *tmp = NULL;
-    if (asprintf(&tmp, "%s.tmp-%d", path, (int)getpid()) < 0)
-        return -ENOMEM;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int rc = fd < 0 ? -errno : nf_write_all(fd, text, len);
-    if (fd >= 0 && close(fd) != 0 && !rc)
-        rc = -errno;
-    if (!rc && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc)
-        unlink(tmp);
-    free(tmp);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
-    enum { O_CONFIG = 256, O_FUSE, O_F16, O_RESDIR, O_VERSION };
+    enum { O_CONFIG = 256, O_FUSE, O_F16, O_RESDIR, O_VERSION, O_FORCE };
     static const struct option lo[] = {
         {"output", required_argument, 0, 'o'},
+        {"force", no_argument, 0, O_FORCE},
         {"config", required_argument, 0, O_CONFIG},
         {"fuse", no_argument, 0, O_FUSE},
         {"f16-as", required_argument, 0, O_F16},
@@ -85,6 +71,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
+        case O_FORCE: o.force = true; break;
         case O_CONFIG: o.config = optarg; break;
         case O_FUSE: o.fuse = true; break;
         case O_F16:
@@ -115,16 +102,18 @@ int main(int argc, char **argv)
     nf_diags d = NF_DIAGS_INIT;
     d.file = o.checkpoint;
     size_t len = 0;
-    char *text = nf_import(&o, &len, &d);
+    /* the output is checked before any work: nothing (no resource file
+     * either) is written when it would be refused (DESIGN 3) */
+    const char *inputs[2] = {o.checkpoint, o.config};
+    char *text = NULL;
+    if (!out || nf_output_file_check(out, o.force, inputs, 2, &d) == 0)
+        text = nf_import(&o, &len, &d);
     if (text) {
         int rc = 0;
-        if (out) {
-            rc = write_file(out, text, len);
-            if (rc)
-                nf_diag_addf(&d, NF_C_IO, out, "", "cannot write: %s", strerror(-rc));
-        } else if (nf_write_all(1, text, len) != 0) {
-            nf_diag_addf(&d, NF_C_IO, "(stdout)", "", "cannot write: %s", strerror(errno));
-        }
+        if (out)
+            nf_write_file(out, text, len, o.force, inputs, 2, &d);
+        else if ((rc = nf_write_all(1, text, len)) != 0)
+            nf_diag_addf(&d, NF_C_IO, "(stdout)", "", "cannot write: %s", strerror(-rc));
     }
     free(text);
     free(dir);

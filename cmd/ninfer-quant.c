@@ -23,14 +23,18 @@ static const char usage[] =
     "  -r, --recipe FILE     rules as JSON: {\"rules\": [{\"match\", \"format\", \"layout\",\n"
     "                        \"divisors\", \"activation_policy\"}]} (before RULE args)\n"
     "  -i, --input FILE      read the manifest from FILE instead of stdin\n"
-    "  -o, --output FILE     write the manifest to FILE instead of stdout\n"
+    "  -o, --output FILE     write the manifest to FILE instead of stdout (an existing\n"
+    "                        file is kept unless --force; a missing directory is made)\n"
+    "      --force           replace an existing output file\n"
+    "      --allow-unmatched a rule that matches no parameter is no error\n"
     "  -h, --help            this text\n"
     "      --version         print the version\n"
     "\n"
     "Formats: bf16 fp32 int32 q2_g64_fp16 q4_g64_fp16 q5_g64_fp16 q6_g64_fp16\n"
     "q8_g32_fp16 t2_g128_fp16 nvfp4 fp8_e4m3fn_row_bf16 (see ninfer-formats(7)).\n"
     "Exit status: 0 ok, 1 the manifest breaks a rule or a parameter cannot take\n"
-    "its encoding, 2 usage, 3 I/O error.\n";
+    "its encoding, 2 usage (also a rule that matches no parameter), 3 I/O error\n"
+    "(also an existing output without --force).\n";
 
 static char *slurp(FILE *f, size_t *len)
 {
@@ -50,9 +54,11 @@ static char *slurp(FILE *f, size_t *len)
 
 int main(int argc, char **argv)
 {
-    enum { O_VERSION = 256 };
+    enum { O_VERSION = 256, O_FORCE, O_UNMATCHED };
     static const struct option lo[] = {
         {"recipe", required_argument, 0, 'r'},
+        {"force", no_argument, 0, O_FORCE},
+        {"allow-unmatched", no_argument, 0, O_UNMATCHED},
         {"input", required_argument, 0, 'i'},
         {"output", required_argument, 0, 'o'},
         {"help", no_argument, 0, 'h'},
@@ -61,19 +67,31 @@ int main(int argc, char **argv)
     };
     nf_prog = "ninfer-quant";
     const char *recipe = NULL, *in = NULL, *outp = NULL;
+    bool force = false, allow_unmatched = false;
     int c;
     while ((c = getopt_long(argc, argv, "r:i:o:h", lo, NULL)) != -1) {
         switch (c) {
         case 'r': recipe = optarg; break;
         case 'i': in = optarg; break;
         case 'o': outp = optarg; break;
+        case O_FORCE: force = true; break;
+        case O_UNMATCHED: allow_unmatched = true; break;
         case 'h': fputs(usage, stdout); return 0;
         case O_VERSION: nf_print_version(); return 0;
         default: return nf_usage_error("unknown option");
         }
     }
+    if (outp && strcmp(outp, "-") == 0)
+        outp = NULL;
+    if (in && strcmp(in, "-") == 0)
+        in = NULL;
     nf_diags d = NF_DIAGS_INIT;
     nf_quant_rules rules = {0};
+    rules.allow_unmatched = allow_unmatched;
+    /* the output is checked before any work (DESIGN 3: one rule for all) */
+    const char *inputs[2] = {in, recipe};
+    if (outp)
+        nf_output_file_check(outp, force, inputs, 2, &d);
     if (recipe) {
         FILE *f = fopen(recipe, "r");
         size_t len = 0;
@@ -110,11 +128,19 @@ int main(int argc, char **argv)
             so.manifest = true;
             so.pretty = true;
             size_t n = 0;
+            int wr;
             char *o = nf_catalog_serialize(cat, &so, &n);
-            FILE *of = outp ? fopen(outp, "w") : stdout;
-            if (!o || !of || fwrite(o, 1, n, of) != n || fputc('\n', of) == EOF ||
-                (of != stdout ? fclose(of) : fflush(of)) != 0)
-                nf_diag_addf(&d, NF_C_IO, outp ? outp : "-", "", "write error: %s", strerror(errno));
+            char *on = o ? realloc(o, n + 1) : NULL;
+            if (on) {
+                o = on;
+                o[n++] = '\n';
+            }
+            if (!on)
+                nf_diag_addf(&d, NF_C_IO, outp ? outp : "-", "", "out of memory");
+            else if (outp)
+                nf_write_file(outp, o, n, force, inputs, 2, &d);
+            else if ((wr = nf_write_all(1, o, n)) != 0)
+                nf_diag_addf(&d, NF_C_IO, "-", "", "write error: %s", strerror(-wr));
             free(o);
         }
         nf_catalog_free(cat);

@@ -20,6 +20,7 @@
 #include "nf_json.h"
 #include "nf_safetensors.h"
 #include "nf_util.h"
+#include "nf_writer.h"
 
 #define MAX_CONFIG_BYTES (64ull << 20)
 #define MAX_INDEX_BYTES (256ull << 20)
@@ -1199,31 +1200,37 @@ static void add_resource(mb *m, nf_jval *res, const char *role, nf_jval *obj)
     nf_jobj_set(res, role, nf_jnew_string(id));
 }
 
-/* Write text to dir/name atomically; returns the absolute path or NULL. */
+/* Does the regular file path hold exactly text[0..len)? */
+static bool same_bytes(const char *path, const char *text, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    struct stat st;
+    bool same = false;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == len) {
+        char *b = malloc(len ? len : 1);
+        same = b && nf_pread_full(fd, b, len, 0) == (ssize_t)len && memcmp(b, text, len) == 0;
+        free(b);
+    }
+    if (fd >= 0)
+        close(fd);
+    return same;
+}
+
+/* Write text to dir/name by the output rules of DESIGN 3 (nf_write_file: an
+ * existing file is kept unless force; the same bytes already there are no
+ * conflict); returns the absolute path or NULL. */
 static char *write_side_file(const char *dir, const char *name, const char *text, size_t len,
-                             nf_diags *d)
+                             bool force, nf_diags *d)
 {
     char *path = nf_path_join(dir, name);
-    char *tmp = NULL;
-    if (!path || asprintf(&tmp, "%s.tmp-%d", path, (int)getpid()) < 0) {
-        free(path);
+    if (!path) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         return NULL;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int rc = fd < 0 ? -errno : nf_write_all(fd, text, len);
-    if (fd >= 0 && close(fd) != 0 && !rc)
-        rc = -errno;
-    if (!rc && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc) {
-        nf_diag_addf(d, NF_C_IO, path, "", "cannot write: %s", strerror(-rc));
-        unlink(tmp);
-        free(tmp);
+    if (!same_bytes(path, text, len) && nf_write_file(path, text, len, force, NULL, 0, d) < 0) {
         free(path);
         return NULL;
     }
-    free(tmp);
     char *abs = absdup(path);
     free(path);
     return abs;
@@ -1282,7 +1289,7 @@ static bool gguf_resources(mb *m, const nf_gguf *g, nf_jval *res, prov *pv)
             bl -= 5;
         snprintf(name, sizeof name, "%.*s.gguf_tokenizer.json", (int)bl, base);
         char *path = write_side_file(m->o->resource_dir ? m->o->resource_dir : ".", name, buf,
-                                     blen, m->d);
+                                     blen, m->o->force, m->d);
         if (path) {
             add_resource(m, res, "gguf_tokenizer.json",
                          resource_obj("gguf_tokenizer.json", path, false, 0, 0));

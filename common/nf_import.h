@@ -82,6 +82,7 @@ typedef struct {
     nf_format f16_as;          /* NF_FMT_UNKNOWN (default): GGUF F16 matrices and
                                   banks gguf_f16, other F16 tensors fp32;
                                   NF_FMT_FP32 (lossless) or NF_FMT_BF16: all */
+    bool force;                /* replace existing output and resource files */
     const char *resource_dir;  /* where generated resources are written (GGUF
                                   gguf_tokenizer.json); NULL: "." */
     void (*warn)(void *ctx, const char *msg); /* may be NULL */

@@ -420,10 +420,12 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
     choice *ch = calloc(n0 ? n0 : 1, sizeof *ch);
     const nf_quant_rule **by_param = calloc(c->n_bindings ? c->n_bindings : 1, sizeof *by_param);
     bool *was_gguf = NULL;
+    bool *matched = calloc(rules->n ? rules->n : 1, sizeof *matched);
     int rc = 0;
-    if (!ch || !by_param) {
+    if (!ch || !by_param || !matched) {
         free(ch);
         free(by_param);
+        free(matched);
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         return -1;
     }
@@ -431,8 +433,10 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
         const nf_named_binding *nb = &c->bindings[b];
         const nf_quant_rule *r = NULL;
         for (size_t i = 0; i < rules->n; i++)
-            if (fnmatch(rules->v[i].match, nb->name, 0) == 0)
+            if (fnmatch(rules->v[i].match, nb->name, 0) == 0) {
                 r = &rules->v[i];
+                matched[i] = true;
+            }
         if (!r)
             continue;
         by_param[b] = r;
@@ -446,6 +450,15 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
                     rc = -1;
         }
     }
+    for (size_t i = 0; !rules->allow_unmatched && i < rules->n; i++)
+        if (!matched[i]) {
+            nf_diag_add(d, NF_C_USAGE, "",
+                        "rule %zu ('%s=%s') matches no parameter of the manifest "
+                        "(--allow-unmatched permits it)",
+                        i + 1, rules->v[i].match, rules->v[i].format);
+            rc = -1;
+        }
+    free(matched);
     if (rc)
         goto out;
     was_gguf = calloc(n0 ? n0 : 1, sizeof *was_gguf);

@@ -26,6 +26,7 @@ typedef struct {
 typedef struct {
     nf_quant_rule *v;
     size_t n;
+    bool allow_unmatched;    /* a rule that matches no parameter is no error */
 } nf_quant_rules;
 
 /* Parse one rule in the command-line syntax; on error a `usage` diagnostic
@@ -39,7 +40,10 @@ int nf_quant_recipe_parse(const char *text, size_t len, nf_quant_rules *rules, n
 
 void nf_quant_rules_free(nf_quant_rules *rules);
 
-/* Apply rules to a parsed manifest (DESIGN 5): for each binding the last
+/* Apply rules to a parsed manifest (DESIGN 5): a rule whose glob matches no
+ * bound parameter's name (a typo would otherwise ship an unquantized
+ * manifest) is a `usage` error naming it (exit 2) unless
+ * rules->allow_unmatched; nothing is changed then. For each binding the last
  * matching rule wins; rules touch only rank-2 parents (norms, biases and
  * other vectors a glob also matches are left as they are); a parent takes
  * the encoding its parameters ask for, and two parameters asking one parent

@@ -349,7 +349,7 @@ same_params() {
     cp ck2/model.safetensors ck/model.safetensors  # has lm_head.weight; config says tied
     run -0 --separate-stderr ninfer-import -o m.json ck
     [[ "$stderr" == *'warning: 1 checkpoint tensor no parameter uses ("lm_head.weight") left out'* ]]
-    run -0 --separate-stderr ninfer-import -q -o m.json ck
+    run -0 --separate-stderr ninfer-import -q --force -o m.json ck
     [ -z "$stderr" ]
 }
 

@@ -124,8 +124,13 @@ tie_head() {
     [ "$(count_format c.json q5_g64_fp16)" -eq 4 ]
     [ "$(format_of c.json model.layers.1.self_attn.k_proj.weight)" = q5_g64_fp16 ]
     [ "$(format_of c.json model.layers.1.self_attn.v_proj.weight)" = bf16 ]
-    # a glob that matches nothing changes nothing
-    run -0 ninfer-quant -i "$(M)" 'text/layers/0/mlp=q4_g64_fp16'
+    # a glob that matches nothing is a usage error naming it (a typo would
+    # ship an unquantized manifest); --allow-unmatched lets it change nothing
+    run -2 --separate-stderr ninfer-quant -i "$(M)" 'text/*=q8_g32_fp16' 'text/layers/0/mlp=q4_g64_fp16'
+    expect_only_codes usage
+    grep -qF "rule 2 ('text/layers/0/mlp=q4_g64_fp16') matches no parameter" <<< "$stderr"
+    [ -z "$output" ]
+    run -0 ninfer-quant --allow-unmatched -i "$(M)" 'text/layers/0/mlp=q4_g64_fp16'
     printf '%s\n' "$output" > d.json
     diff <(formats "$(M)") <(formats d.json)
 }
