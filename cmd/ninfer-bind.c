@@ -317,8 +317,14 @@ static int run_one(const char *path, const opts *o)
     nf_operand op;
     nf_open_opts oo = {0};
     int ex;
-    if (nf_operand_open(&op, path, &oo, &d) != 0 || nf_diags_exit(&d)) {
+    if (nf_operand_open(&op, path, &oo, &d) != 0) {
         ex = nf_diags_exit(&d);
+        goto out;
+    }
+    if (nf_diags_exit(&d)) {
+        /* an artifact that opened but breaks a rule is closed too */
+        ex = nf_diags_exit(&d);
+        nf_operand_close(&op);
         goto out;
     }
     nf_artifact *a = op.a;
@@ -430,7 +436,7 @@ int main(int argc, char **argv)
     if (o.mode != M_CHECK && optind + 1 != argc)
         return nf_usage_error("one artifact at a time (several only with --check)");
     if (o.mode == M_EXTRACT && isatty(1))
-        return nf_usage_error("--extract writes binary values; redirect stdout");
+        return nf_usage_error("refusing to write binary data (--extract) to a terminal (redirect it)");
     int ex = 0;
     for (int i = optind; i < argc; i++)
         ex = nf_exit_combine(ex, run_one(argv[i], &o));

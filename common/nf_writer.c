@@ -538,6 +538,15 @@ static int check_targets(nf_writer *w, bool publish, nf_diags *d)
         nf_diag_addf(d, NF_C_IO, w->target, "", "cannot check the output: %s", strerror(errno));
         return -1;
     }
+    if (publish && (ex != w->entry_existed ||
+                    (ex && (ls.st_dev != w->entry_dev || ls.st_ino != w->entry_ino)))) {
+        nf_diag_addf(d, NF_C_IO, w->target, "",
+                     ex ? "another writer published this output while this one ran; "
+                          "nothing was replaced"
+                        : "the entry being replaced was removed while this writer ran; "
+                          "nothing was published");
+        return -1;
+    }
     if (ex) {
         bool follows = stat(w->target, &st) == 0;
         const char *in = follows ? is_input(w, &st) : NULL;
@@ -558,17 +567,7 @@ static int check_targets(nf_writer *w, bool publish, nf_diags *d)
             return -1;
         }
     }
-    if (publish) {
-        if (ex != w->entry_existed ||
-            (ex && (ls.st_dev != w->entry_dev || ls.st_ino != w->entry_ino))) {
-            nf_diag_addf(d, NF_C_IO, w->target, "",
-                         ex ? "another writer published this output while this one ran; "
-                              "nothing was replaced"
-                            : "the entry being replaced was removed while this writer ran; "
-                              "nothing was published");
-            return -1;
-        }
-    } else {
+    if (!publish) {
         w->entry_existed = ex;
         w->entry_dev = ex ? ls.st_dev : 0;
         w->entry_ino = ex ? ls.st_ino : 0;

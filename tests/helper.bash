@@ -302,3 +302,134 @@ nf_failwrite() {
     shift 2
     LD_PRELOAD="$NF_TOOLS/libfailwrite.so" NF_FAIL_AFTER="$after" NF_FAIL_ERRNO="$err" "$@"
 }
+
+# ---- what changed in a directory (issue 11: "nothing else changed") ---------
+
+# nf_snapshot [DIR] — one line per entry under DIR (recursive, sorted): its
+# type and, for regular files, the SHA-256; symlink targets; device numbers.
+# Never opens a FIFO or a device. Leaves out bats' own files (the
+# separate-stderr-* of `run --separate-stderr`) and the stall_* helpers'.
+nf_snapshot() {
+    local d=${1:-.} f
+    (
+        cd "$d" || exit 1
+        find . -mindepth 1 ! -name 'separate-stderr-*' ! -name 'stall.*' | LC_ALL=C sort |
+        while IFS= read -r f; do
+            if [ -L "$f" ]; then
+                echo "l $f -> $(readlink "$f")"
+            elif [ -f "$f" ]; then
+                echo "f $f $(sha256sum < "$f" | cut -d' ' -f1)"
+            elif [ -d "$f" ]; then
+                echo "d $f"
+            elif [ -p "$f" ]; then
+                echo "p $f"
+            elif [ -c "$f" ] || [ -b "$f" ]; then
+                echo "$(stat -c '%F %t:%T' "$f" | tr ' ' _) $f"
+            else
+                echo "? $f"
+            fi
+        done
+    )
+}
+
+# expect_unchanged SNAPSHOT [DIR] — DIR's snapshot is still SNAPSHOT.
+expect_unchanged() {
+    local now
+    now=$(nf_snapshot "${2:-.}")
+    if [ "$now" != "$1" ]; then
+        echo "the directory changed:" >&2
+        diff <(echo "$1") <(echo "$now") >&2
+        return 1
+    fi
+}
+
+# nf_mknod_null NAME — a character device like /dev/null (1, 3) at NAME in
+# the test's directory, or skip when this user may not make one.
+nf_mknod_null() {
+    mknod "$1" c 1 3 2> /dev/null || skip "mknod is not permitted here (not root, or a nodev mount)"
+}
+
+# ---- holding a program at a known point (issue 12: no race with the clock) --
+
+# need_sigat — skip under the sanitizers (the LD_PRELOAD shim cannot ride
+# along with ASan).
+need_sigat() {
+    [ -z "${NF_SANITIZE:-}" ] || skip "the LD_PRELOAD signal shim cannot run under the sanitizers"
+    [ -z "${NF_WRAPPER:-}" ] || skip "the LD_PRELOAD signal shim does not go through NF_WRAPPER"
+}
+
+# nf_sigat WHAT:N SIG CMD... — run CMD with the signal shim: SIG is sent to
+# the process at an exact point of its I/O (tests/shim/sigat.c).
+nf_sigat() {
+    local at=$1 sig=$2
+    shift 2
+    LD_PRELOAD="$NF_TOOLS/libsigat.so" NF_SIG_AT="$at" NF_SIG="$sig" "$@"
+}
+
+# wait_until DESCRIPTION COMMAND... — poll until COMMAND succeeds: for a
+# state the program under test must reach (not a timer it must beat); fails
+# after 60 s, which only a broken program takes.
+wait_until() {
+    local what=$1 i
+    shift
+    for i in $(seq 1200); do
+        "$@" && return 0
+        sleep 0.05
+    done
+    echo "timed out waiting until $what" >&2
+    return 1
+}
+
+# stall_start STREAM BYTES CMD... — run CMD in the background with a FIFO on
+# its standard input (its own process group, stdout to stall.out, stderr to
+# stall.err), and feed it the first BYTES of the file STREAM; the rest
+# waits for stall_finish, so CMD blocks at a known point. Sets STALL_PID.
+stall_start() {
+    local stream=$1 bytes=$2
+    shift 2
+    rm -f stall.fifo
+    mkfifo stall.fifo
+    set -m
+    "$@" < stall.fifo > stall.out 2> stall.err 3>&- &
+    STALL_PID=$!
+    set +m
+    exec 8> stall.fifo
+    head -c "$bytes" "$stream" >&8
+    STALL_STREAM=$stream
+    STALL_FED=$bytes
+}
+
+# stall_finish — feed the rest of the stream, close it, wait for CMD: sets
+# STALL_STATUS and prints CMD's stderr.
+stall_finish() {
+    tail -c +$((STALL_FED + 1)) "$STALL_STREAM" >&8 2> /dev/null || true
+    exec 8>&-
+    STALL_STATUS=0
+    wait "$STALL_PID" || STALL_STATUS=$?
+    cat stall.err
+}
+
+# stall_signal SIG — send SIG to the stalled job's process group, close the
+# stream and wait: sets STALL_STATUS.
+stall_signal() {
+    kill -s "$1" -- "-$STALL_PID" 2> /dev/null || true
+    exec 8>&-
+    STALL_STATUS=0
+    wait "$STALL_PID" || STALL_STATUS=$?
+    local i
+    for i in $(seq 200); do
+        kill -0 -- "-$STALL_PID" 2> /dev/null || break
+        sleep 0.05
+    done
+    cat stall.err
+}
+
+# temps_in DIR [N] — DIR holds at least N (default 1) writer temporaries.
+temps_in() {
+    [ "$(find "$1" -maxdepth 1 -name '.*.tmp-*' 2> /dev/null | wc -l)" -ge "${2:-1}" ]
+}
+
+# is_stopped PID — the process is stopped (SIGSTOP from the shim).
+is_stopped() {
+    [ "$(awk '{ print $3 }' "/proc/$1/stat" 2> /dev/null)" = T ]
+}

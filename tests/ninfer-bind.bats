@@ -9,7 +9,7 @@ load helper
 # base FAMILY [nf-mkarch OPTIONS] — m.json / m.ninfer from a tiny checkpoint.
 base() {
     nf-mkarch --arch "$@" ck
-    ninfer-import -q -o m.json ck
+    ninfer-import -q --force -o m.json ck
     ninfer-pack -q --force -o m.ninfer m.json
 }
 

@@ -1,0 +1,160 @@
+#!/usr/bin/env bats
+# Outputs that are not regular files (issue 11 item 3; DESIGN 3): a
+# single-file output (ninfer-import -o, ninfer-quant -o) to a character
+# device, FIFO or a symlink to one is written through; a writer of file
+# sets (pack, split) refuses such a target (usage, exit 2); no writer ever
+# replaces a device, FIFO or directory. The devices are made with mknod in
+# the test's own directory (skipped where that is not permitted), never
+# /dev itself; every case checks that nothing else changed.
+
+load helper
+
+setup() {
+    cd "$BATS_TEST_TMPDIR" || return 1
+    nf_make a.ninfer
+    nf-mkckpt ck > /dev/null
+}
+
+# writers_refuse PATH — split and pack, with and without --force, refuse
+# -o PATH with usage (2); nothing in the directory changes.
+writers_refuse() {
+    local before
+    nf_bytes 16 w.bin
+    printf '{"components": {"text": {"config": {}}}, "objects": [{"id": "w", "kind": "tensor", "shape": [2, 4], "format": "bf16", "layout": "contiguous_le_v1", "source": {"file": "w.bin"}}], "bindings": {}, "uses": []}' > m.json
+    before=$(nf_snapshot .)
+    local force
+    for force in "" --force; do
+        run -2 --separate-stderr ninfer-split $force -o "$1" a.ninfer
+        expect_only_codes usage
+        expect_unchanged "$before"
+        run -2 --separate-stderr ninfer-pack $force -o "$1" m.json
+        expect_only_codes usage
+        expect_unchanged "$before"
+    done
+    no_temporaries .
+}
+
+@test "split and pack -o a character device (mknod, like /dev/null): usage (2), still a device" {
+    nf_mknod_null null
+    writers_refuse null
+    [ -c null ]
+    grep -qF 'output is a character device' <<< "$stderr"
+}
+
+@test "split and pack -o a FIFO, a symlink to a device, a directory: usage (2), nothing replaced" {
+    mkfifo fifo
+    writers_refuse fifo
+    [ -p fifo ]
+    mkdir dir.ninfer
+    writers_refuse dir.ninfer
+    [ -d dir.ninfer ]
+    nf_mknod_null null
+    ln -s null link
+    writers_refuse link
+    [ -L link ] && [ -c null ]
+}
+
+@test "a part path that is a FIFO, a device or a directory: usage (2), nothing replaced" {
+    NF_P=12000 nf_make big.ninfer
+    mkfifo t.ninfer.part-0001
+    local before
+    before=$(nf_snapshot .)
+    run -2 --separate-stderr ninfer-split --force --max-file-bytes 8K -o t.ninfer big.ninfer
+    expect_only_codes usage
+    expect_unchanged "$before"
+    rm t.ninfer.part-0001
+    mkdir t.ninfer.part-0002
+    before=$(nf_snapshot .)
+    run -2 --separate-stderr ninfer-split --force --max-file-bytes 8K -o t.ninfer big.ninfer
+    expect_only_codes usage
+    expect_unchanged "$before"
+    rmdir t.ninfer.part-0002
+    nf_mknod_null t.ninfer.part-0001
+    before=$(nf_snapshot .)
+    run -2 --separate-stderr ninfer-split --force --max-file-bytes 8K -o t.ninfer big.ninfer
+    expect_only_codes usage
+    expect_unchanged "$before"
+    [ -c t.ninfer.part-0001 ]
+    no_temporaries .
+}
+
+# fifo_read FIFO OUT — read FIFO into OUT in the background (PID in $READER;
+# a writer that never opens the FIFO lets it give up after 60 s).
+fifo_read() {
+    timeout 60 cat "$1" > "$2" 3>&- &
+    READER=$!
+}
+
+@test "ninfer-import -o a FIFO writes through it; the FIFO stays a FIFO" {
+    ninfer-import -q ck > want.json
+    mkfifo fifo
+    fifo_read fifo got.json
+    run -0 --separate-stderr ninfer-import -q -o fifo ck
+    wait "$READER"
+    cmp want.json got.json
+    [ -p fifo ]
+    # through a symlink too
+    ln -s fifo link
+    fifo_read link got2.json
+    run -0 --separate-stderr ninfer-import -q -o link ck
+    wait "$READER"
+    cmp want.json got2.json
+    [ -L link ] && [ -p fifo ]
+    no_temporaries .
+}
+
+@test "ninfer-import and ninfer-quant -o a character device (mknod null): written through, still a device" {
+    nf_mknod_null null
+    ninfer-import -q ck > m.json
+    local before
+    before=$(nf_snapshot .)
+    run -0 --separate-stderr ninfer-import -q -o null ck
+    [ -c null ]
+    run -0 --separate-stderr ninfer-import -q --force -o null ck
+    [ -c null ]
+    run -0 --separate-stderr ninfer-quant -i m.json -o null 'text/*=q8_g32_fp16'
+    [ -c null ]
+    expect_unchanged "$before"
+    no_temporaries .
+}
+
+@test "-o /dev/stdout: into the file or pipe standard output already is, never replacing the link" {
+    ninfer-import -q ck > want.json
+    # standard output a regular file: the bytes land in it
+    run -0 bash -c 'ninfer-import -q -o /dev/stdout ck > got.json'
+    cmp want.json got.json
+    # a pipe
+    run -0 bash -c 'ninfer-import -q -o /dev/stdout ck | cat > got2.json'
+    cmp want.json got2.json
+    [ -L /dev/stdout ]
+    run -0 bash -c 'ninfer-quant -i want.json -o /dev/stdout "text/*=q8_g32_fp16" > q.json'
+    grep -q q8_g32_fp16 q.json
+}
+
+@test "import and quant -o a directory: usage (2), nothing written" {
+    mkdir out
+    ninfer-import -q ck > m.json
+    local before
+    before=$(nf_snapshot .)
+    run -2 --separate-stderr ninfer-import -q -o out ck
+    expect_only_codes usage
+    run -2 --separate-stderr ninfer-quant -i m.json -o out 'text/*=q8_g32_fp16'
+    expect_only_codes usage
+    run -2 --separate-stderr ninfer-import -q -o out/ ck
+    expect_only_codes usage
+    expect_unchanged "$before"
+}
+
+@test "import and quant -o naming an input: usage (2), the input intact" {
+    ninfer-import -q ck > m.json
+    ln -s m.json link.json
+    local before
+    before=$(nf_snapshot .)
+    run -2 --separate-stderr ninfer-quant --force -i m.json -o m.json 'text/*=q8_g32_fp16'
+    expect_only_codes usage
+    run -2 --separate-stderr ninfer-quant --force -i m.json -o link.json 'text/*=q8_g32_fp16'
+    expect_only_codes usage
+    run -2 --separate-stderr ninfer-import -q --force -o ck/model.safetensors ck/model.safetensors --config ck/config.json
+    expect_only_codes usage
+    expect_unchanged "$before"
+}
