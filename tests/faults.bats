@@ -1,38 +1,24 @@
 #!/usr/bin/env bats
-# Faults (issue 6; DESIGN 3 and 12; spec 11.4): writers killed at random
-# points never publish a target that fails ninfer-verify, and a rerun
+# Faults (issues 6, 11, 12; DESIGN 3 and 12; spec 11.4): writers killed at
+# known points never publish a target that fails ninfer-verify, and a rerun
 # succeeds; signals remove temporaries; full disks, I/O errors and file-size
 # limits give a clean `io` (exit 3) and leave nothing; an output naming an
 # input is refused before anything is written; readers refuse parts that are
 # FIFOs, directories or devices without hanging, and report a file that
 # shrinks while it is read.
 #
-# The large inputs are sparse and live in /dev/shm when it has room, so the
-# kill trials stay fast; --no-sync makes the kills land mid-write.
+# No fault here races a clock (issue 12): a program is held at a known point
+# -- a stream on a FIFO the test feeds only so far, standard output into a
+# FIFO the test drains only later, or the sigat shim, which signals (or
+# stops) the program once it has written or read an exact number of bytes
+# -- and the fault is applied there. The inputs are small and sparse.
 
 load helper
 
-P=$((192 * 1024 * 1024)) # payload of the large artifacts
-
-teardown() {
-    if [ -n "${FAST:-}" ] && [ "${FAST#/dev/shm/}" != "$FAST" ]; then
-        rm -rf "$FAST"
-    fi
-}
-
-# fast_dir — cd into a scratch directory in RAM when /dev/shm has 3 GB free,
-# else stay in the test's own directory.
-fast_dir() {
-    local free
-    free=$(df -Pk /dev/shm 2> /dev/null | awk 'NR == 2 { print $4 }')
-    if [ -n "$free" ] && [ "$free" -gt 3000000 ] && [ -w /dev/shm ]; then
-        FAST=$(mktemp -d /dev/shm/nf-faults.XXXXXX)
-        cd "$FAST"
-    fi
-}
+P=$((12 * 1024 * 1024)) # payload of the "large" artifacts: three 4 MiB files
 
 no_wrapper() {
-    [ -z "${NF_WRAPPER:-}" ] || skip "signals and timing are not tested under NF_WRAPPER"
+    [ -z "${NF_WRAPPER:-}" ] || skip "signals are not tested under NF_WRAPPER"
 }
 
 # shim — the write-failure shim cannot ride with ASan (it must come first in
@@ -42,8 +28,8 @@ shim() {
     [ -e "$NF_TOOLS/libfailwrite.so" ] || skip "build/tools/libfailwrite.so is not built"
 }
 
-# big_source — big.ninfer: a 192 MiB sparse single-file artifact holding a
-# bf16 tensor and a resource with the rest.
+# big_source — big.ninfer: a sparse single-file artifact holding a bf16
+# tensor and a resource with the rest of P bytes.
 big_source() {
     printf '{"components": {"text": {"config": {}, "resources": {"blob": "r.big"}}}, "objects": [%s, %s], "bindings": {"text/w": {"object": "w"}}, "uses": [], "files": [{"path": null, "payload_bytes": %d}]}' \
         "$(nf_tensor w '[64, 1024]' 0 131072)" "$(nf_resource r.big 131072 $((P - 131072)))" "$P" > big.json
@@ -68,141 +54,94 @@ nothing_left() {
     fi
 }
 
-# kill_trials TARGET CMD... — CMD writes TARGET (under out/). Time one full
-# run, then 20 times: start CMD, SIGKILL it at a random moment of that time
-# (x1.2), and check:
+# kill_points TARGET CMD... — CMD writes TARGET (under out/) as an entry and
+# two parts. SIGKILL it (the sigat shim) once 1 byte, the middle of the
+# entry, the entry's end, the middle of part 1, part 1's end and the last
+# byte but one are written, and before each of its three renames; after
+# each kill:
 #   - a published TARGET verifies (its parts are there, lengths and digests);
 #   - else a rerun of CMD succeeds, replacing what the dead run left (parts
 #     without an entry, temporaries of a dead process), and verifies;
 #   - no temporaries remain.
-kill_trials() {
-    local target=$1 dir
+kill_points() {
+    local target=$1 dir at
     shift
     dir=$(dirname "$target")
-    local t0 t1 ms i delay pid published=0 mid=0 early=0 delays=""
     rm -rf "$dir"
-    t0=$(date +%s%N)
-    "$@" 2> /dev/null
-    t1=$(date +%s%N)
-    ms=$(((t1 - t0) / 1000000 + 1))
+    run -0 --separate-stderr "$@"
     run -0 --separate-stderr ninfer-verify "$target"
-    for i in $(seq 20); do
+    local cap=$((4 * 1024 * 1024 - 4096))
+    for at in write:1 write:$((cap / 2)) write:$cap write:$((cap + cap / 2)) write:$((2 * cap)) \
+        write:$((P - 1)) rename:1 rename:2 rename:3; do
         rm -rf "$dir"
-        delay=$((RANDOM * (ms * 12 / 10 + 1) / 32768))
-        delays="$delays $delay"
-        "$@" 2> /dev/null &
-        pid=$!
-        sleep "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))"
-        kill -KILL "$pid" 2> /dev/null || true
-        wait "$pid" 2> /dev/null || true
+        run nf_sigat "$at" KILL "$@"
+        [ "$status" -eq 137 ] || { echo "$at: status $status, not killed" >&2; return 1; }
         if [ -e "$target" ]; then
-            published=$((published + 1))
             run -0 --separate-stderr ninfer-verify "$target" ||
-                { echo "trial $i (kill after ${delay} ms): published target fails verify" >&2; return 1; }
+                { echo "killed at $at: the published target fails verify" >&2; return 1; }
         else
-            if [ -n "$(ls -A "$dir" 2> /dev/null)" ]; then
-                mid=$((mid + 1))
-            else
-                early=$((early + 1))
-            fi
             run -0 --separate-stderr "$@" ||
-                { echo "trial $i (kill after ${delay} ms): the rerun failed" >&2; return 1; }
+                { echo "killed at $at: the rerun failed" >&2; return 1; }
             run -0 --separate-stderr ninfer-verify "$target"
         fi
         no_temporaries "$dir"
     done
-    echo "# $*: one run ${ms} ms; kills at${delays} ms: $mid mid-write, $published after publication, $early before any output" >&3
-    [ "$mid" -gt 0 ]
 }
 
-# ---- SIGKILL at random points ------------------------------------------------------
+# ---- SIGKILL at known points -----------------------------------------------------------
 
-@test "ninfer-split killed with SIGKILL at 20 random points: never a bad target, a rerun succeeds" {
-    no_wrapper
-    fast_dir
+@test "ninfer-split killed with SIGKILL at 9 known points: never a bad target, a rerun succeeds" {
+    need_sigat
     big_source
-    kill_trials out/s.ninfer "$NF_BIN/ninfer-split" --no-sync --max-file-bytes 64M -o out/s.ninfer big.ninfer
+    kill_points out/s.ninfer ninfer-split --no-sync --max-file-bytes 4M -o out/s.ninfer big.ninfer
 }
 
-@test "ninfer-pack killed with SIGKILL at 20 random points: never a bad target, a rerun succeeds" {
-    no_wrapper
-    fast_dir
+@test "ninfer-pack killed with SIGKILL at 9 known points: never a bad target, a rerun succeeds" {
+    need_sigat
     big_manifest
-    kill_trials out/p.ninfer "$NF_BIN/ninfer-pack" --no-sync --max-file-bytes 64M -o out/p.ninfer big.manifest
+    kill_points out/p.ninfer ninfer-pack --no-sync --max-file-bytes 4M -o out/p.ninfer big.manifest
 }
 
 @test "parts of an interrupted run without an entry are replaced by the rerun (split, pack)" {
-    fast_dir
     big_source
     big_manifest
-    ninfer-split --no-sync --max-file-bytes 64M -o out/s.ninfer big.ninfer
+    ninfer-split --no-sync --max-file-bytes 4M -o out/s.ninfer big.ninfer
     rm out/s.ninfer
     # and one stale part beyond what the new set needs
     cp out/s.ninfer.part-0001 out/s.ninfer.part-0009
-    run -0 --separate-stderr ninfer-split --no-sync --max-file-bytes 64M -o out/s.ninfer big.ninfer
+    run -0 --separate-stderr ninfer-split --no-sync --max-file-bytes 4M -o out/s.ninfer big.ninfer
     run -0 --separate-stderr ninfer-verify out/s.ninfer
-    ninfer-pack --no-sync --max-file-bytes 64M -o out/p.ninfer big.manifest
+    [ ! -e out/s.ninfer.part-0009 ]
+    ninfer-pack --no-sync --max-file-bytes 4M -o out/p.ninfer big.manifest
     rm out/p.ninfer
-    run -0 --separate-stderr ninfer-pack --no-sync --max-file-bytes 64M -o out/p.ninfer big.manifest
+    run -0 --separate-stderr ninfer-pack --no-sync --max-file-bytes 4M -o out/p.ninfer big.manifest
     run -0 --separate-stderr ninfer-verify out/p.ninfer
     no_temporaries out
 }
 
 # ---- SIGINT, SIGTERM -------------------------------------------------------------------
 
-# interrupt SIGNAL CMD... — start CMD (writing under out/), wait for its
-# temporaries, send SIGNAL: it dies of SIGNAL and leaves nothing in out/.
-interrupt() {
-    local sig=$1 pid st=0 i
-    shift
-    mkdir -p out
-    set -m
-    "$@" 2> err &
-    pid=$!
-    set +m
-    for i in $(seq 400); do
-        [ -n "$(find out -name '.*tmp*' -print -quit)" ] && break
-        sleep 0.01
+@test "SIGINT and SIGTERM during ninfer-pack (sent 6 MiB into the payload) remove its temporaries" {
+    need_sigat
+    big_manifest
+    mkdir out
+    local sig
+    for sig in INT TERM; do
+        run nf_sigat write:$((6 * 1024 * 1024)) "$sig" ninfer-pack --no-sync --max-file-bytes 4M -o out/p.ninfer big.manifest
+        [ "$status" -eq $((128 + $(kill -l "$sig"))) ]
+        no_temporaries out
+        nothing_left out
     done
-    kill -s "$sig" "$pid" 2> /dev/null || true
-    wait "$pid" || st=$?
-    cat err
-    if [ "$st" -eq 0 ]; then
-        skip "the run finished before the signal arrived"
-    fi
-    [ "$st" -eq $((128 + $(kill -l "$sig"))) ]
-    no_temporaries out
-    nothing_left out
 }
 
-@test "SIGINT and SIGTERM during ninfer-pack remove its temporaries" {
+@test "SIGTERM during ninfer-split from a stream (held 6 MiB in) removes its temporaries" {
     no_wrapper
-    fast_dir
-    P=$((2 * 1024 * 1024 * 1024)) big_manifest
-    interrupt INT "$NF_BIN/ninfer-pack" --no-sync --max-file-bytes 512M -o out/p.ninfer big.manifest
-    rm -rf out
-    interrupt TERM "$NF_BIN/ninfer-pack" --no-sync --max-file-bytes 512M -o out/p.ninfer big.manifest
-}
-
-@test "SIGTERM during ninfer-split from a stream removes its temporaries" {
-    no_wrapper
-    fast_dir
-    P=$((2 * 1024 * 1024 * 1024)) big_source
-    mkdir -p out
-    set -m
-    # $! is the last command of the pipeline: the split
-    "$NF_BIN/ninfer-cat" big.ninfer | "$NF_BIN/ninfer-split" --no-sync --max-file-bytes 512M -o out/s.ninfer - 2> err &
-    local pid=$! i st=0
-    set +m
-    for i in $(seq 400); do
-        [ -n "$(find out -name '.*tmp*' -print -quit)" ] && break
-        sleep 0.01
-    done
-    kill -TERM "$pid" 2> /dev/null || true
-    wait "$pid" || st=$?
-    cat err
-    [ "$st" -ne 0 ] || skip "the split finished before the signal"
-    [ "$st" -eq 143 ]
+    big_source
+    mkdir out
+    stall_start big.ninfer $((6 * 1024 * 1024)) ninfer-split --no-sync --max-file-bytes 4M -o out/s.ninfer -
+    wait_until "the split holds its temporaries" temps_in out 3
+    stall_signal TERM
+    [ "$STALL_STATUS" -eq 143 ]
     no_temporaries out
     nothing_left out
 }
@@ -211,12 +150,11 @@ interrupt() {
 
 @test "ninfer-pack: ENOSPC and EIO (write shim) -> io (3), no temporaries, no target" {
     shim
-    fast_dir
     big_manifest
     local after err
     for err in ENOSPC EIO EFBIG; do
-        for after in 0 5000 70000000 150000000; do
-            run -3 --separate-stderr nf_failwrite "$after" "$err" ninfer-pack --no-sync --max-file-bytes 64M -o out/p.ninfer big.manifest
+        for after in 0 5000 5000000 9000000; do
+            run -3 --separate-stderr nf_failwrite "$after" "$err" ninfer-pack --no-sync --max-file-bytes 4M -o out/p.ninfer big.manifest
             expect_only_codes io
             no_temporaries out
             nothing_left out
@@ -226,11 +164,10 @@ interrupt() {
 
 @test "ninfer-split into parts: ENOSPC after every part boundary (write shim) -> io (3), nothing left" {
     shim
-    fast_dir
     big_source
     local after
-    for after in 4096 67108864 134217728 201000000; do
-        run -3 --separate-stderr nf_failwrite "$after" ENOSPC ninfer-split --no-sync --max-file-bytes 64M -o out/s.ninfer big.ninfer
+    for after in 4096 4194304 8388608 12500000; do
+        run -3 --separate-stderr nf_failwrite "$after" ENOSPC ninfer-split --no-sync --max-file-bytes 4M -o out/s.ninfer big.ninfer
         expect_only_codes io
         no_temporaries out
         nothing_left out
@@ -238,25 +175,24 @@ interrupt() {
 }
 
 @test "ulimit -f (EFBIG, no SIGXFSZ death): split, pack and a stream to a file -> io (3), nothing left" {
-    fast_dir
     big_source
     big_manifest
-    run -3 --separate-stderr bash -c 'ulimit -f 10000; exec "$0" "$@"' \
-        "$NF_BIN/ninfer-split" --no-sync --max-file-bytes 64M -o out/s.ninfer big.ninfer
+    run -3 --separate-stderr bash -c 'ulimit -f 2000; exec "$0" "$@"' \
+        "$NF_BIN/ninfer-split" --no-sync --max-file-bytes 4M -o out/s.ninfer big.ninfer
     expect_only_codes io
     grep -q 'File too large' <<< "$stderr"
     nothing_left out
-    run -3 --separate-stderr bash -c 'ulimit -f 10000; exec "$0" "$@"' \
+    run -3 --separate-stderr bash -c 'ulimit -f 2000; exec "$0" "$@"' \
         "$NF_BIN/ninfer-pack" --no-sync -o out/p.ninfer big.manifest
     expect_only_codes io
     nothing_left out
-    run -3 --separate-stderr bash -c 'ulimit -f 10000; exec "$0" "$@" > s.out' \
+    run -3 --separate-stderr bash -c 'ulimit -f 2000; exec "$0" "$@" > s.out' \
         "$NF_BIN/ninfer-cat" big.ninfer
     expect_only_codes io
-    run -3 --separate-stderr bash -c 'ulimit -f 10000; exec "$0" "$@" > s.out' \
+    run -3 --separate-stderr bash -c 'ulimit -f 2000; exec "$0" "$@" > s.out' \
         "$NF_BIN/ninfer-pack" -o - big.manifest
     expect_only_codes io
-    run -3 --separate-stderr bash -c 'ulimit -f 10000; exec "$0" "$@" > s.out' \
+    run -3 --separate-stderr bash -c 'ulimit -f 2000; exec "$0" "$@" > s.out' \
         "$NF_BIN/ninfer-split" -o - big.ninfer
     expect_only_codes io
 }
@@ -365,96 +301,92 @@ reader_refuses() {
 # ---- a file that changes length while it is read -----------------------------------------
 
 # shrink_source — s.ninfer: an entry holding 4096 payload bytes and a sparse
-# part holding the rest of a 192 MiB resource.
+# part holding the rest of a P-byte resource, with its digest.
 shrink_source() {
-    printf '{"components": {"text": {"config": {}, "resources": {"blob": "r.big"}}}, "objects": [%s], "bindings": {}, "uses": [], "files": [{"path": null, "payload_bytes": 4096}, {"path": "s.ninfer.part-0001", "payload_bytes": %d}]}' \
-        "$(nf_resource r.big 0 $P)" $((P - 4096)) > s.json
+    local sum
+    sum=$(head -c $P /dev/zero | sha256sum | cut -d' ' -f1)
+    printf '{"components": {"text": {"config": {}, "resources": {"blob": "r.big"}}}, "objects": [%s], "bindings": {}, "uses": [], "files": [{"path": null, "payload_bytes": 4096}, {"path": "s.ninfer.part-0001", "payload_bytes": %d}], "metadata": {"integrity": {"sha256": {"r.big": "%s"}}}}' \
+        "$(nf_resource r.big 0 $P)" $((P - 4096)) "$sum" > s.json
     nf-mkartifact --catalog s.json --payload zero:$P --segments 4096,$((P - 4096)) -o s.ninfer
 }
 
-# while_blocked CMD... — run CMD with stdout into a pipe nobody reads for a
-# second; meanwhile cut the part to 1 MiB; then drain. Sets $status, $stderr.
-while_blocked() {
-    local st
-    (
-        set -o pipefail
-        "$@" 2> cmd.err | { sleep 1; cat > /dev/null; }
-    ) &
-    local pid=$!
-    sleep 0.4
+# cut_part — cut the part to 1 MiB of payload.
+cut_part() {
     truncate -s $((4096 + 1048576)) s.ninfer.part-0001
-    st=0
-    wait "$pid" || st=$?
-    status=$st
+}
+
+# while_blocked CMD... — run CMD with standard output into a FIFO; once its
+# first 4096 bytes are read, CMD is blocked on the full pipe well before
+# the first MiB of the part; cut the part there, then drain. Sets $status
+# and $stderr.
+while_blocked() {
+    mkfifo out.fifo
+    "$@" > out.fifo 2> cmd.err 3>&- &
+    local pid=$!
+    exec 9< out.fifo
+    dd bs=4096 count=1 iflag=fullblock status=none <&9 > /dev/null
+    cut_part
+    cat <&9 > /dev/null
+    exec 9<&-
+    status=0
+    wait "$pid" || status=$?
     stderr=$(cat cmd.err)
 }
 
 @test "a part that shrinks while ninfer-cat reads it -> length (1), no crash" {
-    fast_dir
     shrink_source
-    while_blocked "$NF_BIN/ninfer-cat" --object r.big s.ninfer
+    while_blocked ninfer-cat --object r.big s.ninfer
     echo "$stderr"
     [ "$status" -eq 1 ]
-    expect_code length
+    expect_only_codes length
 }
 
 @test "a part that shrinks while ninfer-split streams it -> length (1), no crash" {
-    fast_dir
     shrink_source
-    while_blocked "$NF_BIN/ninfer-split" -o - s.ninfer
+    while_blocked ninfer-split -o - s.ninfer
     echo "$stderr"
     [ "$status" -eq 1 ]
-    expect_code length
+    expect_only_codes length
+}
+
+# stopped_at WHAT:N CMD... — run CMD with the sigat shim stopping it (SIGSTOP)
+# once N bytes are written or read; cut the part while it is stopped; let
+# it go on. Sets $status.
+stopped_at() {
+    local at=$1
+    shift
+    # a plain command (not a function) in the background: $! is its pid
+    LD_PRELOAD="$NF_TOOLS/libsigat.so" NF_SIG_AT="$at" NF_SIG=STOP "$@" > /dev/null 2> err 3>&- &
+    local pid=$!
+    if ! wait_until "the program stops itself at $at" is_stopped "$pid"; then
+        kill -KILL "$pid" 2> /dev/null
+        return 1
+    fi
+    cut_part
+    kill -CONT "$pid"
+    status=0
+    wait "$pid" || status=$?
+    cat err
 }
 
 @test "a part that shrinks while ninfer-split writes files -> length (1), nothing published" {
-    no_wrapper
-    fast_dir
-    P=$((2 * 1024 * 1024 * 1024)) shrink_source
+    need_sigat
+    shrink_source
     mkdir out
-    "$NF_BIN/ninfer-split" --no-sync --max-file-bytes 256M -o out/t.ninfer s.ninfer 2> err &
-    local pid=$! i st=0
-    # wait until it has read some of the part, then cut it
-    for i in $(seq 400); do
-        [ -n "$(find out -name '.*tmp*' -size +1M -print -quit)" ] && break
-        sleep 0.005
-    done
-    truncate -s $((4096 + 1048576)) s.ninfer.part-0001
-    wait "$pid" || st=$?
-    cat err
-    if [ "$st" -eq 0 ]; then
-        skip "the split finished before the part was cut"
-    fi
-    [ "$st" -eq 1 ]
+    # stopped 2 MiB into the copy, the part cut to 1 MiB
+    stopped_at write:$((2 * 1024 * 1024)) "$NF_BIN/ninfer-split" --no-sync --max-file-bytes 4M -o out/t.ninfer s.ninfer
+    [ "$status" -eq 1 ]
     grep -qF ': length: ' err
     [ ! -e out/t.ninfer ]
     no_temporaries out
 }
 
 @test "a part that shrinks while ninfer-verify hashes it -> length (1), no crash" {
-    no_wrapper
-    fast_dir
-    P=$((512 * 1024 * 1024))
-    # digests make verify read every byte: a 512 MiB object of zeros, hashed
-    local sum
-    sum=$(head -c $P /dev/zero | sha256sum | cut -d' ' -f1)
-    printf '{"components": {"text": {"config": {}, "resources": {"blob": "r.big"}}}, "objects": [%s], "bindings": {}, "uses": [], "files": [{"path": null, "payload_bytes": 4096}, {"path": "s.ninfer.part-0001", "payload_bytes": %d}], "metadata": {"integrity": {"sha256": {"r.big": "%s"}}}}' \
-        "$(nf_resource r.big 0 $P)" $((P - 4096)) "$sum" > s.json
-    nf-mkartifact --catalog s.json --payload zero:$P --segments 4096,$((P - 4096)) -o s.ninfer
+    need_sigat
+    shrink_source
     run -0 --separate-stderr ninfer-verify s.ninfer
-    "$NF_BIN/ninfer-verify" s.ninfer > /dev/null 2> err &
-    local pid=$! i st=0 rchar
-    for i in $(seq 400); do
-        rchar=$(awk '/^rchar:/ { print $2 }' "/proc/$pid/io" 2> /dev/null || echo 0)
-        [ "${rchar:-0}" -gt 16777216 ] && break
-        sleep 0.005
-    done
-    truncate -s $((4096 + 1048576)) s.ninfer.part-0001
-    wait "$pid" || st=$?
-    cat err
-    if [ "$st" -eq 0 ]; then
-        skip "verify finished before the part was cut"
-    fi
-    [ "$st" -eq 1 ]
+    # stopped once 2 MiB of the payload are read, the part cut to 1 MiB
+    stopped_at read:$((2 * 1024 * 1024)) "$NF_BIN/ninfer-verify" --threads 1 s.ninfer
+    [ "$status" -eq 1 ]
     grep -qF ': length: ' err
 }

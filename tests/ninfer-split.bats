@@ -467,36 +467,22 @@ nothing_named() {
     [ -z "$(ls -A ro)" ]
 }
 
-# interrupt SIGNAL — start a split of a sparse 2 GiB payload, wait until its
-# temporaries exist, send SIGNAL, and check it leaves nothing behind.
+# interrupt SIGNAL — start a split (into two parts) of a stream that the
+# test feeds only to the middle of its payload, so the split is held there
+# with its temporaries (issue 12: a known point, no race with the clock);
+# send SIGNAL: it dies of it and leaves nothing behind.
 interrupt() {
-    local sig=$1 p=$((2 * 1024 * 1024 * 1024)) pid i st=0
+    local sig=$1 p=$((3 * 1024 * 1024))
     printf '{"components": {"text": {"config": {}, "resources": {"blob": "r.big"}}}, "objects": [%s], "bindings": {}, "uses": [], "files": [{"path": null, "payload_bytes": %d}]}' \
         "$(nf_resource r.big 0 $p)" "$p" > big.json
     nf-mkartifact --catalog big.json --payload zero:$p -o big.ninfer
     mkdir out
-    # job control on, so the background job does not start with SIGINT
-    # ignored, and runs in a process group of its own
-    set -m
-    ninfer-split --no-sync --max-file-bytes 1G -o out/big.ninfer big.ninfer 2> err &
-    pid=$!
-    set +m
-    for i in $(seq 200); do
-        [ -n "$(find out -name '.*tmp*' -print -quit)" ] && break
-        sleep 0.05
-    done
-    sleep 0.2
+    stall_start big.ninfer $((p / 2)) ninfer-split --no-sync --max-file-bytes 2M -o out/big.ninfer -
+    wait_until "the split holds its temporaries" temps_in out 2
     # the job's own process group: the program, and any NF_WRAPPER around it
-    kill -s "$sig" -- "-$pid"
-    wait "$pid" || st=$?
-    # with NF_WRAPPER, $pid is the wrapping subshell: let the whole group end
-    for i in $(seq 200); do
-        kill -0 -- "-$pid" 2> /dev/null || break
-        sleep 0.05
-    done
-    echo "status $st"
-    cat err
-    [ "$st" -eq $((128 + $(kill -l "$sig"))) ]
+    stall_signal "$sig"
+    echo "status $STALL_STATUS"
+    [ "$STALL_STATUS" -eq $((128 + $(kill -l "$sig"))) ]
     no_temporaries out
     [ -z "$(ls -A out)" ]
 }
@@ -533,26 +519,15 @@ interrupt() {
 }
 
 @test "SIGKILL leaves temporaries behind; the next run to that target removes them" {
-    local p=$((2 * 1024 * 1024 * 1024)) pid i
+    local p=$((3 * 1024 * 1024))
     printf '{"components": {"text": {"config": {}, "resources": {"blob": "r.big"}}}, "objects": [%s], "bindings": {}, "uses": [], "files": [{"path": null, "payload_bytes": %d}]}' \
         "$(nf_resource r.big 0 $p)" "$p" > big.json
     nf-mkartifact --catalog big.json --payload zero:$p -o big.ninfer
     split_source a.ninfer
     mkdir out
-    set -m
-    ninfer-split --no-sync --max-file-bytes 1G -o out/t.ninfer big.ninfer 2> err &
-    pid=$!
-    set +m
-    for i in $(seq 200); do
-        [ -n "$(find out -name '.*tmp*' -print -quit)" ] && break
-        sleep 0.05
-    done
-    kill -s KILL -- "-$pid"
-    wait "$pid" || true
-    for i in $(seq 200); do
-        kill -0 -- "-$pid" 2> /dev/null || break
-        sleep 0.05
-    done
+    stall_start big.ninfer $((p / 2)) ninfer-split --no-sync --max-file-bytes 2M -o out/t.ninfer -
+    wait_until "the split holds its temporaries" temps_in out 2
+    stall_signal KILL
     [ -n "$(find out -name '.t.ninfer*tmp*' -print -quit)" ]
     run -0 --separate-stderr ninfer-split -o out/t.ninfer a.ninfer
     no_temporaries out

@@ -125,9 +125,9 @@ static size_t sa_clip(int what, int fd, size_t n, int *fire)
     return sa_n > done ? (size_t)(sa_n - done) : 0;
 }
 
-static ssize_t sa_after(ssize_t r, int fire)
+static ssize_t sa_after(int what, int fd, ssize_t r, int fire)
 {
-    if (r > 0)
+    if (r > 0 && sa_what == what && sa_regular(fd))
         atomic_fetch_add(&sa_count, (uint64_t)r);
     if (fire)
         sa_fire();
@@ -144,7 +144,7 @@ ssize_t write(int fd, const void *buf, size_t n)
         k = n;
         fire = 0;
     }
-    return sa_after(real_write(fd, buf, k), fire);
+    return sa_after(AT_WRITE, fd, real_write(fd, buf, k), fire);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
@@ -157,7 +157,7 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
         k = n;
         fire = 0;
     }
-    return sa_after(real_pwrite(fd, buf, k, off), fire);
+    return sa_after(AT_WRITE, fd, real_pwrite(fd, buf, k, off), fire);
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
@@ -170,7 +170,7 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
         k = n;
         fire = 0;
     }
-    return sa_after(real_pwrite64(fd, buf, k, off), fire);
+    return sa_after(AT_WRITE, fd, real_pwrite64(fd, buf, k, off), fire);
 }
 
 ssize_t read(int fd, void *buf, size_t n)
@@ -183,7 +183,7 @@ ssize_t read(int fd, void *buf, size_t n)
         k = n;
         fire = 0;
     }
-    return sa_after(real_read(fd, buf, k), fire);
+    return sa_after(AT_READ, fd, real_read(fd, buf, k), fire);
 }
 
 ssize_t pread(int fd, void *buf, size_t n, off_t off)
@@ -196,7 +196,7 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
         k = n;
         fire = 0;
     }
-    return sa_after(real_pread(fd, buf, k, off), fire);
+    return sa_after(AT_READ, fd, real_pread(fd, buf, k, off), fire);
 }
 
 ssize_t pread64(int fd, void *buf, size_t n, off_t off)
@@ -209,7 +209,7 @@ ssize_t pread64(int fd, void *buf, size_t n, off_t off)
         k = n;
         fire = 0;
     }
-    return sa_after(real_pread64(fd, buf, k, off), fire);
+    return sa_after(AT_READ, fd, real_pread64(fd, buf, k, off), fire);
 }
 
 ssize_t copy_file_range(int in, off_t *ioff, int out, off_t *ooff, size_t n, unsigned flags)
@@ -223,7 +223,8 @@ ssize_t copy_file_range(int in, off_t *ioff, int out, off_t *ooff, size_t n, uns
         k = n;
         fire = 0;
     }
-    return sa_after(real_copy_file_range(in, ioff, out, ooff, k, flags), fire);
+    return sa_after(sa_what == AT_READ ? AT_READ : AT_WRITE, sa_what == AT_READ ? in : out,
+                    real_copy_file_range(in, ioff, out, ooff, k, flags), fire);
 }
 
 /* ---- publication steps --------------------------------------------------- */

@@ -1,0 +1,132 @@
+#!/usr/bin/env bats
+# Signals while a set is published (issue 11 item 4; DESIGN 3): catchable
+# signals are blocked from the directory lock until the set is whole, so a
+# Ctrl-C during `split --force` never leaves no entry with old and new parts
+# mixed: the new set is complete and the signal then ends the process.
+# SIGKILL cannot be blocked: at every step of a publication and of the
+# payload it leaves either a target that verifies or no entry, and a rerun
+# (without --force) then succeeds and leaves no stray part.
+#
+# The signal is sent from inside the program at an exact step (the sigat
+# shim: "just before the K-th rename", "once N bytes are written"), never by
+# a timer.
+
+load helper
+
+P=20000
+
+setup() {
+    cd "$BATS_TEST_TMPDIR" || return 1
+    need_sigat
+    NF_P=$P nf_make a.ninfer
+    nf_bytes $P big.bin
+    printf '{"components": {"text": {"config": {}}}, "objects": [{"id": "r.big", "kind": "resource", "encoding": "raw_bytes_v1", "source": {"file": "big.bin"}}], "bindings": {}, "uses": []}' > m.json
+}
+
+id_of() {
+    od -An -tx1 -j16 -N16 "$1" | tr -d ' \n'
+}
+
+# whole_set ENTRY — ENTRY verifies and every ENTRY.part-* carries its id.
+whole_set() {
+    run -0 --separate-stderr ninfer-verify "$1"
+    local id p
+    id=$(id_of "$1")
+    for p in "$1".part-*; do
+        [ -e "$p" ] || continue
+        [ "$(id_of "$p")" = "$id" ] || { echo "$p belongs to another set" >&2; return 1; }
+    done
+}
+
+@test "SIGINT, SIGTERM, SIGHUP at every step of split --force's publication: the new set is whole, then the signal ends it" {
+    local sig k
+    for sig in INT TERM HUP; do
+        for k in 1 2 3; do
+            rm -f t.ninfer*
+            # the old set: an entry and four parts; the new: an entry and two
+            ninfer-split --no-sync --max-file-bytes 8K -o t.ninfer a.ninfer
+            [ -e t.ninfer.part-0004 ]
+            local old
+            old=$(id_of t.ninfer)
+            run nf_sigat "rename:$k" "$sig" ninfer-split --no-sync --force --max-file-bytes 12K -o t.ninfer a.ninfer
+            echo "SIG$sig before rename $k: status $status"
+            [ "$status" -eq $((128 + $(kill -l "$sig"))) ]
+            whole_set t.ninfer
+            [ "$(id_of t.ninfer)" != "$old" ]
+            [ -e t.ninfer.part-0002 ]
+            [ ! -e t.ninfer.part-0003 ] && [ ! -e t.ninfer.part-0004 ]
+            no_temporaries .
+        done
+    done
+}
+
+@test "SIGINT during pack's publication: the same" {
+    ninfer-pack -q --no-sync --max-file-bytes 8K -o t.ninfer m.json
+    run nf_sigat rename:2 INT ninfer-pack -q --no-sync --force --max-file-bytes 12K -o t.ninfer m.json
+    [ "$status" -eq 130 ]
+    whole_set t.ninfer
+    [ ! -e t.ninfer.part-0003 ]
+    no_temporaries .
+}
+
+# after_kill CMD... — after a SIGKILL: a published entry verifies as a whole
+# set; otherwise a rerun of CMD without --force succeeds and leaves a whole
+# set and no stray part; no temporaries remain either way.
+after_kill() {
+    if [ -e t.ninfer ]; then
+        whole_set t.ninfer
+    fi
+    local args=()
+    local a
+    for a in "$@"; do
+        [ "$a" = --force ] || args+=("$a")
+    done
+    rm -f t.ninfer
+    run -0 --separate-stderr "${args[@]}"
+    whole_set t.ninfer
+    no_temporaries .
+}
+
+@test "SIGKILL before every rename of a --force publication: a whole set, or none and a rerun mends it" {
+    local k
+    for k in 1 2 3; do
+        rm -f t.ninfer*
+        ninfer-split --no-sync --max-file-bytes 8K -o t.ninfer a.ninfer
+        run nf_sigat "rename:$k" KILL ninfer-split --no-sync --force --max-file-bytes 12K -o t.ninfer a.ninfer
+        [ "$status" -eq 137 ]
+        after_kill ninfer-split --no-sync --max-file-bytes 12K -o t.ninfer a.ninfer
+        # the old set's surplus went as leftovers: only the new set's parts
+        [ ! -e t.ninfer.part-0003 ] && [ ! -e t.ninfer.part-0004 ]
+    done
+}
+
+@test "SIGKILL at known points of the payload (split and pack): no entry, and a rerun succeeds" {
+    local n
+    # 1 byte in, inside the entry, at the entry/part boundary, in the last part
+    for n in 1 2000 4096 12000 19999; do
+        rm -f t.ninfer*
+        run nf_sigat "write:$n" KILL ninfer-split --no-sync --max-file-bytes 8K -o t.ninfer a.ninfer
+        [ "$status" -eq 137 ]
+        [ ! -e t.ninfer ]
+        after_kill ninfer-split --no-sync --max-file-bytes 8K -o t.ninfer a.ninfer
+        rm -f t.ninfer*
+        run nf_sigat "write:$n" KILL ninfer-pack -q --no-sync --max-file-bytes 8K -o t.ninfer m.json
+        [ "$status" -eq 137 ]
+        [ ! -e t.ninfer ]
+        after_kill ninfer-pack -q --no-sync --max-file-bytes 8K -o t.ninfer m.json
+    done
+}
+
+@test "SIGINT, SIGTERM, SIGHUP while the payload is written: status 128+N, nothing left" {
+    local sig cmd
+    mkdir out
+    for sig in INT TERM HUP; do
+        for cmd in "ninfer-split --no-sync --max-file-bytes 8K -o out/t.ninfer a.ninfer" \
+            "ninfer-pack -q --no-sync --max-file-bytes 8K -o out/t.ninfer m.json"; do
+            run nf_sigat write:6000 "$sig" $cmd
+            echo "SIG$sig, $cmd: status $status"
+            [ "$status" -eq $((128 + $(kill -l "$sig"))) ]
+            [ -z "$(ls -A out)" ]
+        done
+    done
+}
