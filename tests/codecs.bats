@@ -27,7 +27,7 @@ quantize_real() { # RULE → report.tsv, q.ninfer verified --deep
     [ -e "$REALDATA/stories260K/hf-f32/model.safetensors" ] ||
         skip "real data absent: $REALDATA/stories260K/hf-f32"
     nf-st2manifest "$REALDATA/stories260K/hf-f32" > f32.json
-    run -0 ninfer-quant "$1" -i f32.json -o q.json
+    run -0 ninfer-quant --force "$1" -i f32.json -o q.json
     run -0 ninfer-pack -q --no-sync --force --report -o q.ninfer q.json
     printf '%s\n' "$output" > report.tsv
     run -0 ninfer-verify --deep q.ninfer

@@ -263,7 +263,7 @@ json_num_last() {
     for f in bf16 q4_g64_fp16 q6_g64_fp16 nvfp4 fp8_e4m3fn_row_bf16; do
         # q_proj's three bindings (whole, query_a, query_b) ask for the same
         # format; text/kv spans k_proj and v_proj, both q5
-        run -0 ninfer-quant -i "$BATS_FILE_TMPDIR/shared.json" -o s.json \
+        run -0 ninfer-quant --force -i "$BATS_FILE_TMPDIR/shared.json" -o s.json \
             "text/*q_proj*=$f" "text/query_?=$f" 'text/*[kv]_proj*=q5_g64_fp16' 'text/kv=q5_g64_fp16'
         run -0 ninfer-pack -q --no-sync --force -o s.ninfer s.json
         run -0 --separate-stderr ninfer-run --device cpu --iters 1 --json s.ninfer

@@ -118,17 +118,22 @@ fifo_read() {
     no_temporaries .
 }
 
-@test "-o /dev/stdout: into the file or pipe standard output already is, never replacing the link" {
+@test "-o a link to /proc/self/fd/1 (what /dev/stdout is): into the file or pipe standard output already is" {
+    # a link of our own, never /dev/stdout itself: a writer that replaced
+    # the link would replace only this one
+    ln -s /proc/self/fd/1 stdout
     ninfer-import -q ck > want.json
     # standard output a regular file: the bytes land in it
-    run -0 bash -c 'ninfer-import -q -o /dev/stdout ck > got.json'
+    run -0 bash -c 'ninfer-import -q -o stdout ck > got.json'
     cmp want.json got.json
+    [ -L stdout ]
     # a pipe
-    run -0 bash -c 'ninfer-import -q -o /dev/stdout ck | cat > got2.json'
+    run -0 bash -c 'ninfer-import -q -o stdout ck | cat > got2.json'
     cmp want.json got2.json
-    [ -L /dev/stdout ]
-    run -0 bash -c 'ninfer-quant -i want.json -o /dev/stdout "text/*=q8_g32_fp16" > q.json'
+    [ -L stdout ]
+    run -0 bash -c 'ninfer-quant -i want.json -o stdout "text/*=q8_g32_fp16" > q.json'
     grep -q q8_g32_fp16 q.json
+    [ "$(readlink stdout)" = /proc/self/fd/1 ]
 }
 
 @test "import and quant -o a directory: usage (2), nothing written" {
