@@ -36,6 +36,7 @@ static const char usage_head[] =
     "                        or $NF_BENCH_LLC_BYTES); suffixes K M G\n"
     "  --json                one JSON object per case (with raw samples)\n"
     "  --csv                 CSV with a header line\n"
+    "  --max-json-bytes N    artifact mode: refuse catalogs larger than N (default 256M)\n"
     "  -h, --help, --version\n"
     "\n"
     "GB/s counts encoded bytes read (encode: encoded bytes written); x_peak is\n"
@@ -71,6 +72,7 @@ static struct {
 } arena;
 
 static double peak_gbps; /* best read-only pass so far (CPU), or the device's */
+static uint64_t max_json; /* --max-json-bytes; 0: the reader's default */
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -334,14 +336,18 @@ static int bench_artifact(const char *path)
     nf_diags d = NF_DIAGS_INIT;
     d.file = path;
     nf_open_opts oo = {0};
+    oo.max_json_bytes = max_json;
     nf_artifact *a = nf_artifact_open(path, &oo, &d);
     int ex = 0;
     if (a && !nf_diags_exit(&d)) {
         const nf_catalog *c = nf_artifact_catalog(a);
         bool *done = calloc(c->n_objects ? c->n_objects : 1, sizeof *done);
-        for (size_t b = 0; done && b < c->n_bindings; b++) {
+        /* a plain name is looked up; a glob is matched against every name */
+        bool glob = strpbrk(opt.param, "*?[\\") != NULL;
+        size_t one = glob ? SIZE_MAX : nf_catalog_binding(c, opt.param);
+        for (size_t b = glob ? 0 : one; done && b < c->n_bindings; b = glob ? b + 1 : SIZE_MAX) {
             const nf_named_binding *nb = &c->bindings[b];
-            if (fnmatch(opt.param, nb->name, 0) != 0)
+            if (glob && fnmatch(opt.param, nb->name, 0) != 0)
                 continue;
             size_t n = nb->b.parts ? nb->b.n_parts : 1;
             for (size_t k = 0; k < n; k++) {
@@ -379,7 +385,7 @@ static int bench_artifact(const char *path)
 int main(int argc, char **argv)
 {
     enum { O_FORMAT = 256, O_LAYOUT, O_SHAPE, O_OP, O_DEVICE, O_ITERS, O_WARMUP, O_THREADS,
-           O_JSON, O_CSV, O_PARAM, O_DIV, O_VERSION, O_ACT, O_LLC };
+           O_JSON, O_CSV, O_PARAM, O_DIV, O_VERSION, O_ACT, O_LLC, O_MAXJ };
     static const struct option lo[] = {
         {"format", required_argument, 0, O_FORMAT}, {"layout", required_argument, 0, O_LAYOUT},
         {"shape", required_argument, 0, O_SHAPE},   {"op", required_argument, 0, O_OP},
@@ -389,6 +395,7 @@ int main(int argc, char **argv)
         {"param", required_argument, 0, O_PARAM},   {"divisors", required_argument, 0, O_DIV},
         {"activation", required_argument, 0, O_ACT}, {"llc-bytes", required_argument, 0, O_LLC},
         {"help", no_argument, 0, 'h'},              {"version", no_argument, 0, O_VERSION},
+        {"max-json-bytes", required_argument, 0, O_MAXJ},
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-bench";
@@ -415,6 +422,10 @@ int main(int argc, char **argv)
             if (!nf_parse_u64(optarg, &v) || v == 0 || v > 100000)
                 return nf_usage_error("bad --iters '%s'", optarg);
             opt.iters = (unsigned)v;
+            break;
+        case O_MAXJ:
+            if (!nf_parse_size(optarg, &max_json) || max_json == 0)
+                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
             break;
         case O_WARMUP:
             if (!nf_parse_u64(optarg, &v) || v > 1000)

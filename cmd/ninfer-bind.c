@@ -32,6 +32,7 @@ static const char usage[] =
     "      --component C,...   only these components (a selected one brings its target)\n"
     "      --json              list and --check as JSON\n"
     "  -q, --quiet             --check prints nothing on success\n"
+    "      --max-json-bytes N  refuse catalogs larger than N (default 256M)\n"
     "  -h, --help              this text\n"
     "      --version           print the version\n"
     "\n"
@@ -45,20 +46,21 @@ typedef struct {
     nf_extract_dtype dtype;
     nf_bind_opts bo;
     bool json, quiet;
+    uint64_t max_json;
 } opts;
 
-/* The selected component that owns a logical name (NULL: none). */
+/* The component that owns a logical name (NULL: none), as the catalog
+ * resolved it; root "proposal/" names belong to text when it has a
+ * proposal record. */
 static const nf_component *owner_of(const nf_catalog *c, const char *name)
 {
-    const char *s = strchr(name, '/');
-    size_t l = s ? (size_t)(s - name) : strlen(name);
-    for (size_t i = 0; i < c->n_components; i++) {
-        const nf_component *k = &c->components[i];
-        if ((l == 8 && !strncmp(name, "proposal", 8) && k->has_proposal) ||
-            (strlen(k->id) == l && !strncmp(k->id, name, l)))
-            return k;
-    }
-    return NULL;
+    size_t w = nf_catalog_owner(c, name);
+    if (w >= c->n_components)
+        return NULL;
+    const nf_component *k = &c->components[w];
+    if (!strncmp(name, "proposal/", 9) && !k->has_proposal)
+        return NULL;
+    return k;
 }
 
 static bool selected(const nf_arch_plan *plans, size_t np, const nf_catalog *c, const opts *o,
@@ -113,6 +115,13 @@ static void shape_of(const nf_catalog *c, const nf_named_binding *nb, const nf_p
 static int list(const nf_catalog *c, const nf_arch_plan *plans, size_t np, const opts *o)
 {
     nf_jval *arr = o->json ? nf_jnew_array() : NULL;
+    /* parents listed for the binding being printed: seen[obj] == i + 1 */
+    size_t *seen = calloc(c->n_objects ? c->n_objects : 1, sizeof *seen);
+    if (!seen) {
+        nf_jval_free(arr);
+        fprintf(stderr, "%s: out of memory\n", nf_prog);
+        return NF_EXIT_IO;
+    }
     for (size_t i = 0; i < c->n_bindings; i++) {
         const nf_named_binding *nb = &c->bindings[i];
         if (!selected(plans, np, c, o, nb->name))
@@ -135,9 +144,8 @@ static int list(const nf_catalog *c, const nf_arch_plan *plans, size_t np, const
             snprintf(one, sizeof one, "%s/%s", ob->format_name, ob->layout_name);
             if (!strstr(fl, one) && strlen(fl) + strlen(one) + 2 < sizeof fl)
                 snprintf(fl + strlen(fl), sizeof fl - strlen(fl), "%s%s", *fl ? "," : "", one);
-            bool dup = false;
-            for (size_t j = 0; j < k; j++)
-                dup |= (nb->b.parts ? nb->b.parts[j].obj : nb->b.obj) == oi;
+            bool dup = seen[oi] == i + 1;
+            seen[oi] = i + 1;
             if (!dup) {
                 if (strlen(parents) + strlen(ob->id) + 2 < sizeof parents)
                     snprintf(parents + strlen(parents), sizeof parents - strlen(parents), "%s%s",
@@ -164,6 +172,7 @@ static int list(const nf_catalog *c, const nf_arch_plan *plans, size_t np, const
                    parents, view ? "view" : "gather");
         }
     }
+    free(seen);
     if (arr) {
         char *t = nf_jval_to_text(arr, true, NULL);
         if (t)
@@ -277,9 +286,8 @@ static int to_stdout(void *ctx, const void *buf, size_t n)
 static int extract(nf_artifact *a, const opts *o, nf_diags *d)
 {
     const nf_catalog *c = nf_artifact_catalog(a);
-    for (size_t i = 0; i < c->n_bindings; i++) {
-        if (strcmp(c->bindings[i].name, o->extract) != 0)
-            continue;
+    size_t i = nf_catalog_binding(c, o->extract);
+    if (i != SIZE_MAX) {
         int rc = nf_binding_extract(a, &c->bindings[i].b, o->dtype, to_stdout, NULL, d);
         if (rc == -2)
             nf_diag_addf(d, NF_C_IO, "(stdout)", "", "cannot write: %s", strerror(errno));
@@ -316,6 +324,7 @@ static int run_one(const char *path, const opts *o)
     d.file = path;
     nf_operand op;
     nf_open_opts oo = {0};
+    oo.max_json_bytes = o->max_json;
     int ex;
     if (nf_operand_open(&op, path, &oo, &d) != 0) {
         ex = nf_diags_exit(&d);
@@ -382,7 +391,7 @@ out:
 
 int main(int argc, char **argv)
 {
-    enum { O_CHECK = 256, O_PLAN, O_EXTRACT, O_DTYPE, O_COMPONENT, O_JSON, O_VERSION };
+    enum { O_CHECK = 256, O_PLAN, O_EXTRACT, O_DTYPE, O_COMPONENT, O_JSON, O_VERSION, O_MAXJ };
     static const struct option lo[] = {
         {"check", no_argument, 0, O_CHECK},
         {"plan", no_argument, 0, O_PLAN},
@@ -390,6 +399,7 @@ int main(int argc, char **argv)
         {"dtype", required_argument, 0, O_DTYPE},
         {"component", required_argument, 0, O_COMPONENT},
         {"json", no_argument, 0, O_JSON},
+        {"max-json-bytes", required_argument, 0, O_MAXJ},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
@@ -421,6 +431,10 @@ int main(int argc, char **argv)
                 return nf_usage_error("bad --component '%s'", optarg);
             break;
         case O_JSON: o.json = true; break;
+        case O_MAXJ:
+            if (!nf_parse_size(optarg, &o.max_json) || o.max_json == 0)
+                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            break;
         case 'q': o.quiet = true; break;
         case 'h': fputs(usage, stdout); return 0;
         case O_VERSION: nf_print_version(); return 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_artifact.h"
 #include "nf_cli.h"
 #include "nf_quant.h"
 #include "nf_util.h"
@@ -27,6 +28,7 @@ static const char usage[] =
     "                        file is kept unless --force; a missing directory is made)\n"
     "      --force           replace an existing output file\n"
     "      --allow-unmatched a rule that matches no parameter is no error\n"
+    "      --max-json-bytes N  refuse manifests larger than N (default 256M)\n"
     "  -h, --help            this text\n"
     "      --version         print the version\n"
     "\n"
@@ -52,15 +54,60 @@ static char *slurp(FILE *f, size_t *len)
     return t;
 }
 
+/* The manifest, at most cap bytes (more is refused before it is all read:
+ * `header`, as ninfer-pack). NULL with a diagnostic. */
+static char *read_manifest(FILE *f, uint64_t cap, size_t *len, nf_diags *d)
+{
+    char *t = NULL;
+    size_t n = 0, room = 0;
+    for (;;) {
+        if (n == room) {
+            if (n > cap) {
+                nf_diag_add(d, NF_C_HEADER, "", "manifest is larger than %llu bytes (--max-json-bytes)",
+                            (unsigned long long)cap);
+                free(t);
+                return NULL;
+            }
+            size_t nr = room ? room * 2 : 65536;
+            char *nt = realloc(t, nr);
+            if (!nt) {
+                nf_diag_add(d, NF_C_IO, "", "out of memory reading the manifest");
+                free(t);
+                return NULL;
+            }
+            t = nt;
+            room = nr;
+        }
+        size_t k = fread(t + n, 1, room - n, f);
+        n += k;
+        if (k == 0)
+            break;
+    }
+    if (ferror(f)) {
+        nf_diag_add(d, NF_C_IO, "", "cannot read the manifest: %s", strerror(errno));
+        free(t);
+        return NULL;
+    }
+    if (n > cap) {
+        nf_diag_add(d, NF_C_HEADER, "", "manifest is larger than %llu bytes (--max-json-bytes)",
+                    (unsigned long long)cap);
+        free(t);
+        return NULL;
+    }
+    *len = n;
+    return t;
+}
+
 int main(int argc, char **argv)
 {
-    enum { O_VERSION = 256, O_FORCE, O_UNMATCHED };
+    enum { O_VERSION = 256, O_FORCE, O_UNMATCHED, O_MAXJ };
     static const struct option lo[] = {
         {"recipe", required_argument, 0, 'r'},
         {"force", no_argument, 0, O_FORCE},
         {"allow-unmatched", no_argument, 0, O_UNMATCHED},
         {"input", required_argument, 0, 'i'},
         {"output", required_argument, 0, 'o'},
+        {"max-json-bytes", required_argument, 0, O_MAXJ},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
         {0, 0, 0, 0},
@@ -68,6 +115,7 @@ int main(int argc, char **argv)
     nf_prog = "ninfer-quant";
     const char *recipe = NULL, *in = NULL, *outp = NULL;
     bool force = false, allow_unmatched = false;
+    uint64_t maxj = NF_DEFAULT_MAX_JSON;
     int c;
     while ((c = getopt_long(argc, argv, "r:i:o:h", lo, NULL)) != -1) {
         switch (c) {
@@ -76,6 +124,10 @@ int main(int argc, char **argv)
         case 'o': outp = optarg; break;
         case O_FORCE: force = true; break;
         case O_UNMATCHED: allow_unmatched = true; break;
+        case O_MAXJ:
+            if (!nf_parse_size(optarg, &maxj) || maxj == 0)
+                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            break;
         case 'h': fputs(usage, stdout); return 0;
         case O_VERSION: nf_print_version(); return 0;
         default: return nf_usage_error("unknown option");
@@ -114,15 +166,15 @@ int main(int argc, char **argv)
         d.file = in ? in : "-";
         FILE *f = in ? fopen(in, "r") : stdin;
         size_t len = 0;
-        char *t = f ? slurp(f, &len) : NULL;
+        char *t = NULL;
+        if (!f)
+            nf_diag_add(&d, NF_C_IO, "", "cannot open: %s", strerror(errno));
+        else
+            t = read_manifest(f, maxj, &len, &d);
         if (f && f != stdin)
             fclose(f);
-        nf_catalog *cat = NULL;
-        if (!t)
-            nf_diag_add(&d, NF_C_IO, "", "cannot read the manifest");
-        else
-            cat = nf_catalog_parse(t, len, NF_CAT_MANIFEST, NULL, &d);
-        free(t);
+        /* the catalog keeps the text (and frees it) */
+        nf_catalog *cat = t ? nf_catalog_parse_owned(t, len, NF_CAT_MANIFEST, NULL, &d) : NULL;
         if (cat && !nf_diags_exit(&d) && nf_quant_apply(cat, &rules, &d) == 0) {
             nf_serialize_opts so = {0};
             so.manifest = true;

@@ -27,6 +27,7 @@ static const char usage[] =
     "  --iters N             timed runs per projection, median reported (default 5)\n"
     "  --threads N           CPU threads (default: all CPUs)\n"
     "  --json                one JSON report on stdout (also when the run fails)\n"
+    "  --max-json-bytes N    refuse catalogs larger than N (default 256M)\n"
     "'-' reads a stream (optionally zstd-compressed) from standard input, CPU only.\n"
     "  -h, --help, --version\n"
     "\n"
@@ -67,15 +68,17 @@ static void print_text(nf_jval *rep)
 
 int main(int argc, char **argv)
 {
-    enum { O_DEVICE = 256, O_COMPONENT, O_INPUT, O_ITERS, O_THREADS, O_JSON, O_VERSION };
+    enum { O_DEVICE = 256, O_COMPONENT, O_INPUT, O_ITERS, O_THREADS, O_JSON, O_VERSION, O_MAXJ };
     static const struct option lo[] = {
         {"device", required_argument, 0, O_DEVICE}, {"component", required_argument, 0, O_COMPONENT},
         {"input", required_argument, 0, O_INPUT},   {"iters", required_argument, 0, O_ITERS},
         {"threads", required_argument, 0, O_THREADS}, {"json", no_argument, 0, O_JSON},
         {"help", no_argument, 0, 'h'},              {"version", no_argument, 0, O_VERSION},
+        {"max-json-bytes", required_argument, 0, O_MAXJ},
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-run";
+    nf_open_opts oo = {0};
     nf_run_opts ro = {0};
     const char *device = NULL, *input = NULL;
     bool json = false;
@@ -101,6 +104,11 @@ int main(int argc, char **argv)
             ro.threads = (unsigned)v;
             break;
         case O_JSON: json = true; break;
+        case O_MAXJ:
+            if (!nf_parse_size(optarg, &v) || v == 0)
+                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            oo.max_json_bytes = v;
+            break;
         case 'h': fputs(usage, stdout); return 0;
         case O_VERSION: nf_print_version(); return 0;
         default: return nf_usage_error("unknown option");
@@ -150,7 +158,6 @@ int main(int argc, char **argv)
             ro.input_len = n;
         }
     }
-    nf_open_opts oo = {0};
     nf_operand op = {0};
     nf_jval *rep = NULL;
     if (!nf_diags_exit(&d) && nf_operand_open(&op, path, &oo, &d) == 0 && !nf_diags_exit(&d))

@@ -309,7 +309,9 @@ nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags 
         nf_artifact_close(a);
         return NULL;
     }
-    a->cat = nf_catalog_parse(a->json, a->json_len, NF_CAT_ARTIFACT, nf_basename(path), d);
+    /* the catalog keeps the text (its spans point into it) */
+    a->cat = nf_catalog_parse_owned(a->json, a->json_len, NF_CAT_ARTIFACT, nf_basename(path), d);
+    a->json = NULL;
     if (!a->cat || setup_files(a, d) < 0) {
         close(fd);
         nf_artifact_close(a);
@@ -400,7 +402,8 @@ nf_artifact *nf_artifact_open_stream(nf_input *in, const char *name, const nf_op
         nf_artifact_close(a);
         return NULL;
     }
-    a->cat = nf_catalog_parse(a->json, a->json_len, NF_CAT_ARTIFACT, NULL, d);
+    a->cat = nf_catalog_parse_owned(a->json, a->json_len, NF_CAT_ARTIFACT, NULL, d);
+    a->json = NULL;
     if (!a->cat || setup_files(a, d) < 0) {
         nf_artifact_close(a);
         return NULL;
@@ -457,8 +460,7 @@ nf_catalog *nf_artifact_catalog(const nf_artifact *a) { return a->cat; }
 const nf_header *nf_artifact_header(const nf_artifact *a) { return &a->h; }
 const char *nf_artifact_json(const nf_artifact *a, size_t *len)
 {
-    *len = a->json_len;
-    return a->json;
+    return nf_catalog_text(a->cat, len);
 }
 uint64_t nf_artifact_json_pad(const nf_artifact *a) { return a->json_pad; }
 const char *nf_artifact_path(const nf_artifact *a) { return a->path; }

@@ -103,24 +103,24 @@ typedef struct {
     nf_format format;   /* NF_FMT_UNKNOWN for names this build does not know */
     nf_layout layout;
     uint64_t divisors;  /* 1 when absent */
-    bool has_divisors;
     nf_enc_status enc_status; /* of nf_encoding_compute on the fields above;
                                  nf_object_encoding gives the planes */
-    uint64_t elements;  /* elements(shape) (spec 1) when the shape is valid, else 0 */
-    /* resource */
-    char *encoding_name;
+    bool has_divisors;
     /* both */
-    uint64_t offset, bytes;
     bool has_offset, has_bytes;
     /* metadata.integrity.sha256[id] as 32 raw bytes (DESIGN 9, 13);
      * nf_object_digest_hex / nf_object_set_digest_hex convert */
     bool has_digest;
     uint8_t digest[32];
+    uint64_t elements;  /* elements(shape) (spec 1) when the shape is valid, else 0 */
+    /* resource */
+    char *encoding_name;
+    uint64_t offset, bytes;
     /* manifest only */
+    bool bytes_given;   /* `bytes` was written in the manifest */
     nf_source *source;  /* NULL when absent (malloc'ed tree, owned) */
     char *source_raw;   /* the source as JSON text, written back by manifest
                            serialization (ninfer-quant passes sources on) */
-    bool bytes_given;   /* `bytes` was written in the manifest */
 } nf_object;
 
 typedef struct {

@@ -119,7 +119,7 @@ static bool ix_alloc(nf_ixmap *m, size_t n)
     if (n >= UINT32_MAX - 1)
         return false;
     size_t cap = 16;
-    while (cap < 2 * n)
+    while (cap / 10 * 7 < n) /* load at most 0.7 */
         cap *= 2;
     nf_ixslot *s = calloc(cap, sizeof *s);
     if (!s)
@@ -172,8 +172,8 @@ size_t nf_ixmap_get(const nf_ixmap *m, uint32_t tag, nf_ixeq_fn eq, const void *
 size_t nf_ixmap_add(nf_ixmap *m, uint32_t tag, nf_ixeq_fn eq, const void *ctx,
                     const char *k, size_t n, size_t idx)
 {
-    if (!m->s || (m->n + 1) * 2 > m->mask + 1) {
-        if (!ix_alloc(m, m->n + 1 > (m->mask + 1) / 2 ? (m->n + 1) * 2 : m->n + 1))
+    if (!m->s || m->n + 1 > (m->mask + 1) / 10 * 7) {
+        if (!ix_alloc(m, (m->n + 1) * 2))
             return SIZE_MAX - 1;
     }
     if (idx >= UINT32_MAX - 1)
@@ -195,15 +195,18 @@ static bool str_is(const char *s, const char *k, size_t n)
     return s && strncmp(s, k, n) == 0 && s[n] == 0;
 }
 
-static bool obj_eq(const void *ctx, size_t i, const char *k, size_t n)
+bool nf_catalog_index_obj_eq(const void *ctx, size_t i, const char *k, size_t n)
 {
     return str_is(((const nf_catalog *)ctx)->objects[i].id, k, n);
 }
 
-static bool bind_eq(const void *ctx, size_t i, const char *k, size_t n)
+bool nf_catalog_index_bind_eq(const void *ctx, size_t i, const char *k, size_t n)
 {
     return str_is(((const nf_catalog *)ctx)->bindings[i].name, k, n);
 }
+
+#define obj_eq nf_catalog_index_obj_eq
+#define bind_eq nf_catalog_index_bind_eq
 
 static bool comp_eq(const void *ctx, size_t i, const char *k, size_t n)
 {
@@ -230,12 +233,15 @@ static bool intern_eq(const void *ctx, size_t i, const char *k, size_t n)
 char *nf_catalog_intern(nf_catalog *c, const char *s, size_t n)
 {
     struct nf_catalog_index *ix = c->ix;
+    /* runs of one string (a layer's input, a format) skip the hash */
+    if (ix->last && str_is(ix->last, s, n))
+        return ix->last;
     if (!ix->intern.s && !nf_ixmap_init(&ix->intern, 64))
         return NULL;
     uint32_t tag = nf_ixmap_tag(&ix->intern, s, n);
     size_t i = nf_ixmap_get(&ix->intern, tag, intern_eq, c, s, n);
     if (i != SIZE_MAX)
-        return ix->istr[i];
+        return ix->last = ix->istr[i];
     if (ix->n_istr == ix->cap_istr) {
         size_t nc = ix->cap_istr ? ix->cap_istr * 2 : 64;
         char **nv = realloc(ix->istr, nc * sizeof *nv);
@@ -251,7 +257,7 @@ char *nf_catalog_intern(nf_catalog *c, const char *s, size_t n)
     if (nf_ixmap_add(&ix->intern, tag, intern_eq, c, s, n, ix->n_istr) == SIZE_MAX - 1)
         return NULL;
     ix->n_istr++;
-    return p;
+    return ix->last = p;
 }
 
 /* A use's map key in buf (grown as needed); its length, or SIZE_MAX. */
@@ -305,6 +311,7 @@ void nf_catalog_index_free(nf_catalog *c)
     free(ix->use_start);
     free(ix->use_list);
     free(ix->istr);
+    free(ix->kbuf);
     free(ix);
     c->ix = NULL;
 }
@@ -316,7 +323,10 @@ size_t nf_catalog_index_add_object(nf_catalog *c, size_t i)
     if (!id)
         return SIZE_MAX;
     size_t n = strlen(id);
-    return nf_ixmap_add(m, nf_ixmap_tag(m, id, n), obj_eq, c, id, n, i);
+    size_t r = nf_ixmap_add(m, nf_ixmap_tag(m, id, n), obj_eq, c, id, n, i);
+    if (r != SIZE_MAX)
+        c->ix->dup_objects++;
+    return r;
 }
 
 size_t nf_catalog_index_add_binding(nf_catalog *c, size_t i)
@@ -326,7 +336,32 @@ size_t nf_catalog_index_add_binding(nf_catalog *c, size_t i)
     if (!nm)
         return SIZE_MAX;
     size_t n = strlen(nm);
-    return nf_ixmap_add(m, nf_ixmap_tag(m, nm, n), bind_eq, c, nm, n, i);
+    size_t r = nf_ixmap_add(m, nf_ixmap_tag(m, nm, n), bind_eq, c, nm, n, i);
+    if (r != SIZE_MAX)
+        c->ix->dup_bindings++;
+    return r;
+}
+
+size_t nf_catalog_index_find_object(nf_catalog *c, const char *k, size_t n, size_t *hint)
+{
+    struct nf_catalog_index *ix = c->ix;
+    size_t i = *hint;
+    if (ix->dup_objects || i >= c->n_objects || !obj_eq(c, i, k, n))
+        i = nf_ixmap_get(&ix->objects, nf_ixmap_tag(&ix->objects, k, n), obj_eq, c, k, n);
+    if (i != SIZE_MAX)
+        *hint = i + 1;
+    return i;
+}
+
+size_t nf_catalog_index_find_binding(nf_catalog *c, const char *k, size_t n, size_t *hint)
+{
+    struct nf_catalog_index *ix = c->ix;
+    size_t i = *hint;
+    if (ix->dup_bindings || i >= c->n_bindings || !bind_eq(c, i, k, n))
+        i = nf_ixmap_get(&ix->bindings, nf_ixmap_tag(&ix->bindings, k, n), bind_eq, c, k, n);
+    if (i != SIZE_MAX)
+        *hint = i + 1;
+    return i;
 }
 
 size_t nf_catalog_index_add_use(nf_catalog *c, size_t i)
@@ -334,13 +369,11 @@ size_t nf_catalog_index_add_use(nf_catalog *c, size_t i)
     const nf_use *u = &c->uses[i];
     if (!u->parameter || !u->input)
         return SIZE_MAX;
-    nf_ixmap *m = &c->ix->uses;
-    char *kb = NULL;
-    size_t cap = 0, n = use_key(u->parameter, u->input, &kb, &cap);
-    size_t r = n == SIZE_MAX ? SIZE_MAX - 1
-                             : nf_ixmap_add(m, nf_ixmap_tag(m, kb, n), use_eq, c, kb, n, i);
-    free(kb);
-    return r;
+    struct nf_catalog_index *ix = c->ix;
+    nf_ixmap *m = &ix->uses;
+    size_t n = use_key(u->parameter, u->input, &ix->kbuf, &ix->kcap);
+    return n == SIZE_MAX ? SIZE_MAX - 1
+                         : nf_ixmap_add(m, nf_ixmap_tag(m, ix->kbuf, n), use_eq, c, ix->kbuf, n, i);
 }
 
 bool nf_catalog_index_build(nf_catalog *c)
@@ -396,7 +429,9 @@ bool nf_catalog_index_build(nf_catalog *c)
     size_t linked = 0;
     for (size_t i = 0; i < c->n_uses; i++) {
         nf_use *u = &c->uses[i];
-        u->binding = nf_catalog_binding(c, u->parameter);
+        /* the parser resolved the uses after their bindings */
+        if (u->binding == SIZE_MAX)
+            u->binding = nf_catalog_binding(c, u->parameter);
         if (u->binding != SIZE_MAX) {
             ix->use_start[u->binding + 1]++;
             linked++;

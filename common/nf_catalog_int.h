@@ -29,7 +29,7 @@ size_t nf_arena_bytes(const nf_arena *a);
  * Slots hold (tag, index + 1), 8 bytes; keys are not stored: the owner
  * compares a candidate record with the key (eq). The tag is 32 bits of a
  * keyed SipHash-1-3 (nf_strmap.h) and also decides the slot, so growing
- * needs no key. Load stays at most 1/2. */
+ * needs no key. Load stays at most 0.7. */
 typedef struct {
     uint32_t tag, idx; /* idx: record index + 1, 0 = empty */
 } nf_ixslot;
@@ -71,12 +71,27 @@ struct nf_catalog_index {
     nf_ixmap intern;
     char **istr;
     size_t n_istr, cap_istr;
+    char *last;           /* the string interned last */
+    char *kbuf;           /* scratch for use keys */
+    size_t kcap;
+    /* lookups of the parse: where the next one likely lands (writers put
+     * bindings, uses and digests in the order of what they refer to) */
+    size_t hint_ref, hint_digest, hint_param;
+    size_t dup_objects, dup_bindings; /* duplicates seen: hints are off */
 };
 
 /* Add record i to its map (the parser does so as it reads, to find
  * duplicates): SIZE_MAX when added, the earlier record's index when the
  * key is taken, SIZE_MAX - 1 when out of memory. */
 size_t nf_catalog_index_add_object(nf_catalog *c, size_t i);
+/* Look up an object (binding) by the key k[0..n), trying index *hint
+ * first (exact: hints are not used once a duplicate was seen); moves the
+ * hint past what was found. SIZE_MAX when absent. */
+size_t nf_catalog_index_find_object(nf_catalog *c, const char *k, size_t n, size_t *hint);
+size_t nf_catalog_index_find_binding(nf_catalog *c, const char *k, size_t n, size_t *hint);
+/* The maps' key comparisons (for lookups with a key that is not a C string). */
+bool nf_catalog_index_obj_eq(const void *c, size_t i, const char *k, size_t n);
+bool nf_catalog_index_bind_eq(const void *c, size_t i, const char *k, size_t n);
 size_t nf_catalog_index_add_binding(nf_catalog *c, size_t i);
 size_t nf_catalog_index_add_use(nf_catalog *c, size_t i);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #if defined(__SSE2__) && !defined(NF_JSCAN_NO_SIMD)
@@ -31,6 +32,25 @@ typedef unsigned char uchar;
 
 /* ------------------------------------------------------------------------ */
 /* Small helpers shared by the scanner and the span functions.              */
+
+/* A big table probed at random: ask for huge pages (where the kernel gives
+ * them on request), one TLB entry per 2 MiB instead of per 4 KiB. Only
+ * advice: nothing changes when it is refused. */
+void nf_advise_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (n < 2 * huge)
+        return;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~(huge - 1);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
 
 static inline bool is_ws(uchar c)
 {
@@ -191,12 +211,14 @@ typedef struct {
 } nf_jlevel;
 
 /* A member name of an open object. Names without escapes point into the
- * text; unescaped copies live in the arena (offsets, since it moves). */
+ * text; unescaped copies live in the arena (offsets, since it moves).
+ * 16 bytes: an object of millions of members costs 16 bytes a name here
+ * plus its slot; the hash of a hashed object's names is recomputed when
+ * the table grows or the object closes rather than stored. */
 typedef struct {
-    uint64_t word; /* first 8 bytes, zero padded: a cheap first compare */
-    uint64_t hash; /* once its object is hashed */
-    size_t off;    /* top bit: in the arena */
-    size_t len;
+    uint64_t off;  /* top bit: in the arena */
+    uint32_t len;
+    uint32_t word; /* first 4 bytes, zero padded: a cheap first compare */
 } nf_jname;
 
 /* Objects up to this many members are checked by a linear compare: most
@@ -211,7 +233,7 @@ typedef struct {
     uint32_t idx; /* entry index + 1; 0 empty */
 } nf_jslot;
 
-#define NF_IN_ARENA ((size_t)1 << (sizeof(size_t) * 8 - 1))
+#define NF_IN_ARENA ((uint64_t)1 << 63)
 #define NF_SHOW_MAX 200 /* bytes of a name quoted in a message */
 
 typedef struct {
@@ -219,6 +241,7 @@ typedef struct {
     nf_diags *d;
     nf_jscan_result *res;
     size_t problems;
+    const nf_jscan_sink *sink;
 
     nf_jlevel *lv;
     size_t depth, lv_cap, max_depth;
@@ -671,7 +694,7 @@ static bool record_bigint(nf_jscanner *s, const uchar *p)
     return true;
 }
 
-static const uchar *scan_number(nf_jscanner *s, const uchar *p)
+static const uchar *scan_number(nf_jscanner *s, const uchar *p, unsigned *kind)
 {
     const uchar *end = s->end, *q = p, *ds;
     bool neg = false, is_int = true;
@@ -728,10 +751,14 @@ static const uchar *scan_number(nf_jscanner *s, const uchar *p)
         is_int = false;
     }
     /* no leading zeros, so digit count and then text order decide */
-    if (!neg && is_int && nd >= 20 &&
-        (nd > 20 || memcmp(ds, "18446744073709551615", 20) > 0) &&
-        !record_bigint(s, p))
+    bool big = !neg && is_int && nd >= 20 &&
+               (nd > 20 || memcmp(ds, "18446744073709551615", 20) > 0);
+    if (big && !record_bigint(s, p))
         return NULL;
+    *kind = !is_int ? NF_JS_NUMBER
+            : big   ? NF_JS_BIGINT
+            : neg && !(nd == 1 && *ds == '0') ? NF_JS_NEGINT
+                                              : NF_JS_INT;
     return q;
 }
 
@@ -740,8 +767,17 @@ static const uchar *scan_number(nf_jscanner *s, const uchar *p)
 
 static const uchar *name_bytes(const nf_jscanner *s, const nf_jname *e)
 {
-    return e->off & NF_IN_ARENA ? s->arena + (e->off & ~NF_IN_ARENA)
-                                : s->text + e->off;
+    return e->off & NF_IN_ARENA ? s->arena + (size_t)(e->off & ~NF_IN_ARENA)
+                                : s->text + (size_t)e->off;
+}
+
+/* The hash of name k of the object open at depth (its level index + 1):
+ * the depth is part of the key, so the same name open at many depths
+ * (allowed when max_depth is large) does not share a probe chain. */
+static uint64_t name_hash(const nf_jscanner *s, size_t k, size_t depth)
+{
+    const nf_jname *e = &s->names[k];
+    return siphash13(name_bytes(s, e), e->len, s->k0 ^ depth, s->k1);
 }
 
 static void name_key(nf_jscanner *s)
@@ -767,9 +803,8 @@ static nf_jslot *slot_of(nf_jscanner *s, uint64_t h, size_t idx)
     return &s->slots[i];
 }
 
-static void slot_put(nf_jscanner *s, size_t k)
+static void slot_put(nf_jscanner *s, size_t k, uint64_t h)
 {
-    uint64_t h = s->names[k].hash;
     size_t i = (size_t)h & s->slot_mask;
     while (s->slots[i].idx)
         i = (i + 1) & s->slot_mask;
@@ -783,11 +818,13 @@ static void slot_put(nf_jscanner *s, size_t k)
  * exact undo (linear probing needs no tombstones for LIFO deletion). */
 static bool table_reserve(nf_jscanner *s, size_t more)
 {
+    /* load at most 0.7 (linear probing stays short; a table of millions
+     * of names costs about 11 bytes a name) */
     size_t cap = s->slots ? s->slot_mask + 1 : 0;
-    if ((s->n_hashed + more) * 2 <= cap)
+    if (s->n_hashed + more <= cap / 10 * 7)
         return true;
     size_t nc = cap ? cap : 64;
-    while ((s->n_hashed + more) * 2 > nc) {
+    while (s->n_hashed + more > nc / 10 * 7) {
         if (nc > SIZE_MAX / 2 / sizeof(nf_jslot))
             return false;
         nc *= 2;
@@ -795,6 +832,7 @@ static bool table_reserve(nf_jscanner *s, size_t more)
     nf_jslot *ns = calloc(nc, sizeof *ns);
     if (!ns)
         return false;
+    nf_advise_huge(ns, nc * sizeof *ns);
     free(s->slots);
     s->slots = ns;
     s->slot_mask = nc - 1;
@@ -805,7 +843,7 @@ static bool table_reserve(nf_jscanner *s, size_t more)
         /* an object's names sit between its base and the next level's */
         size_t stop = d + 1 < s->depth ? s->lv[d + 1].name_base : s->n_names;
         for (size_t k = l->name_base; k < stop; k++)
-            slot_put(s, k);
+            slot_put(s, k, name_hash(s, k, d + 1));
     }
     return true;
 }
@@ -890,15 +928,21 @@ static bool add_name(nf_jscanner *s, const uchar *at)
         len = n;
         off = s->arena_len | NF_IN_ARENA;
     }
-    uint64_t word = 0, h = 0;
-    memcpy(&word, name, len < 8 ? len : 8);
+    if (len > UINT32_MAX) {
+        fail_at(s, NF_C_JSON, off_of(s, at),
+                "member name of more than 4 GiB at byte %zu", off_of(s, at));
+        return false;
+    }
+    uint32_t word = 0;
+    uint64_t h = 0;
+    memcpy(&word, name, len < 4 ? len : 4);
     size_t have = s->n_names - l->name_base, slot = 0;
 
     if (!l->hashed && have < NF_LINEAR_MAX) {
         for (size_t k = l->name_base; k < s->n_names; k++) {
             const nf_jname *e = &s->names[k];
             if (e->word == word && e->len == len &&
-                (len <= 8 || memcmp(name_bytes(s, e) + 8, name + 8, len - 8) == 0)) {
+                (len <= 4 || memcmp(name_bytes(s, e) + 4, name + 4, len - 4) == 0)) {
                 report_duplicate(s, name, len, l);
                 return true;
             }
@@ -916,11 +960,8 @@ static bool add_name(nf_jscanner *s, const uchar *at)
          * (allowed when max_depth is large) must not share a probe chain */
         uint64_t k0 = s->k0 ^ s->depth;
         if (!l->hashed) {
-            for (size_t k = l->name_base; k < s->n_names; k++) {
-                nf_jname *e = &s->names[k];
-                e->hash = siphash13(name_bytes(s, e), e->len, k0, s->k1);
-                slot_put(s, k);
-            }
+            for (size_t k = l->name_base; k < s->n_names; k++)
+                slot_put(s, k, name_hash(s, k, s->depth));
             s->n_hashed += have;
             l->hashed = 1;
         }
@@ -932,7 +973,7 @@ static bool add_name(nf_jscanner *s, const uchar *at)
                 continue;
             const nf_jname *e = &s->names[k - 1];
             /* entries below name_base belong to enclosing objects */
-            if (k - 1 >= l->name_base && e->hash == h && e->len == len &&
+            if (k - 1 >= l->name_base && e->len == len &&
                 memcmp(name_bytes(s, e), name, len) == 0) {
                 report_duplicate(s, name, len, l);
                 return true;
@@ -951,7 +992,7 @@ static bool add_name(nf_jscanner *s, const uchar *at)
         s->names = nn;
         s->names_cap = nc;
     }
-    s->names[s->n_names] = (nf_jname){word, h, off, len};
+    s->names[s->n_names] = (nf_jname){(uint64_t)off, (uint32_t)len, word};
     s->n_names++;
     if (l->hashed) {
         s->slots[slot].tag = (uint32_t)(h >> 32);
@@ -974,8 +1015,9 @@ static void pop_names(nf_jscanner *s, const nf_jlevel *l)
             if (s->slots[i].idx > l->name_base)
                 s->slots[i].idx = 0;
     } else if (l->hashed) {
+        /* l was the level at index s->depth (pop has decremented it) */
         for (size_t k = s->n_names; k-- > l->name_base;)
-            slot_of(s, s->names[k].hash, k)->idx = 0;
+            slot_of(s, name_hash(s, k, s->depth + 1), k)->idx = 0;
     }
     if (l->hashed)
         s->n_hashed -= gone;
@@ -1053,11 +1095,28 @@ static void scanner_free(nf_jscanner *s)
     free(s->arena);
 }
 
+/* Hand an event to the sink; a refusal stops the scan (the sink has said
+ * why). */
+#define SINK(call)                                                          \
+    do {                                                                    \
+        if (s.sink && s.sink->call != 0) {                                 \
+            s.problems++;                                                   \
+            goto done;                                                      \
+        }                                                                   \
+    } while (0)
+
 bool nf_jscan(const char *text, size_t len, unsigned max_depth, nf_diags *d,
               nf_jscan_result *res)
 {
+    return nf_jscan_ex(text, len, max_depth, d, res, NULL);
+}
+
+bool nf_jscan_ex(const char *text, size_t len, unsigned max_depth, nf_diags *d,
+                 nf_jscan_result *res, const nf_jscan_sink *sink)
+{
     nf_jscanner s;
     memset(&s, 0, sizeof s);
+    s.sink = sink;
     if (!text) {
         /* NULL + 0 is undefined; give the empty-input error instead */
         text = "";
@@ -1079,6 +1138,7 @@ bool nf_jscan(const char *text, size_t len, unsigned max_depth, nf_diags *d,
 
     const uchar *p = s.text, *end = s.end, *q;
     bool esc;
+    unsigned kind;
     nf_jlevel *top;
 
     if (len >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) {
@@ -1103,47 +1163,59 @@ value:
     case '{':
         if (!push(&s, p, true))
             goto done;
+        SINK(open(sink->ctx, true, off_of(&s, p)));
         p = skip_ws(p + 1, end);
         if (p < end && *p == '}') {
             pop(&s);
             p++;
+            SINK(close(sink->ctx, off_of(&s, p)));
             goto after;
         }
         goto key;
     case '[':
         if (!push(&s, p, false))
             goto done;
+        SINK(open(sink->ctx, false, off_of(&s, p)));
         p = skip_ws(p + 1, end);
         if (p < end && *p == ']') {
             pop(&s);
             p++;
+            SINK(close(sink->ctx, off_of(&s, p)));
             goto after;
         }
         goto value;
     case '"':
-        p = scan_string(&s, p, &esc);
-        if (!p)
+        q = scan_string(&s, p, &esc);
+        if (!q)
             goto done;
+        SINK(scalar(sink->ctx, esc ? NF_JS_ESTRING : NF_JS_STRING, off_of(&s, p) + 1,
+                    (size_t)(q - p) - 2));
+        p = q;
         goto after;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
-        p = scan_number(&s, p);
-        if (!p)
+        q = scan_number(&s, p, &kind);
+        if (!q)
             goto done;
+        SINK(scalar(sink->ctx, (nf_jscalar)kind, off_of(&s, p), (size_t)(q - p)));
+        p = q;
         goto after;
     case 't':
         if (!literal(&s, p, "true", 4))
             goto done;
+        SINK(scalar(sink->ctx, NF_JS_TRUE, off_of(&s, p), 4));
         p += 4;
         goto after;
     case 'f':
         if (!literal(&s, p, "false", 5))
             goto done;
+        SINK(scalar(sink->ctx, NF_JS_FALSE, off_of(&s, p), 5));
         p += 5;
         goto after;
     case 'n':
         if (!literal(&s, p, "null", 4))
             goto done;
+        SINK(scalar(sink->ctx, NF_JS_NULL, off_of(&s, p), 4));
         p += 4;
         goto after;
     case 'N': case 'I':
@@ -1178,6 +1250,7 @@ key:
     top->has_key = 1;
     if (!add_name(&s, p))
         goto done;
+    SINK(key(sink->ctx, top->key_start, top->key_len, esc));
     p = skip_ws(q, end);
     if (p == end || *p != ':') {
         unexpected(&s, p, "':'");
@@ -1211,6 +1284,7 @@ after:
     if (p < end && *p == (top->is_obj ? '}' : ']')) {
         pop(&s);
         p++;
+        SINK(close(sink->ctx, off_of(&s, p)));
         goto after;
     }
     unexpected(&s, p, top->is_obj ? "',' or '}'" : "',' or ']'");
@@ -1388,4 +1462,19 @@ bool nf_jspan_member(const char *text, nf_span obj, const char *name,
     struct nf_jspan_find f = {(const uchar *)(name ? name : ""), name ? name_len : 0,
                               out ? out : &dummy, false};
     return span_walk(text, obj, find_cb, &f) && f.found;
+}
+
+size_t nf_junescape(const char *r, size_t n, char *out)
+{
+    const uchar *u = (const uchar *)r;
+    uchar *o = (uchar *)out;
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        if (u[i] != '\\') {
+            o[k++] = u[i++];
+            continue;
+        }
+        k += jdecode(u, n, &i, o + k);
+    }
+    return k;
 }

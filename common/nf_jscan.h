@@ -61,7 +61,51 @@ typedef struct {
 bool nf_jscan(const char *text, size_t len, unsigned max_depth,
               nf_diags *d, nf_jscan_result *res);
 
+/* Events of one scan, in text order, for a reader that builds its own
+ * records in the same pass (the catalog, DESIGN 14). Offsets are byte
+ * offsets into the text. open: a container starts at off ('{' or '[');
+ * close: the innermost open container ends, end is the offset after its
+ * bracket; key: a member name, start/len span its raw bytes inside the
+ * quotes, esc tells whether they hold a backslash; scalar: a value, for
+ * strings the raw bytes inside the quotes, for numbers and literals the
+ * literal's text. A callback returns 0 to go on; anything else stops the
+ * scan, which then returns false without a record of its own (the sink
+ * reports why). Events stop at the first fatal error; the caller must not
+ * trust what it built unless nf_jscan_ex returns true. */
+typedef enum {
+    NF_JS_STRING,  /* no escapes: the span is the string's bytes */
+    NF_JS_ESTRING, /* with escapes: unescape the span */
+    NF_JS_INT,     /* an integer literal in 0..2^64-1 ("-0" included) */
+    NF_JS_NEGINT,  /* a negative integer literal */
+    NF_JS_BIGINT,  /* an integer literal above 2^64-1 */
+    NF_JS_NUMBER,  /* a number with a fraction or exponent */
+    NF_JS_TRUE,
+    NF_JS_FALSE,
+    NF_JS_NULL,
+} nf_jscalar;
+
+typedef struct {
+    void *ctx;
+    int (*open)(void *ctx, bool is_object, size_t off);
+    int (*close)(void *ctx, size_t end);
+    int (*key)(void *ctx, size_t start, size_t len, bool esc);
+    int (*scalar)(void *ctx, nf_jscalar kind, size_t start, size_t len);
+} nf_jscan_sink;
+
+/* nf_jscan with events (sink may be NULL: then exactly nf_jscan). */
+bool nf_jscan_ex(const char *text, size_t len, unsigned max_depth, nf_diags *d,
+                 nf_jscan_result *res, const nf_jscan_sink *sink);
+
+/* Unescape the raw string bytes r[0..n) of text nf_jscan accepted into out
+ * (room for n bytes: unescaped text is never longer); returns the length. */
+size_t nf_junescape(const char *r, size_t n, char *out);
+
 void nf_jscan_result_free(nf_jscan_result *res);
+
+/* Advise the kernel that p[0..n), a large table read at random, may use
+ * huge pages (madvise MADV_HUGEPAGE on its 2 MiB-aligned interior; a hint
+ * only). For the scanner's and the catalog's hash tables. */
+void nf_advise_huge(void *p, size_t n);
 
 /* True when ptr is one of res's big-integer pointers. */
 bool nf_jscan_is_bigint(const nf_jscan_result *res, const char *ptr);

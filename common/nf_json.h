@@ -42,7 +42,12 @@ typedef enum {
 /* ... and in bytes, whatever the text's size. */
 #define NF_JSON_MAX_TREE (1ull << 30)
 
-/* Parse text[0..len) (copied; the caller keeps its buffer). Runs nf_jscan
+/* Parse text[0..len) (copied; the caller keeps its buffer). For the small
+ * documents and single members read with json-c (a component's config, a
+ * manifest source, a recipe, a checkpoint's config.json): a catalog is
+ * never parsed this way (nf_catalog.h reads it in one scanner pass, at a
+ * cost bounded by construction), so the guard below applies to one member
+ * alone (DESIGN 14). Runs nf_jscan
  * with max_depth (0: NF_JSON_MAX_DEPTH) and appends its findings to d; on
  * any finding returns NULL. A text whose tree would need more than
  * NF_JSON_MEM_FACTOR times its size (+64 MiB), or more than NF_JSON_MAX_TREE

@@ -4,19 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool has_prefix(const char *name, const char *comp)
-{
-    size_t n = strlen(comp);
-    return !strncmp(name, comp, n) && name[n] == '/';
-}
-
 bool nf_select_has(const nf_catalog *c, const bool *comps, const char *name)
 {
-    for (size_t i = 0; i < c->n_components; i++)
-        if (comps[i] && (has_prefix(name, c->components[i].id) ||
-                         (!strcmp(c->components[i].id, "text") && has_prefix(name, "proposal"))))
-            return true;
-    return false;
+    size_t w = nf_catalog_owner(c, name);
+    return w != SIZE_MAX && comps[w];
 }
 
 static void mark(const nf_binding *b, bool *objs)
@@ -39,9 +30,9 @@ int nf_select(const nf_catalog *c, const char *list, bool resources, bool *comps
     int rc = 0;
     if (!list) {
         bool text = false;
-        for (size_t i = 0; i < c->n_components; i++)
-            if (!strcmp(c->components[i].id, "text"))
-                comps[i] = text = true;
+        size_t t = nf_catalog_component(c, "text");
+        if (t != SIZE_MAX)
+            comps[t] = text = true;
         if (!text)
             for (size_t i = 0; i < c->n_components; i++)
                 comps[i] = true;
@@ -52,11 +43,10 @@ int nf_select(const nf_catalog *c, const char *list, bool resources, bool *comps
             return -1;
         }
         for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            bool found = false;
-            for (size_t i = 0; i < c->n_components; i++)
-                if (!strcmp(c->components[i].id, t))
-                    comps[i] = found = true;
-            if (!found) {
+            size_t i = nf_catalog_component(c, t);
+            if (i != SIZE_MAX)
+                comps[i] = true;
+            else {
                 nf_diag_add(d, NF_C_COMPONENT_MISSING, "/components",
                             "component \"%s\" was selected but the artifact does not provide it", t);
                 rc = -1;
@@ -64,21 +54,29 @@ int nf_select(const nf_catalog *c, const char *list, bool resources, bool *comps
         }
         free(copy);
     }
-    /* targets, transitively (bounded: a target chain is at most as long as
-     * the component list) */
-    for (size_t pass = 0; pass < c->n_components; pass++)
-        for (size_t i = 0; i < c->n_components; i++)
-            if (comps[i] && c->components[i].target)
-                for (size_t k = 0; k < c->n_components; k++)
-                    if (!strcmp(c->components[k].id, c->components[i].target))
-                        comps[k] = true;
-    for (size_t b = 0; b < c->n_bindings; b++)
-        if (c->bindings[b].name && nf_select_has(c, comps, c->bindings[b].name))
+    /* targets, transitively: each chain stops at a component selected
+     * already, so every component is walked at most once */
+    for (size_t i = 0; i < c->n_components; i++) {
+        if (!comps[i])
+            continue;
+        for (size_t t = c->components[i].target_index; t < c->n_components && !comps[t];
+             t = c->components[t].target_index)
+            comps[t] = true;
+    }
+    /* owners were resolved when the catalog was read */
+    for (size_t b = 0; b < c->n_bindings; b++) {
+        size_t w = c->bindings[b].component;
+        if (w < c->n_components && comps[w])
             mark(&c->bindings[b].b, objs);
-    for (size_t u = 0; u < c->n_uses; u++)
-        if (c->uses[u].parameter && nf_select_has(c, comps, c->uses[u].parameter))
-            for (size_t k = 0; k < c->uses[u].n_aux; k++)
-                mark(&c->uses[u].aux[k].b, objs);
+    }
+    for (size_t u = 0; u < c->n_uses; u++) {
+        const nf_use *use = &c->uses[u];
+        size_t w = use->binding < c->n_bindings ? c->bindings[use->binding].component
+                                                : nf_catalog_owner(c, use->parameter);
+        if (w < c->n_components && comps[w])
+            for (size_t k = 0; k < use->n_aux; k++)
+                mark(&use->aux[k].b, objs);
+    }
     for (size_t i = 0; resources && i < c->n_components; i++)
         if (comps[i])
             for (size_t k = 0; k < c->components[i].n_resources; k++)

@@ -1,7 +1,8 @@
 /* nf_select.h — what a component selection needs (spec 4.2, 5.3, 11.1):
  * the selected components and their targets (selecting mtp loads text),
  * and the objects they reference — through bindings named "<component>/..."
- * (and "proposal/..." for text, spec 9.2), the auxiliaries of those
+ * (and "proposal/..." for text, spec 9.2; owners resolved when the catalog
+ * was parsed), the auxiliaries of those
  * parameters' uses, and, when asked, the components' resources. Every other
  * object stays unread, so a partial download can be checked and loaded.
  */
@@ -23,7 +24,9 @@ extern "C" {
 int nf_select(const nf_catalog *c, const char *list, bool resources, bool *comps, bool *objs,
               nf_diags *d);
 
-/* True when the parameter name belongs to a selected component. */
+/* True when the parameter name belongs to a selected component: its owner
+ * (nf_catalog_owner: the name's first segment, "text" for "proposal/")
+ * is selected. O(1). */
 bool nf_select_has(const nf_catalog *c, const bool *comps, const char *name);
 
 #ifdef __cplusplus

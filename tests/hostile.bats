@@ -63,7 +63,7 @@ rss_limit_kb() {
 
 # The 50 MB IDs and the 200 MB nesting shrink 4x under sanitizers
 # (NF_SANITIZE=1), which take several times longer: the code paths are the
-# same. The 200 MB catalogs that must be refused for their size keep it.
+# same. The 200 MB catalogs keep their size: their size is the point.
 if [ -n "${NF_SANITIZE:-}" ]; then BIG_DIV=4; else BIG_DIV=1; fi
 
 # big_artifact ENTRY CATALOG_FILE — frame a catalog file (any size) with a
@@ -366,7 +366,7 @@ small_prefix="$obj_prefix"', "bindings": {}, "uses": [], "files": [{"path": null
     [ "$SECONDS" -lt 60 ]
 }
 
-@test "200 MB object of millions of members: refused or read in at most 4x its size" {
+@test "200 MB object of millions of members: read (never refused for its cost) in at most 4x its size" {
     need_time
     local size
     # 14.7 million members "m<i>":0 in metadata (open data: valid if read)
@@ -379,14 +379,12 @@ small_prefix="$obj_prefix"', "bindings": {}, "uses": [], "files": [{"path": null
     SECONDS=0
     measure v timeout 120 "$NF_BIN/ninfer-verify" a.ninfer
     echo "${size}-byte catalog of 14.7M members: exit $status, peak RSS ${kb} KiB ($((kb * 1024 / size)).$((kb * 10240 / size % 10))x), ${SECONDS}s" >&3
-    [ "$status" -eq 0 ] || [ "$status" -eq 1 ]
-    if [ "$status" -eq 1 ]; then
-        grep -qF ': json: ' v.err
-    fi
+    # DESIGN 14: a catalog within --max-json-bytes is always parsed
+    [ "$status" -eq 0 ] || { cat v.err; false; }
     [ "$kb" -lt "$(rss_limit_kb "$size" 4)" ]
 }
 
-@test "200 MB array of small objects: refused or read in at most 4x its size" {
+@test "200 MB array of small objects: read (never refused for its cost) in at most 4x its size" {
     need_time
     local size
     { printf '%s, "provenance": {"x": [' "$small_prefix"
@@ -396,6 +394,6 @@ small_prefix="$obj_prefix"', "bindings": {}, "uses": [], "files": [{"path": null
     big_artifact a.ninfer objs.json
     measure v timeout 120 "$NF_BIN/ninfer-verify" a.ninfer
     echo "${size}-byte catalog of 8M small objects: exit $status, peak RSS ${kb} KiB" >&3
-    [ "$status" -eq 0 ] || [ "$status" -eq 1 ]
+    [ "$status" -eq 0 ] || { cat v.err; false; }
     [ "$kb" -lt "$(rss_limit_kb "$size" 4)" ]
 }

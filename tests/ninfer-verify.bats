@@ -820,3 +820,33 @@ bad_part_path() {
     run -3 bash -c 'ninfer-verify a.ninfer > /dev/full'
     run -3 bash -c 'ninfer-verify --json a.ninfer > /dev/full'
 }
+
+# big_catalog N OUT — a valid catalog of N one-element bf16 objects, each
+# bound under text/pI, digests included (DESIGN 14: large catalogs parse,
+# never refused for what parsing would cost). About 150 bytes a record.
+big_catalog() {
+    awk -v n="$1" 'BEGIN {
+        printf "{\"components\":{\"text\":{\"config\":{}}},\"objects\":["
+        for (i = 0; i < n; i++)
+            printf "%s{\"id\":\"o%d\",\"kind\":\"tensor\",\"shape\":[1],\"format\":\"bf16\",\"layout\":\"contiguous_le_v1\",\"offset\":%d,\"bytes\":2}", i ? "," : "", i, i * 256
+        printf "],\"bindings\":{"
+        for (i = 0; i < n; i++)
+            printf "%s\"text/p%d\":{\"object\":\"o%d\"}", i ? "," : "", i, i
+        printf "},\"uses\":[],\"files\":[{\"path\":null,\"payload_bytes\":%d}]}", (n - 1) * 256 + 2
+    }' > "$2"
+}
+
+@test "a catalog of 100,000 objects and 100,000 bindings (15 MB) verifies" {
+    big_catalog 100000 big.json
+    size=$(nf_size big.json)
+    [ "$size" -gt 14000000 ]
+    nf-mkartifact --catalog big.json --payload zero:$((99999 * 256 + 2)) -o big.ninfer
+    run -0 --separate-stderr ninfer-verify big.ninfer
+    [ "$output" = "big.ninfer: OK (0 digests checked)" ]
+    # a reference one past the last object is found missing, by name
+    sed 's/"text\/p99999":{"object":"o99999"}/"text\/p99999":{"object":"o100000"}/' big.json > bad.json
+    nf-mkartifact --catalog bad.json --payload zero:$((99999 * 256 + 2)) -o bad.ninfer
+    run -1 --separate-stderr ninfer-verify bad.ninfer
+    expect_only_codes reference
+    grep -qF 'bad.ninfer: /bindings/text~1p99999/object: reference: no object "o100000"' <<< "$stderr"
+}
