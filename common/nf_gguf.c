@@ -431,6 +431,18 @@ nf_gguf *nf_gguf_open(const char *path, nf_diags *d)
                     n_tensors, r.size);
         goto fail;
     }
+    /* Each record costs ~100 bytes of memory against 13 or 32 of file, and a
+     * sparse file makes any count that fits it cheap to send: cap them. */
+    if (n_kv > NF_GGUF_MAX_KV) {
+        nf_diag_add(&local, NF_C_UNSUPPORTED, "/kv", "%" PRIu64 " key/values are more than"
+                    " this reader takes (%u)", n_kv, NF_GGUF_MAX_KV);
+        goto fail;
+    }
+    if (n_tensors > NF_GGUF_MAX_TENSORS) {
+        nf_diag_add(&local, NF_C_UNSUPPORTED, "/tensors", "%" PRIu64 " tensors are more than"
+                    " this reader takes (%u)", n_tensors, NF_GGUF_MAX_TENSORS);
+        goto fail;
+    }
     g->kv = calloc(n_kv ? (size_t)n_kv : 1, sizeof *g->kv);
     g->tensors = calloc(n_tensors ? (size_t)n_tensors : 1, sizeof *g->tensors);
     if (!g->kv || !g->tensors) {

@@ -12,7 +12,10 @@
  *
  * More checks (all before any allocation that a count or length drives):
  * every count and string length is capped against the bytes left in the
- * file (a truncated file is `header`, never a huge allocation); key and
+ * file (a truncated file is `header`, never a huge allocation), and
+ * against this reader's limits NF_GGUF_MAX_KV and NF_GGUF_MAX_TENSORS
+ * (`unsupported`: a sparse or padded file can make a count that fits the
+ * file yet costs gigabytes of records); key and
  * tensor names are at most NF_GGUF_MAX_NAME bytes without NUL; arrays nest
  * at most NF_GGUF_MAX_DEPTH deep (`range`); general.alignment is an
  * integer power of two up to NF_GGUF_MAX_ALIGNMENT (`schema`); tensor
@@ -128,6 +131,8 @@ typedef struct {
 
 #define NF_GGUF_MAX_NAME 65536u          /* key / tensor name cap, bytes */
 #define NF_GGUF_MAX_DEPTH 8              /* array nesting cap */
+#define NF_GGUF_MAX_KV (1u << 20)        /* key/values (real files: < 100) */
+#define NF_GGUF_MAX_TENSORS (1u << 22)   /* tensor infos (frontier MoE: ~10^5) */
 #define NF_GGUF_MAX_ALIGNMENT (1u << 30) /* general.alignment cap, bytes */
 
 /* Open and check the GGUF at path (reads the header region only; tensor

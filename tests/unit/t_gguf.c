@@ -470,6 +470,28 @@ static void test_hostile(void)
                    code < NF_C_COUNT_ ? nf_code_name(code) : "(none)");
         free(b.p);
     }
+    /* Sparse files: counts that fit the file's size (13 bytes a key/value,
+     * 32 a tensor info) but past the reader's limits are refused before any
+     * record is allocated (a 1 GiB sparse file of zeros once cost 6.8 GB). */
+    static const struct {
+        const char *what;
+        uint64_t nt, nkv;
+    } sparse[] = {
+        {"key/values past NF_GGUF_MAX_KV", 0, NF_GGUF_MAX_KV + 1ull},
+        {"tensors past NF_GGUF_MAX_TENSORS", NF_GGUF_MAX_TENSORS + 1ull, 0},
+    };
+    for (size_t i = 0; i < sizeof sparse / sizeof *sparse; i++) {
+        buf_t b = {0};
+        hdr(&b, 3, sparse[i].nt, sparse[i].nkv);
+        const char *path = write_file("sparse.gguf", b.p, b.n);
+        CHECK(truncate(path, (off_t)(24 + 32 * (sparse[i].nt + 1) + 13 * sparse[i].nkv)) == 0,
+              "hostile: sparse file made");
+        nf_code code;
+        int rc = try_open(path, &code, NULL);
+        CHECK(rc == 4 && code == NF_C_UNSUPPORTED, "hostile: %s -> exit 4, unsupported",
+              sparse[i].what);
+        free(b.p);
+    }
     nf_code code;
     CHECK(try_open(tmpdir, &code, NULL) == 3 && code == NF_C_IO, "hostile: a directory is io");
     char missing[600];
