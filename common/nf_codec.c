@@ -8,6 +8,7 @@
 #include "nf_codec.h"
 #include "nf_codec_gguf.h"
 #include "nf_fp.h"
+#include "nf_qsearch.h"
 #include "nf_util.h"
 
 #include <float.h>
@@ -769,78 +770,6 @@ static uint16_t q_scale(double s)
     return b;
 }
 
-/* Round to the nearest integer, ties to even, for |t| <= 2^51: adding and
- * subtracting 1.5*2^52 leaves the integer part in the default rounding mode
- * (round to nearest even); no libm call, no dependence on SSE4.1. */
-static inline double rne_d(double t)
-{
-    return (t + 0x1.8p52) - 0x1.8p52;
-}
-
-/* Codes of x[0..n) against the FP16 scale sb: nearest even to x/s, clamped
- * to the code range; returns the squared error of the decoded values (the
- * decoder's own FP32 product). A zero scale gives all codes 0. This is the
- * exact evaluation: it divides, so a half-way x/s ties to even exactly. */
-static double q_eval(const qrange *q, const float *x, unsigned n, uint16_t sb,
-                     int *codes, uint64_t *sat)
-{
-    float s = nf_fp16_to_f32(sb);
-    double err = 0;
-    for (unsigned i = 0; i < n; i++) {
-        int c = 0;
-        if (s != 0.0f) {
-            double t = (double)x[i] / (double)s;
-            if (t > q->qmax + 0.5 || t < q->qmin - 0.5) {
-                c = t > 0 ? q->qmax : q->qmin;
-                if (sat)
-                    (*sat)++;
-            } else {
-                double r = rne_d(t);
-                c = r > q->qmax ? q->qmax : r < q->qmin ? q->qmin : (int)r;
-            }
-        }
-        if (codes)
-            codes[i] = c;
-        double d = (double)x[i] - (double)((float)c * s);
-        err += d * d;
-    }
-    return err;
-}
-
-/* For ranking candidate scales only: the group zero-padded to its full
- * length L (a multiple of 8; padding adds exactly 0), FP32 arithmetic,
- * x * (1/s) instead of x / s, and eight explicit lane sums so the compiler
- * may vectorize without reassociating (the result is the same either way).
- * x/s within an ulp of a half-way point may round the other way here; the
- * chosen scale is always re-evaluated exactly with q_eval. codes (may be
- * NULL) receives the codes this evaluation used. */
-static double q_eval_fast(const qrange *q, const float *x, unsigned L,
-                          uint16_t sb, int *codes)
-{
-    float s = nf_fp16_to_f32(sb);
-    float inv = s != 0.0f ? 1.0f / s : 0.0f;
-    float lo = (float)q->qmin, hi = (float)q->qmax;
-    float acc[8] = {0};
-    for (unsigned i = 0; i < L; i += 8) {
-        float c[8];
-        for (unsigned j = 0; j < 8; j++) {
-            float t = x[i + j] * inv;
-            t = t < lo ? lo : t;
-            t = t > hi ? hi : t;
-            c[j] = (t + 0x1.8p23f) - 0x1.8p23f; /* nearest even, |t| <= 127 */
-            float dec = c[j] * s;
-            float d = x[i + j] - dec;
-            float p2 = d * d;
-            acc[j] += p2;
-        }
-        if (codes)
-            for (unsigned j = 0; j < 8; j++)
-                codes[i + j] = (int)c[j];
-    }
-    return (((double)acc[0] + acc[4]) + ((double)acc[2] + acc[6])) +
-           (((double)acc[1] + acc[5]) + ((double)acc[3] + acc[7]));
-}
-
 /* Candidate grid: scales that map the largest-magnitude element to
  * end + NF_GRID_STEP*i, i in [-NF_GRID, NF_GRID], for either end of the
  * code range. (9 points per end measured as good as 19 on Gaussian data.) */
@@ -850,20 +779,18 @@ static double q_eval_fast(const qrange *q, const float *x, unsigned L,
 /* Choose the FP16 scale of one group (DESIGN 7.4) and its codes: the
  * absmax baseline, the grid above, least-squares refits of the best codes
  * (for fixed codes the best real scale is sum(c*x)/sum(c*c)), and the FP16
- * neighbours of the best. The winner replaces the baseline only if its
- * exact error is strictly smaller, so the result is never worse than
- * absmax. Returns the scale bits; codes[0..n) receives the codes. */
+ * neighbours of the best, ranked by nf_qs_fast. The winner replaces the
+ * baseline only if its exact error (nf_qs_exact) is strictly smaller, so
+ * the result is never worse than absmax. Returns the scale bits;
+ * codes[0..n) receives the codes. The arithmetic is nf_qsearch's, the same
+ * bits on every ISA. */
 static uint16_t q_group(nf_format f, const qrange *q, const float *x,
                         unsigned n, bool absmax_only, int *codes,
                         double *sse, uint64_t *sat)
 {
-    float m = 0.0f, amax = 0.0f;
-    for (unsigned i = 0; i < n; i++) {
-        if (fabsf(x[i]) > amax) {
-            amax = fabsf(x[i]);
-            m = x[i];
-        }
-    }
+    nf_isa isa = nf_codec_isa();
+    float m;
+    float amax = nf_qs_amax(x, n, &m, isa);
     if (amax == 0.0f) {
         for (unsigned i = 0; i < n; i++)
             codes[i] = 0;
@@ -873,13 +800,16 @@ static uint16_t q_group(nf_format f, const qrange *q, const float *x,
                                             : q_scale((double)amax / q->qmax);
     uint16_t best = base;
     if (!absmax_only) {
-        float xp[128];
-        int cf[128];
+        float xp[128] __attribute__((aligned(64)));
         unsigned L = (n + 7) & ~7u;
         memcpy(xp, x, n * sizeof *xp);
         for (unsigned i = n; i < L; i++)
             xp[i] = 0.0f;
-        double best_err = q_eval_fast(q, xp, L, best, NULL);
+        /* the baseline and the grid, evaluated together (first wins ties) */
+        uint16_t cand[1 + 2 * (2 * NF_GRID + 1)];
+        double err[1 + 2 * (2 * NF_GRID + 1)];
+        unsigned nc = 0;
+        cand[nc++] = base;
         int ends[2] = {q->qmax, q->qmin};
         int nends = q->qmin == -q->qmax ? 1 : 2;
         for (int e = 0; e < nends; e++) {
@@ -887,38 +817,56 @@ static uint16_t q_group(nf_format f, const qrange *q, const float *x,
                 double d = ends[e] + NF_GRID_STEP * i;
                 if (d == 0.0 || (d > 0) != (ends[e] > 0))
                     continue;
-                uint16_t sb = q_scale((double)m / d);
-                double err = q_eval_fast(q, xp, L, sb, NULL);
-                if (err < best_err) {
-                    best_err = err;
-                    best = sb;
-                }
+                cand[nc++] = q_scale((double)m / d);
             }
         }
-        for (int it = 0; it < 3; it++) {
-            q_eval_fast(q, xp, L, best, cf);
-            double cx = 0, cc = 0;
-            for (unsigned i = 0; i < n; i++) {
-                cx += (double)cf[i] * xp[i];
-                cc += (double)cf[i] * cf[i];
+        nf_qs_fast(xp, L, q->qmin, q->qmax, cand, nc, err, isa);
+        double best_err = err[0];
+        for (unsigned j = 1; j < nc; j++)
+            if (err[j] < best_err) {
+                best_err = err[j];
+                best = cand[j];
             }
+        for (int it = 0; it < 3; it++) {
+            double cx;
+            int64_t cc;
+            nf_qs_refit(xp, L, q->qmin, q->qmax, best, &cx, &cc, isa);
             if (cc == 0)
                 break;
-            uint16_t sb = q_scale(cx / cc);
-            double err = q_eval_fast(q, xp, L, sb, NULL);
-            if (!(err < best_err))
+            uint16_t sb = q_scale(cx / (double)cc);
+            double e1;
+            nf_qs_fast(xp, L, q->qmin, q->qmax, &sb, 1, &e1, isa);
+            if (!(e1 < best_err))
                 break;
-            best_err = err;
+            best_err = e1;
             best = sb;
         }
-        for (int dlt = -2; dlt <= 2; dlt++) {
-            int mag = (int)(best & 0x7fffu) + dlt;
-            if (dlt == 0 || mag <= 0 || mag > 0x7bff)
+        /* the FP16 neighbours: dlt -2, -1, 1, 2 from the current best (which
+         * moves when one wins); those of the best at entry are evaluated
+         * together, the others when reached */
+        uint16_t b0 = best, nb[4];
+        double ne[4];
+        unsigned nn = 0;
+        static const int dl[4] = {-2, -1, 1, 2};
+        for (int k = 0; k < 4; k++) {
+            int mag = (int)(b0 & 0x7fffu) + dl[k];
+            nb[k] = (uint16_t)((b0 & 0x8000u) | (unsigned)(mag > 0 ? mag : 0));
+            if (mag > 0 && mag <= 0x7bff)
+                nn = (unsigned)k + 1;
+        }
+        nf_qs_fast(xp, L, q->qmin, q->qmax, nb, nn, ne, isa);
+        for (int k = 0; k < 4; k++) {
+            int mag = (int)(best & 0x7fffu) + dl[k];
+            if (mag <= 0 || mag > 0x7bff)
                 continue;
             uint16_t sb = (uint16_t)((best & 0x8000u) | (unsigned)mag);
-            double err = q_eval_fast(q, xp, L, sb, NULL);
-            if (err < best_err) {
-                best_err = err;
+            double e1;
+            if (best == b0)
+                e1 = ne[k];
+            else
+                nf_qs_fast(xp, L, q->qmin, q->qmax, &sb, 1, &e1, isa);
+            if (e1 < best_err) {
+                best_err = e1;
                 best = sb;
             }
         }
@@ -926,8 +874,8 @@ static uint16_t q_group(nf_format f, const qrange *q, const float *x,
         if (best != base) {
             int cb[128];
             uint64_t sat_best = 0, sat_base = 0;
-            double eb = q_eval(q, x, n, best, codes, &sat_best);
-            double e0 = q_eval(q, x, n, base, cb, &sat_base);
+            double eb = nf_qs_exact(xp, n, q->qmin, q->qmax, best, codes, &sat_best, isa);
+            double e0 = nf_qs_exact(xp, n, q->qmin, q->qmax, base, cb, &sat_base, isa);
             if (eb < e0) {
                 *sse += eb;
                 *sat += sat_best;
@@ -939,7 +887,7 @@ static uint16_t q_group(nf_format f, const qrange *q, const float *x,
             return base;
         }
     }
-    *sse += q_eval(q, x, n, base, codes, sat);
+    *sse += nf_qs_exact(x, n, q->qmin, q->qmax, base, codes, sat, isa);
     return base;
 }
 
@@ -962,34 +910,56 @@ static int enc_rowsplit(const nf_tensor_enc *t, const float *src, uint64_t r0,
     const nf_plane *pb = &t->enc.plane[0], *ph = &t->enc.plane[1],
                    *ps = &t->enc.plane[t->enc.nplanes - 1];
     unsigned zero_raw = t->format == NF_FMT_Q2_G64_FP16 ? 1 : 0;
+    unsigned bb = ri.base_bits, hb = ri.high_bits, G = ri.group;
+    int off = t->format == NF_FMT_Q2_G64_FP16 ? -1 : 0; /* raw = code - off */
     for (uint64_t n = r0; n < r1; n++) {
         const float *x = src + (n - r0) * K;
-        if (!all_finite(x, K))
+        double ssx;
+        if (!nf_qs_row(x, K, &ssx, nf_codec_isa()))
             return NF_CODEC_ENONFINITE;
         uint8_t *base = obj + pb->offset + n * pb->row_bytes;
-        uint8_t *high = ri.high_bits ? obj + ph->offset + n * ph->row_bytes : NULL;
+        uint8_t *high = hb ? obj + ph->offset + n * ph->row_bytes : NULL;
         uint8_t *scales = obj + ps->offset + n * ps->row_bytes;
-        memset(base, 0, pb->row_bytes);
-        if (high)
-            memset(high, 0, ph->row_bytes);
         for (uint64_t g = 0; g < ngroups; g++) {
-            uint64_t k0 = g * ri.group;
-            unsigned nv = k0 >= K ? 0 : (unsigned)(K - k0 < ri.group ? K - k0 : ri.group);
+            uint64_t k0 = g * G;
+            unsigned nv = k0 >= K ? 0 : (unsigned)(K - k0 < G ? K - k0 : G);
             uint16_t sb = 0;
             if (nv)
                 sb = q_group(t->format, &q, x + k0, nv, o->absmax_only, codes,
                              &st->sse, &st->saturated);
             st16(scales + 2 * g, sb);
-            for (unsigned i = 0; i < ri.group; i++) {
-                unsigned raw = i < nv ? (unsigned)(codes[i] - (t->format == NF_FMT_Q2_G64_FP16 ? -1 : 0))
-                                      : zero_raw;
-                or_bits(base, k0 + i, ri.base_bits, raw);
-                if (high)
-                    or_bits(high, k0 + i, ri.high_bits, raw >> 4);
+            /* the group's bytes in each plane (whole bytes: G * bits is a
+             * multiple of 8); padding columns get the code of value 0 */
+            unsigned char raw[128];
+            for (unsigned i = 0; i < G; i++)
+                raw[i] = (unsigned char)(i < nv ? codes[i] - off : (int)zero_raw);
+            uint8_t *pbb = base + k0 * bb / 8;
+            if (bb == 8) {
+                memcpy(pbb, raw, G);
+            } else if (bb == 4) {
+                for (unsigned j = 0; j < G / 2; j++)
+                    pbb[j] = (uint8_t)((raw[2 * j] & 15) | (raw[2 * j + 1] & 15) << 4);
+            } else {
+                for (unsigned j = 0; j < G / 4; j++)
+                    pbb[j] = (uint8_t)((raw[4 * j] & 3) | (raw[4 * j + 1] & 3) << 2 |
+                                       (raw[4 * j + 2] & 3) << 4 | (raw[4 * j + 3] & 3) << 6);
+            }
+            if (hb == 1) {
+                uint8_t *ph8 = high + k0 / 8;
+                for (unsigned j = 0; j < G / 8; j++) {
+                    unsigned v = 0;
+                    for (unsigned b = 0; b < 8; b++)
+                        v |= ((raw[8 * j + b] >> 4) & 1u) << b;
+                    ph8[j] = (uint8_t)v;
+                }
+            } else if (hb == 2) {
+                uint8_t *ph8 = high + k0 / 4;
+                for (unsigned j = 0; j < G / 4; j++)
+                    ph8[j] = (uint8_t)(((raw[4 * j] >> 4) & 3) | ((raw[4 * j + 1] >> 4) & 3) << 2 |
+                                       ((raw[4 * j + 2] >> 4) & 3) << 4 | ((raw[4 * j + 3] >> 4) & 3) << 6);
             }
         }
-        for (uint64_t k = 0; k < K; k++)
-            st->ssx += (double)x[k] * x[k];
+        st->ssx += ssx;
     }
     return 0;
 }

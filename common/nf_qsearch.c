@@ -1,0 +1,472 @@
+/* nf_qsearch.c — the arithmetic of the q-format scale search (nf_qsearch.h,
+ * DESIGN 7.4): the scalar definition, and AVX2 / AVX-512 versions that do
+ * the same IEEE operations in the same order in every lane (no FMA, no
+ * reassociation), so that all three give the same bits. The AVX-512 fast
+ * evaluation runs two candidates at once (lanes 0-7 and 8-15).
+ */
+#include "nf_qsearch.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "nf_fp.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define NF_QS_X86 1
+#include <immintrin.h>
+#else
+#define NF_QS_X86 0
+#endif
+
+#define MAGIC23 0x1.8p23f
+#define MAGIC52 0x1.8p52
+
+static double combine8f(const float *a)
+{
+    return (((double)a[0] + a[4]) + ((double)a[2] + a[6])) +
+           (((double)a[1] + a[5]) + ((double)a[3] + a[7]));
+}
+
+static double combine8d(const double *a)
+{
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+/* ---- scalar: the definition --------------------------------------------------- */
+
+static double fast_scalar(const float *x, unsigned L, float lo, float hi, uint16_t sb,
+                          int *codes)
+{
+    float s = nf_fp16_to_f32(sb);
+    float inv = s != 0.0f ? 1.0f / s : 0.0f;
+    float acc[8] = {0};
+    for (unsigned i = 0; i < L; i += 8) {
+        for (unsigned j = 0; j < 8; j++) {
+            float t = x[i + j] * inv;
+            t = t < lo ? lo : t;
+            t = t > hi ? hi : t;
+            float c = (t + MAGIC23) - MAGIC23; /* nearest even, |t| <= 127 */
+            float dec = c * s;
+            float d = x[i + j] - dec;
+            float p2 = d * d;
+            acc[j] += p2;
+            if (codes)
+                codes[i + j] = (int)c;
+        }
+    }
+    return combine8f(acc);
+}
+
+static inline double rne_d(double t)
+{
+    return (t + MAGIC52) - MAGIC52;
+}
+
+/* One element of the exact evaluation: the code of x against s (inv =
+ * 1/s in f64), whether it saturates. */
+static inline int exact_code(float x, float s, double inv, int qmin, int qmax, bool *sat)
+{
+    double t = (double)x * inv;
+    double r = rne_d(t);
+    if (fabs(fabs(t - r) - 0.5) < 0x1p-30) { /* at or near a half-integer: divide */
+        t = (double)x / (double)s;
+        r = rne_d(t);
+    }
+    *sat = t > qmax + 0.5 || t < qmin - 0.5;
+    return r > qmax ? qmax : r < qmin ? qmin : (int)r;
+}
+
+static double exact_scalar(const float *x, unsigned n, int qmin, int qmax, uint16_t sb,
+                           int *codes, uint64_t *sat)
+{
+    float s = nf_fp16_to_f32(sb);
+    double inv = s != 0.0f ? 1.0 / (double)s : 0.0;
+    double acc[8] = {0};
+    uint64_t ns = 0;
+    for (unsigned i = 0; i < n; i++) {
+        int c = 0;
+        if (s != 0.0f) {
+            bool st;
+            c = exact_code(x[i], s, inv, qmin, qmax, &st);
+            ns += st;
+        }
+        codes[i] = c;
+        double d = (double)x[i] - (double)((float)c * s);
+        acc[i % 8] += d * d;
+    }
+    if (sat)
+        *sat += ns;
+    return combine8d(acc);
+}
+
+static void refit_scalar(const float *x, unsigned L, float lo, float hi, uint16_t sb,
+                         double *cx, int64_t *cc)
+{
+    float s = nf_fp16_to_f32(sb);
+    float inv = s != 0.0f ? 1.0f / s : 0.0f;
+    double lx[8] = {0};
+    int64_t c2 = 0;
+    for (unsigned i = 0; i < L; i += 8)
+        for (unsigned j = 0; j < 8; j++) {
+            float t = x[i + j] * inv;
+            t = t < lo ? lo : t;
+            t = t > hi ? hi : t;
+            float c = (t + MAGIC23) - MAGIC23;
+            lx[j] += (double)c * x[i + j];
+            c2 += (int64_t)c * (int64_t)c;
+        }
+    *cx = combine8d(lx);
+    *cc = c2;
+}
+
+static bool row_scalar(const float *x, uint64_t K, double *ssx)
+{
+    double l2[8] = {0};
+    bool ok = true;
+    for (uint64_t k = 0; k < K; k++) {
+        ok &= isfinite(x[k]) != 0;
+        l2[k % 8] += (double)x[k] * x[k];
+    }
+    *ssx = combine8d(l2);
+    return ok;
+}
+
+static float amax_scalar(const float *x, unsigned n, float *first)
+{
+    float a = 0.0f;
+    for (unsigned i = 0; i < n; i++)
+        a = fabsf(x[i]) > a ? fabsf(x[i]) : a;
+    *first = 0.0f;
+    for (unsigned i = 0; a != 0.0f && i < n; i++)
+        if (fabsf(x[i]) == a) {
+            *first = x[i];
+            break;
+        }
+    return a;
+}
+
+/* ---- AVX2 ------------------------------------------------------------------------ */
+
+#if NF_QS_X86
+#define TQ2 __attribute__((target("avx2,f16c")))
+#define TQ5 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,f16c")))
+
+TQ2 static double fast_avx2(const float *x, unsigned L, float lo, float hi, uint16_t sb,
+                            int *codes)
+{
+    float s = nf_fp16_to_f32(sb);
+    float inv = s != 0.0f ? 1.0f / s : 0.0f;
+    const __m256 S = _mm256_set1_ps(s), I = _mm256_set1_ps(inv), LO = _mm256_set1_ps(lo),
+                 HI = _mm256_set1_ps(hi), M = _mm256_set1_ps(MAGIC23);
+    __m256 acc = _mm256_setzero_ps();
+    for (unsigned i = 0; i < L; i += 8) {
+        __m256 xv = _mm256_loadu_ps(x + i);
+        __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(xv, I), LO), HI);
+        __m256 c = _mm256_sub_ps(_mm256_add_ps(t, M), M);
+        __m256 d = _mm256_sub_ps(xv, _mm256_mul_ps(c, S));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, d));
+        if (codes)
+            _mm256_storeu_si256((__m256i *)(codes + i), _mm256_cvtps_epi32(c));
+    }
+    float a[8];
+    _mm256_storeu_ps(a, acc);
+    return combine8f(a);
+}
+
+TQ2 static void refit_avx2(const float *x, unsigned L, float lo, float hi, uint16_t sb,
+                           double *cx, int64_t *cc)
+{
+    float s = nf_fp16_to_f32(sb);
+    float inv = s != 0.0f ? 1.0f / s : 0.0f;
+    const __m256 I = _mm256_set1_ps(inv), LO = _mm256_set1_ps(lo), HI = _mm256_set1_ps(hi),
+                 M = _mm256_set1_ps(MAGIC23);
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0;
+    __m256i c2 = _mm256_setzero_si256();
+    for (unsigned i = 0; i < L; i += 8) {
+        __m256 xv = _mm256_loadu_ps(x + i);
+        __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(xv, I), LO), HI);
+        __m256 c = _mm256_sub_ps(_mm256_add_ps(t, M), M);
+        a0 = _mm256_add_pd(a0, _mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(c)),
+                                             _mm256_cvtps_pd(_mm256_castps256_ps128(xv))));
+        a1 = _mm256_add_pd(a1, _mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(c, 1)),
+                                             _mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1))));
+        __m256i ci = _mm256_cvtps_epi32(c);
+        c2 = _mm256_add_epi32(c2, _mm256_mullo_epi32(ci, ci)); /* <= 8 * 128 * 128^2 / 8 per lane */
+    }
+    double l[8];
+    _mm256_storeu_pd(l, a0);
+    _mm256_storeu_pd(l + 4, a1);
+    *cx = combine8d(l);
+    int32_t q[8];
+    _mm256_storeu_si256((__m256i *)q, c2);
+    int64_t t = 0;
+    for (int j = 0; j < 8; j++)
+        t += q[j];
+    *cc = t;
+}
+
+TQ2 static bool row_avx2(const float *x, uint64_t K, double *ssx)
+{
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0;
+    const __m256i ex = _mm256_set1_epi32(0x7f800000);
+    __m256i bad = _mm256_setzero_si256();
+    uint64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        __m256 xv = _mm256_loadu_ps(x + k);
+        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(xv), ex), ex));
+        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(xv)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1));
+        a0 = _mm256_add_pd(a0, _mm256_mul_pd(lo, lo));
+        a1 = _mm256_add_pd(a1, _mm256_mul_pd(hi, hi));
+    }
+    double l[8];
+    _mm256_storeu_pd(l, a0);
+    _mm256_storeu_pd(l + 4, a1);
+    bool ok = _mm256_testz_si256(bad, bad);
+    for (; k < K; k++) {
+        ok &= isfinite(x[k]) != 0;
+        l[k % 8] += (double)x[k] * x[k];
+    }
+    *ssx = combine8d(l);
+    return ok;
+}
+
+TQ2 static float amax_avx2(const float *x, unsigned n, float *first)
+{
+    const __m256 ab = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_setzero_ps();
+    unsigned i = 0;
+    for (; i + 8 <= n; i += 8)
+        m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + i), ab));
+    float l[8], a = 0.0f;
+    _mm256_storeu_ps(l, m);
+    for (int j = 0; j < 8; j++)
+        a = l[j] > a ? l[j] : a;
+    for (; i < n; i++)
+        a = fabsf(x[i]) > a ? fabsf(x[i]) : a;
+    *first = 0.0f;
+    for (unsigned k = 0; a != 0.0f && k < n; k++)
+        if (fabsf(x[k]) == a) {
+            *first = x[k];
+            break;
+        }
+    return a;
+}
+
+/* Exact, eight f64 lanes in two vectors of four; lanes near a
+ * half-integer are redone in scalar code. */
+TQ2 static double exact_avx2(const float *x, unsigned n, int qmin, int qmax, uint16_t sb,
+                             int *codes, uint64_t *sat)
+{
+    float s = nf_fp16_to_f32(sb);
+    if (s == 0.0f)
+        return exact_scalar(x, n, qmin, qmax, sb, codes, sat);
+    double inv = 1.0 / (double)s;
+    const __m256d INV = _mm256_set1_pd(inv), M = _mm256_set1_pd(MAGIC52),
+                  LO = _mm256_set1_pd((double)qmin), HI = _mm256_set1_pd((double)qmax),
+                  SLO = _mm256_set1_pd(qmin - 0.5), SHI = _mm256_set1_pd(qmax + 0.5),
+                  H = _mm256_set1_pd(0.5), EPS = _mm256_set1_pd(0x1p-30),
+                  AB = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+    const __m128 S = _mm_set1_ps(s);
+    __m256d acc[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()};
+    uint64_t ns = 0;
+    unsigned i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (unsigned h = 0; h < 2; h++) {
+            __m128 xf = _mm_loadu_ps(x + i + 4 * h);
+            __m256d xd = _mm256_cvtps_pd(xf);
+            __m256d t = _mm256_mul_pd(xd, INV);
+            __m256d r = _mm256_sub_pd(_mm256_add_pd(t, M), M);
+            __m256d near = _mm256_cmp_pd(
+                _mm256_and_pd(_mm256_sub_pd(_mm256_and_pd(_mm256_sub_pd(t, r), AB), H), AB), EPS,
+                _CMP_LT_OQ);
+            if (_mm256_movemask_pd(near)) { /* rare: the division */
+                double tt[4], rr[4];
+                _mm256_storeu_pd(tt, t);
+                _mm256_storeu_pd(rr, r);
+                for (unsigned l = 0; l < 4; l++)
+                    if (fabs(fabs(tt[l] - rr[l]) - 0.5) < 0x1p-30) {
+                        tt[l] = (double)x[i + 4 * h + l] / (double)s;
+                        rr[l] = rne_d(tt[l]);
+                    }
+                t = _mm256_loadu_pd(tt);
+                r = _mm256_loadu_pd(rr);
+            }
+            __m256d satm = _mm256_or_pd(_mm256_cmp_pd(t, SHI, _CMP_GT_OQ),
+                                        _mm256_cmp_pd(t, SLO, _CMP_LT_OQ));
+            ns += (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_pd(satm));
+            __m256d c = _mm256_min_pd(_mm256_max_pd(r, LO), HI);
+            __m128 cf = _mm256_cvtpd_ps(c);
+            __m256d dec = _mm256_cvtps_pd(_mm_mul_ps(cf, S));
+            __m256d d = _mm256_sub_pd(xd, dec);
+            acc[h] = _mm256_add_pd(acc[h], _mm256_mul_pd(d, d));
+            _mm_storeu_si128((__m128i *)(codes + i + 4 * h), _mm256_cvtpd_epi32(c));
+        }
+    }
+    double a[8];
+    _mm256_storeu_pd(a, acc[0]);
+    _mm256_storeu_pd(a + 4, acc[1]);
+    for (; i < n; i++) { /* the tail, lane i % 8 */
+        bool st;
+        int c = exact_code(x[i], s, inv, qmin, qmax, &st);
+        ns += st;
+        codes[i] = c;
+        double d = (double)x[i] - (double)((float)c * s);
+        a[i % 8] += d * d;
+    }
+    if (sat)
+        *sat += ns;
+    return combine8d(a);
+}
+
+/* ---- AVX-512 -------------------------------------------------------------------- */
+
+/* Two candidates at once: lanes 0-7 a, 8-15 b. */
+TQ5 static void fast2_avx512(const float *x, unsigned L, float lo, float hi, uint16_t sa,
+                             uint16_t sb, double *ea, double *eb)
+{
+    float s0 = nf_fp16_to_f32(sa), s1 = nf_fp16_to_f32(sb);
+    float i0 = s0 != 0.0f ? 1.0f / s0 : 0.0f, i1 = s1 != 0.0f ? 1.0f / s1 : 0.0f;
+    const __m512 S = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
+    const __m512 I = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(i0), _mm512_set1_ps(i1));
+    const __m512 LO = _mm512_set1_ps(lo), HI = _mm512_set1_ps(hi), M = _mm512_set1_ps(MAGIC23);
+    __m512 acc = _mm512_setzero_ps();
+    for (unsigned i = 0; i < L; i += 8) {
+        __m256 h = _mm256_loadu_ps(x + i);
+        __m512 xv = _mm512_insertf32x8(_mm512_castps256_ps512(h), h, 1);
+        __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(xv, I), LO), HI);
+        __m512 c = _mm512_sub_ps(_mm512_add_ps(t, M), M);
+        __m512 d = _mm512_sub_ps(xv, _mm512_mul_ps(c, S));
+        acc = _mm512_add_ps(acc, _mm512_mul_ps(d, d));
+    }
+    float a[16];
+    _mm512_storeu_ps(a, acc);
+    *ea = combine8f(a);
+    *eb = combine8f(a + 8);
+}
+
+TQ5 static double exact_avx512(const float *x, unsigned n, int qmin, int qmax, uint16_t sb,
+                               int *codes, uint64_t *sat)
+{
+    float s = nf_fp16_to_f32(sb);
+    if (s == 0.0f)
+        return exact_scalar(x, n, qmin, qmax, sb, codes, sat);
+    double inv = 1.0 / (double)s;
+    const __m512d INV = _mm512_set1_pd(inv), M = _mm512_set1_pd(MAGIC52),
+                  LO = _mm512_set1_pd((double)qmin), HI = _mm512_set1_pd((double)qmax),
+                  SLO = _mm512_set1_pd(qmin - 0.5), SHI = _mm512_set1_pd(qmax + 0.5),
+                  H = _mm512_set1_pd(0.5), EPS = _mm512_set1_pd(0x1p-30);
+    const __m256 S = _mm256_set1_ps(s);
+    __m512d acc = _mm512_setzero_pd();
+    uint64_t ns = 0;
+    unsigned i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512d xd = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
+        __m512d t = _mm512_mul_pd(xd, INV);
+        __m512d r = _mm512_sub_pd(_mm512_add_pd(t, M), M);
+        __mmask8 near = _mm512_cmp_pd_mask(
+            _mm512_abs_pd(_mm512_sub_pd(_mm512_abs_pd(_mm512_sub_pd(t, r)), H)), EPS, _CMP_LT_OQ);
+        if (near) {
+            double tt[8], rr[8];
+            _mm512_storeu_pd(tt, t);
+            _mm512_storeu_pd(rr, r);
+            for (unsigned l = 0; l < 8; l++)
+                if (near >> l & 1) {
+                    tt[l] = (double)x[i + l] / (double)s;
+                    rr[l] = rne_d(tt[l]);
+                }
+            t = _mm512_loadu_pd(tt);
+            r = _mm512_loadu_pd(rr);
+        }
+        __mmask8 satm = _mm512_cmp_pd_mask(t, SHI, _CMP_GT_OQ) | _mm512_cmp_pd_mask(t, SLO, _CMP_LT_OQ);
+        ns += (uint64_t)__builtin_popcount(satm);
+        __m512d c = _mm512_min_pd(_mm512_max_pd(r, LO), HI);
+        __m512d dec = _mm512_cvtps_pd(_mm256_mul_ps(_mm512_cvtpd_ps(c), S));
+        __m512d d = _mm512_sub_pd(xd, dec);
+        acc = _mm512_add_pd(acc, _mm512_mul_pd(d, d));
+        _mm256_storeu_si256((__m256i *)(codes + i), _mm512_cvtpd_epi32(c));
+    }
+    double a[8];
+    _mm512_storeu_pd(a, acc);
+    for (; i < n; i++) {
+        bool st;
+        int c = exact_code(x[i], s, inv, qmin, qmax, &st);
+        ns += st;
+        codes[i] = c;
+        double d = (double)x[i] - (double)((float)c * s);
+        a[i % 8] += d * d;
+    }
+    if (sat)
+        *sat += ns;
+    return combine8d(a);
+}
+#endif /* NF_QS_X86 */
+
+/* ---- dispatch ---------------------------------------------------------------------- */
+
+void nf_qs_fast(const float *x, unsigned L, int qmin, int qmax, const uint16_t *sb,
+                unsigned nc, double *err, nf_isa isa)
+{
+    float lo = (float)qmin, hi = (float)qmax;
+    unsigned i = 0;
+#if NF_QS_X86
+    if (isa >= NF_ISA_AVX512) {
+        for (; i + 2 <= nc; i += 2)
+            fast2_avx512(x, L, lo, hi, sb[i], sb[i + 1], &err[i], &err[i + 1]);
+    }
+    if (isa >= NF_ISA_AVX2) {
+        for (; i < nc; i++)
+            err[i] = fast_avx2(x, L, lo, hi, sb[i], NULL);
+        return;
+    }
+#endif
+    (void)isa;
+    for (; i < nc; i++)
+        err[i] = fast_scalar(x, L, lo, hi, sb[i], NULL);
+}
+
+void nf_qs_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t sb, double *cx,
+                 int64_t *cc, nf_isa isa)
+{
+#if NF_QS_X86
+    if (isa >= NF_ISA_AVX2) {
+        refit_avx2(x, L, (float)qmin, (float)qmax, sb, cx, cc);
+        return;
+    }
+#endif
+    (void)isa;
+    refit_scalar(x, L, (float)qmin, (float)qmax, sb, cx, cc);
+}
+
+bool nf_qs_row(const float *x, uint64_t K, double *ssx, nf_isa isa)
+{
+#if NF_QS_X86
+    if (isa >= NF_ISA_AVX2)
+        return row_avx2(x, K, ssx);
+#endif
+    (void)isa;
+    return row_scalar(x, K, ssx);
+}
+
+float nf_qs_amax(const float *x, unsigned n, float *first, nf_isa isa)
+{
+#if NF_QS_X86
+    if (isa >= NF_ISA_AVX2)
+        return amax_avx2(x, n, first);
+#endif
+    (void)isa;
+    return amax_scalar(x, n, first);
+}
+
+double nf_qs_exact(const float *x, unsigned n, int qmin, int qmax, uint16_t sb, int *codes,
+                   uint64_t *sat, nf_isa isa)
+{
+#if NF_QS_X86
+    if (isa >= NF_ISA_AVX512)
+        return exact_avx512(x, n, qmin, qmax, sb, codes, sat);
+    if (isa >= NF_ISA_AVX2)
+        return exact_avx2(x, n, qmin, qmax, sb, codes, sat);
+#endif
+    (void)isa;
+    return exact_scalar(x, n, qmin, qmax, sb, codes, sat);
+}

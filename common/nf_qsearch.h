@@ -1,0 +1,51 @@
+/* nf_qsearch.h — internal to the library (nf_codec.c): the arithmetic of
+ * the q-format scale search of DESIGN 7.4, written once in scalar code (the
+ * definition) and in AVX2 / AVX-512 with the same operations lane by lane,
+ * so every ISA gives the same numbers bit for bit (t_codec checks it).
+ *
+ * A group is n <= 128 f32 values x (finite), zero-padded to L = n rounded
+ * up to 8 (the padding adds exactly 0); codes lie in [qmin, qmax]; a
+ * candidate scale is an FP16 word sb with s = fp16(sb) finite.
+ */
+#ifndef NF_QSEARCH_H
+#define NF_QSEARCH_H
+
+#include <stdint.h>
+#include "nf_codec.h"
+
+/* For ranking candidates: with inv = 1/s in f32 (0 for s = 0), per element
+ * t = clamp(x * inv, qmin, qmax), c = (t + 1.5*2^23) - 1.5*2^23 (nearest
+ * even), d = x - c*s, all in f32 without FMA, d*d summed in eight f32 lane
+ * sums (lane j: the elements i % 8 == j, in order), combined as
+ * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) in f64. Evaluates the
+ * nc candidates sb[0..nc) into err[0..nc). */
+void nf_qs_fast(const float *x, unsigned L, int qmin, int qmax, const uint16_t *sb,
+                unsigned nc, double *err, nf_isa isa);
+
+/* The exact evaluation: codes c = the nearest even integer to the real
+ * quotient x/s, clamped to the range (an x/s beyond qmax + 1/2 or below
+ * qmin - 1/2 saturates and counts in *sat), c = 0 for s = 0; the squared
+ * error sum of (x - f32(c*s))^2 in f64, in eight lane sums (lane j: i % 8
+ * == j, in order) combined as in nf_qs_fast. The quotient is formed as
+ * x * (1/s) in f64 and taken as x/s exactly where that product lies within
+ * 2^-30 of a half-integer (the quotient of an f32 value by an FP16 scale,
+ * 11 significant bits, is a half-integer or at least 2^-25 away from one;
+ * the product is within 2^-45 of it), so the codes are those of the
+ * division. codes[0..n), *sat incremented (sat may be NULL). */
+double nf_qs_exact(const float *x, unsigned n, int qmin, int qmax, uint16_t sb, int *codes,
+                   uint64_t *sat, nf_isa isa);
+
+/* The least-squares refit of a candidate: with the codes c of nf_qs_fast
+ * (the ranking evaluation) for sb, *cx = sum c*x in f64 in eight lane sums
+ * combined as above, *cc = sum c*c exactly. */
+void nf_qs_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t sb, double *cx,
+                 int64_t *cc, nf_isa isa);
+
+/* A row's values x[0..K): returns false if one is not finite; *ssx = sum
+ * x^2 in f64 in eight lane sums (lane j: k % 8 == j), combined as above. */
+bool nf_qs_row(const float *x, uint64_t K, double *ssx, nf_isa isa);
+
+/* The largest magnitude of x[0..n) and the first element that has it. */
+float nf_qs_amax(const float *x, unsigned n, float *first, nf_isa isa);
+
+#endif

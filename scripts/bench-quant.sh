@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# bench-quant.sh [FORMAT ...] — the quantizer's throughput and quality.
+#
+# Throughput: MB/s = F16 input bytes / wall time of
+#   ninfer-quant -i logical.json 'text/*=FORMAT' | ninfer-pack -o q.ninfer -
+# on a generated Llama-shaped F16 checkpoint (hidden 2048, intermediate
+# 5632, 32 heads, 4 KV heads, vocab 32000, 9 layers: 1.06 GB of F16), warm
+# cache, all threads (ninfer-pack's default). Each format runs REPS times
+# (default 3) and the best wall time counts; the CPU time (user + sys) of
+# the same run is printed beside it, as a figure that a busy machine
+# disturbs less. With NF_BASE_BIN=DIR (the bin/ of another build), that
+# build runs the same pipeline interleaved with this one, and the ratio is
+# printed: on a shared machine only the ratio means much.
+#
+# Quality: pooled SNR (10 log10 sum x^2 / sum err^2, from ninfer-pack
+# --report) on the real stories260K weights (../shared/realdata, f32), over
+# the tensors ggml quantizes (down_proj excluded, as in tests/codecs.bats).
+#
+# Environment: NF_BIN (default bin/), NF_TOOLS (default build/tools/),
+# NF_BENCH_DIR (scratch, default a new directory under /tmp, removed at the
+# end unless NF_BENCH_KEEP=1), REPS, NF_BASE_BIN.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${NF_BIN:-$here/bin}
+TOOLS=${NF_TOOLS:-$here/build/tools}
+BASE=${NF_BASE_BIN:-}
+REPS=${REPS:-3}
+REAL=${NF_REALDATA:-$here/../shared/realdata}/stories260K/hf-f32
+formats=${*:-q8_g32_fp16 q6_g64_fp16 q5_g64_fp16 q4_g64_fp16}
+dir=${NF_BENCH_DIR:-$(mktemp -d /tmp/bench-quant.XXXXXX)}
+mkdir -p "$dir"
+[ "${NF_BENCH_KEEP:-0}" = 1 ] || trap 'rm -rf "$dir"' EXIT
+for t in "$BIN/ninfer-import" "$BIN/ninfer-quant" "$BIN/ninfer-pack" "$TOOLS/nf-mkckpt"; do
+    [ -x "$t" ] || { echo "bench-quant: $t missing: run make (and make $TOOLS/nf-mkckpt)" >&2; exit 3; }
+done
+
+ck=$dir/ckpt
+if [ ! -e "$ck/model.safetensors" ]; then
+    "$TOOLS/nf-mkckpt" --dtype f16 --hidden 2048 --intermediate 5632 --heads 32 --kv-heads 4 \
+        --vocab 32000 --layers 9 "$ck" 2> /dev/null
+fi
+"$BIN/ninfer-import" "$ck" > "$dir/logical.json"
+# the F16 input: every tensor of the checkpoint is F16 but the norms (F32)
+in_bytes=$(stat -c %s "$ck/model.safetensors")
+
+# run BIN FORMAT -> "wall cpu" seconds of the pipeline (warm cache), from
+# GNU time over a shell that runs both commands
+run() {
+    cat "$ck/model.safetensors" > /dev/null
+    /usr/bin/time -f '%e %U %S' -o "$dir/time.txt" sh -c \
+        '"$1/ninfer-quant" -i "$2/logical.json" "text/*=$3" | "$1/ninfer-pack" -q --no-sync --force -o "$2/q.ninfer" -' \
+        sh "$1" "$dir" "$2"
+    awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' "$dir/time.txt"
+}
+
+printf '# bench-quant: %s bytes of F16 input (%s), %s CPUs, best of %s\n' "$in_bytes" "$ck" "$(nproc)" "$REPS"
+if [ -n "$BASE" ]; then
+    printf '%-14s %9s %9s %7s | %9s %9s %7s | %6s\n' format MB/s wall_s cpu_s base_MB/s base_s cpu_s ratio
+else
+    printf '%-14s %9s %9s %7s\n' format MB/s wall_s cpu_s
+fi
+for f in $formats; do
+    best=1e9 bcpu=0 bbest=1e9 bbcpu=0
+    for ((r = 0; r < REPS; r++)); do
+        if [ -n "$BASE" ]; then
+            read -r w c < <(run "$BASE" "$f")
+            if awk -v a="$w" -v b="$bbest" 'BEGIN { exit !(a < b) }'; then bbest=$w bbcpu=$c; fi
+        fi
+        read -r w c < <(run "$BIN" "$f")
+        if awk -v a="$w" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$w bcpu=$c; fi
+    done
+    if [ -n "$BASE" ]; then
+        awk -v f="$f" -v n="$in_bytes" -v w="$best" -v c="$bcpu" -v bw="$bbest" -v bc="$bbcpu" 'BEGIN {
+            printf "%-14s %9.1f %9.3f %7.2f | %9.1f %9.3f %7.2f | %6.2f\n", f, n / w / 1e6, w, c,
+                   n / bw / 1e6, bw, bc, bw / w }'
+    else
+        awk -v f="$f" -v n="$in_bytes" -v w="$best" -v c="$bcpu" 'BEGIN {
+            printf "%-14s %9.1f %9.3f %7.2f\n", f, n / w / 1e6, w, c }'
+    fi
+done
+
+# ---- SNR on real weights ----
+if [ -e "$REAL/model.safetensors" ]; then
+    "$BIN/ninfer-import" "$REAL" > "$dir/real.json"
+    printf '# pooled SNR on stories260K (f32), down_proj excluded\n%-22s %8s\n' format SNR_dB
+    for f in q8_g32_fp16 q6_g64_fp16 q5_g64_fp16 q4_g64_fp16 q2_g64_fp16 t2_g128_fp16 fp8_e4m3fn_row_bf16; do
+        "$BIN/ninfer-quant" -i "$dir/real.json" "text/*=$f" > "$dir/realq.json"
+        "$BIN/ninfer-pack" -q --no-sync --force --report -o "$dir/real.ninfer" "$dir/realq.json" > "$dir/report.tsv"
+        awk -F'\t' -v f="$f" 'NR > 1 && $1 !~ /down_proj/ && $2 != "bf16" && $2 != "fp32" {
+                sse = $4 * $4 * $3; a += sse; b += sse * 10 ^ ($6 / 10) }
+            END { printf "%-22s %8.2f\n", f, 10 * log(b / a) / log(10) }' "$dir/report.tsv"
+    done
+else
+    echo "# SNR skipped: no $REAL/model.safetensors"
+fi
