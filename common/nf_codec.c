@@ -812,14 +812,18 @@ static uint16_t q_group(nf_format f, const qrange *q, const float *x,
         cand[nc++] = base;
         int ends[2] = {q->qmax, q->qmin};
         int nends = q->qmin == -q->qmax ? 1 : 2;
+        double dv[2 * (2 * NF_GRID + 1)];
+        unsigned nd = 0;
         for (int e = 0; e < nends; e++) {
             for (int i = -NF_GRID; i <= NF_GRID; i++) {
                 double d = ends[e] + NF_GRID_STEP * i;
                 if (d == 0.0 || (d > 0) != (ends[e] > 0))
                     continue;
-                cand[nc++] = q_scale((double)m / d);
+                dv[nd++] = d;
             }
         }
+        nf_qs_grid((double)m, dv, nd, cand + 1, isa); /* q_scale(m / d) */
+        nc += nd;
         nf_qs_fast(xp, L, q->qmin, q->qmax, cand, nc, err, isa);
         double best_err = err[0];
         for (unsigned j = 1; j < nc; j++)

@@ -840,135 +840,252 @@ static int add_values(pack_ctx *p, const nf_object *o, const nf_source *s, objsr
     }
 }
 
-struct enc_job {
-    const nf_tensor_enc *te;
-    const nf_values *v;
+/* ---- transcoding: a pool of threads encoding objects in row blocks --------------
+ *
+ * The objects to transcode are jobs, each cut into blocks of rows (about
+ * four a thread where the object allows, at most 4M elements; nvfp4: whole
+ * divisor slices). The pool's threads take blocks of the jobs in catalog
+ * order; the main thread submits the next jobs (two ahead, at most 256 MiB
+ * of encoded bytes in flight) and, while the pool encodes them, hashes and
+ * writes the object before. A job's diagnostics and --report line come when
+ * the main thread reaches it, in catalog order, as without the pool. */
+
+typedef struct tc_job {
+    nf_tensor_enc te;
+    const nf_object *o;
+    const objsrc *os;
     uint8_t *obj;
-    uint64_t block, nblocks;
-    atomic_uint_fast64_t next;
-    atomic_int err;
-    atomic_uint_fast64_t bad; /* 1 + the first element refused (0: none) */
-    pthread_mutex_t lock;
+    uint64_t block, nblocks, next, done; /* next, done: under the pool's lock */
+    int err;
+    uint64_t bad; /* 1 + the first element refused (0: none) */
     nf_encode_stats st;
     double max_abs;
-    bool report;
+    bool report, cancel;
     nf_encode_opts eo;
-};
+    struct tc_job *qnext;
+} tc_job;
 
-static void *enc_worker(void *arg)
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
+    tc_job *head, *tail; /* jobs with blocks left to claim, in order */
+    bool quit;
+    unsigned n;
+    pthread_t tid[16];
+} tc_pool;
+
+static void *tc_worker(void *arg)
 {
-    struct enc_job *j = arg;
-    uint64_t cols = j->te->cols;
-    float *src = malloc(j->block * cols * sizeof *src);
-    float *back = j->report ? malloc(j->block * cols * sizeof *back) : NULL;
-    if (!src || (j->report && !back)) {
-        atomic_store(&j->err, NF_CODEC_ENOMEM);
-        free(src);
-        free(back);
-        return NULL;
-    }
+    tc_pool *P = arg;
+    float *src = NULL, *back = NULL;
+    uint64_t cap = 0;
+    pthread_mutex_lock(&P->lock);
     for (;;) {
-        uint64_t b = atomic_fetch_add(&j->next, 1);
-        if (b >= j->nblocks || atomic_load(&j->err))
-            break;
-        uint64_t r0 = b * j->block, r1 = r0 + j->block > j->te->rows ? j->te->rows : r0 + j->block;
-        int rc = nf_values_read(j->v, r0 * cols, r1 * cols, src);
+        while (P->head && P->head->next >= P->head->nblocks) /* fully claimed */
+            P->head = P->head->qnext;
+        if (!P->head) {
+            P->tail = NULL;
+            if (P->quit)
+                break;
+            pthread_cond_wait(&P->work, &P->lock);
+            continue;
+        }
+        tc_job *j = P->head;
+        uint64_t b = j->next++;
+        bool skip = j->err || j->cancel;
+        pthread_mutex_unlock(&P->lock);
+        int rc = 0;
         nf_encode_stats st = {0};
-        if (!rc)
-            rc = nf_encode_rows_f32(j->te, src, r0, r1, j->obj, j->te->enc.encoded_bytes, &j->eo, &st);
         double mx = 0;
-        if (!rc && j->report &&
-            !(rc = nf_decode_rows_f32(j->te, j->obj, j->te->enc.encoded_bytes, r0, r1, back)))
-            for (uint64_t k = 0; k < (r1 - r0) * cols; k++) {
+        uint64_t cols = j->te.cols ? j->te.cols : 1;
+        uint64_t r0 = b * j->block, r1 = r0 + j->block > j->te.rows ? j->te.rows : r0 + j->block;
+        uint64_t need = (r1 - r0) * cols;
+        if (!skip && need > cap) {
+            free(src);
+            free(back);
+            src = malloc(need * sizeof *src);
+            back = j->report ? malloc(need * sizeof *back) : NULL;
+            cap = src && (!j->report || back) ? need : 0;
+            if (!cap)
+                rc = NF_CODEC_ENOMEM;
+        }
+        if (!skip && !rc && j->report && !back) { /* a buffer made for a job without --report */
+            back = malloc(cap * sizeof *back);
+            if (!back)
+                rc = NF_CODEC_ENOMEM;
+        }
+        if (!skip && !rc)
+            rc = nf_values_read(&j->os->v, r0 * cols, r1 * cols, src);
+        if (!skip && !rc)
+            rc = nf_encode_rows_f32(&j->te, src, r0, r1, j->obj, j->te.enc.encoded_bytes, &j->eo, &st);
+        if (!skip && !rc && j->report &&
+            !(rc = nf_decode_rows_f32(&j->te, j->obj, j->te.enc.encoded_bytes, r0, r1, back)))
+            for (uint64_t k = 0; k < need; k++) {
                 double e = fabs((double)src[k] - (double)back[k]);
                 if (e > mx && isfinite(src[k]))
                     mx = e;
             }
-        if (rc) {
-            uint64_t cur = atomic_load(&j->bad);
-            while (st.bad_element && (cur == 0 || st.bad_element < cur) &&
-                   !atomic_compare_exchange_weak(&j->bad, &cur, st.bad_element))
-                ;
-            atomic_store(&j->err, rc);
-            break;
+        pthread_mutex_lock(&P->lock);
+        if (!skip) {
+            if (rc) {
+                if (st.bad_element && (!j->bad || st.bad_element < j->bad))
+                    j->bad = st.bad_element;
+                if (!j->err)
+                    j->err = rc;
+            }
+            j->st.sse += st.sse;
+            j->st.ssx += st.ssx;
+            j->st.elements += st.elements;
+            j->st.saturated += st.saturated;
+            if (mx > j->max_abs)
+                j->max_abs = mx;
         }
-        pthread_mutex_lock(&j->lock);
-        j->st.sse += st.sse;
-        j->st.ssx += st.ssx;
-        j->st.elements += st.elements;
-        j->st.saturated += st.saturated;
-        if (mx > j->max_abs)
-            j->max_abs = mx;
-        pthread_mutex_unlock(&j->lock);
+        if (++j->done == j->nblocks)
+            pthread_cond_broadcast(&P->done);
     }
+    pthread_mutex_unlock(&P->lock);
     free(src);
     free(back);
     return NULL;
 }
 
-/* Decode the values and encode them into a fresh object buffer, in row
- * blocks on several threads. Returns the buffer or NULL (diagnostics). */
-static uint8_t *transcode(pack_ctx *p, const nf_object *o, const objsrc *os, const char *ptr,
-                          FILE *report)
+static bool tc_pool_start(tc_pool *P, unsigned nt)
 {
-    nf_tensor_enc te;
-    const char *why = NULL;
-    if (nf_format_is_gguf(o->format)) { /* DESIGN 7.5: copied, never encoded */
-        nf_diag_add(p->d, NF_C_UNSUPPORTED, ptr,
-                    "object \"%s\": %s objects hold a GGUF tensor's bytes as they are; the "
-                    "packer copies them and does not encode into them", o->id, o->format_name);
-        return NULL;
-    }
-    if (nf_tensor_enc_init(&te, o->format, o->layout, o->dims, o->rank, o->divisors, &why) != NF_ENC_OK) {
-        nf_diag_add(p->d, NF_C_UNSUPPORTED, ptr, "cannot encode %s/%s%s%s", o->format_name, o->layout_name,
-                    why ? ": " : "", why ? why : "");
-        return NULL;
-    }
-    if (os->v.elements != te.enc.elements) {
-        nf_diag_add(p->d, NF_C_SIZE, ptr, "the source gives %llu elements; shape %s needs %llu",
-                    (unsigned long long)os->v.elements, "of the object", (unsigned long long)te.enc.elements);
-        return NULL;
-    }
-    uint8_t *obj = calloc(1, te.enc.encoded_bytes ? te.enc.encoded_bytes : 1);
-    if (!obj) {
-        nf_diag_add(p->d, NF_C_IO, ptr, "out of memory for %llu encoded bytes",
-                    (unsigned long long)te.enc.encoded_bytes);
-        return NULL;
-    }
-    struct enc_job j;
-    memset(&j, 0, sizeof j);
-    j.te = &te;
-    j.v = &os->v;
-    j.obj = obj;
-    j.report = report != NULL;
-    j.eo.allow_nonfinite = p->po->allow_nonfinite;
-    uint64_t cols = te.cols ? te.cols : 1;
-    j.block = (4u << 20) / cols;
-    if (j.block < 1)
-        j.block = 1;
-    if (o->format == NF_FMT_NVFP4) /* whole divisor slices: each w needs its slice's amax */
-        j.block = te.rows / o->divisors;
-    if (j.block > te.rows)
-        j.block = te.rows ? te.rows : 1;
-    j.nblocks = te.rows ? nf_ceil_div_u64(te.rows, j.block) : 0;
-    pthread_mutex_init(&j.lock, NULL);
-    unsigned nt = p->po->threads ? p->po->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    memset(P, 0, sizeof *P);
+    pthread_mutex_init(&P->lock, NULL);
+    pthread_cond_init(&P->work, NULL);
+    pthread_cond_init(&P->done, NULL);
     if (nt > 16)
         nt = 16;
-    if (nt > j.nblocks)
-        nt = (unsigned)(j.nblocks ? j.nblocks : 1);
-    pthread_t tid[16];
-    unsigned started = 0;
-    for (unsigned t = 1; t < nt; t++)
-        if (pthread_create(&tid[started], NULL, enc_worker, &j) == 0)
-            started++;
-    enc_worker(&j);
-    for (unsigned t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
-    pthread_mutex_destroy(&j.lock);
-    int err = atomic_load(&j.err);
+    for (unsigned t = 0; t < nt; t++)
+        if (pthread_create(&P->tid[P->n], NULL, tc_worker, P) == 0)
+            P->n++;
+    return P->n > 0;
+}
+
+/* Cancel what is queued, let the threads finish their block, join them. */
+static void tc_pool_stop(tc_pool *P)
+{
+    pthread_mutex_lock(&P->lock);
+    for (tc_job *j = P->head; j; j = j->qnext)
+        j->cancel = true;
+    P->quit = true;
+    pthread_cond_broadcast(&P->work);
+    pthread_mutex_unlock(&P->lock);
+    for (unsigned t = 0; t < P->n; t++)
+        pthread_join(P->tid[t], NULL);
+    pthread_cond_destroy(&P->work);
+    pthread_cond_destroy(&P->done);
+    pthread_mutex_destroy(&P->lock);
+}
+
+static void tc_submit(tc_pool *P, tc_job *j)
+{
+    pthread_mutex_lock(&P->lock);
+    j->qnext = NULL;
+    if (P->tail && P->head)
+        P->tail->qnext = j;
+    else
+        P->head = j;
+    P->tail = j;
+    pthread_cond_broadcast(&P->work);
+    pthread_mutex_unlock(&P->lock);
+}
+
+static void tc_wait(tc_pool *P, tc_job *j)
+{
+    pthread_mutex_lock(&P->lock);
+    while (j->done < j->nblocks)
+        pthread_cond_wait(&P->done, &P->lock);
+    pthread_mutex_unlock(&P->lock);
+}
+
+/* A job for object o: the encoding checked, its buffer, its blocks. NULL
+ * when it cannot start; with quiet, nothing is said (the main thread asks
+ * again, not quiet, when it reaches the object). */
+static tc_job *tc_prepare(pack_ctx *p, const nf_object *o, const objsrc *os, const char *ptr,
+                          bool report, unsigned nt, bool quiet)
+{
+    const char *why = NULL;
+    if (nf_format_is_gguf(o->format)) { /* DESIGN 7.5: copied, never encoded */
+        if (!quiet)
+            nf_diag_add(p->d, NF_C_UNSUPPORTED, ptr,
+                        "object \"%s\": %s objects hold a GGUF tensor's bytes as they are; the "
+                        "packer copies them and does not encode into them", o->id, o->format_name);
+        return NULL;
+    }
+    tc_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        if (!quiet)
+            nf_diag_add(p->d, NF_C_IO, ptr, "out of memory");
+        return NULL;
+    }
+    if (nf_tensor_enc_init(&j->te, o->format, o->layout, o->dims, o->rank, o->divisors, &why) != NF_ENC_OK) {
+        if (!quiet)
+            nf_diag_add(p->d, NF_C_UNSUPPORTED, ptr, "cannot encode %s/%s%s%s", o->format_name,
+                        o->layout_name, why ? ": " : "", why ? why : "");
+        free(j);
+        return NULL;
+    }
+    if (os->v.elements != j->te.enc.elements) {
+        if (!quiet)
+            nf_diag_add(p->d, NF_C_SIZE, ptr, "the source gives %llu elements; shape %s needs %llu",
+                        (unsigned long long)os->v.elements, "of the object",
+                        (unsigned long long)j->te.enc.elements);
+        free(j);
+        return NULL;
+    }
+    j->obj = calloc(1, j->te.enc.encoded_bytes ? j->te.enc.encoded_bytes : 1);
+    if (!j->obj) {
+        if (!quiet)
+            nf_diag_add(p->d, NF_C_IO, ptr, "out of memory for %llu encoded bytes",
+                        (unsigned long long)j->te.enc.encoded_bytes);
+        free(j);
+        return NULL;
+    }
+    j->o = o;
+    j->os = os;
+    j->report = report;
+    j->eo.allow_nonfinite = p->po->allow_nonfinite;
+    uint64_t cols = j->te.cols ? j->te.cols : 1, rows = j->te.rows;
+    j->block = (4u << 20) / cols;
+    uint64_t share = rows / (4 * (uint64_t)(nt ? nt : 1)); /* about 4 blocks a thread */
+    if (share && share < j->block)
+        j->block = share;
+    if (j->block < 1)
+        j->block = 1;
+    if (o->format == NF_FMT_NVFP4) /* whole divisor slices: each w needs its slice's amax */
+        j->block = rows / o->divisors;
+    if (j->block > rows)
+        j->block = rows ? rows : 1;
+    j->nblocks = rows ? nf_ceil_div_u64(rows, j->block) : 0;
+    return j;
+}
+
+static void tc_free(tc_job *j)
+{
+    if (j) {
+        free(j->obj);
+        free(j);
+    }
+}
+
+/* The main thread's side of a finished job: its diagnostics or its
+ * --report line; returns the encoded bytes (the caller frees them) or
+ * NULL. The job is freed. */
+static uint8_t *tc_finish(pack_ctx *p, tc_job *jp, const char *ptr, FILE *report)
+{
+    const nf_object *o = jp->o;
+    const objsrc *os = jp->os;
+    uint8_t *obj = jp->obj;
+    struct {
+        nf_encode_stats st;
+        double max_abs;
+    } j = {jp->st, jp->max_abs};
+    int err = jp->err;
+    uint64_t bad = jp->bad;
+    free(jp);
     if (err) {
-        uint64_t bad = atomic_load(&j.bad);
         char el[96] = "";
         float bv = 0;
         if (bad && nf_values_read(&os->v, bad - 1, bad, &bv) == 0)
@@ -1026,6 +1143,11 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
     unsigned char *buf = NULL;
     const char **inputs = NULL;
     FILE *report = NULL;
+    tc_pool pool;
+    bool pool_on = false;
+    tc_job **jobs = NULL;
+    bool *tried = NULL;
+    unsigned nt = po->threads ? po->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     if (nf_diags_exit(d) || !src)
         goto done;
     /* a files table in a manifest (an edited catalog) is replaced by the plan */
@@ -1124,6 +1246,16 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
         report = stream_out ? stderr : stdout;
         fprintf(report, "object\tformat\telements\trmse\tmax_abs_error\tsnr_db\n");
     }
+    jobs = calloc(c->n_objects ? c->n_objects : 1, sizeof *jobs);
+    tried = calloc(c->n_objects ? c->n_objects : 1, sizeof *tried);
+    if (!jobs || !tried) {
+        free(jobs);
+        free(tried);
+        jobs = NULL;
+        tried = NULL;
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        goto done;
+    }
     nf_progress pr;
     nf_progress_init(&pr, "packing", c->payload_bytes, wc->progress);
     uint64_t done_bytes = 0;
@@ -1134,7 +1266,40 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
         if (src[i].transcode) {
             char ptr[64];
             snprintf(ptr, sizeof ptr, "/objects/%zu", i);
-            uint8_t *obj = transcode(&p, o, &src[i], ptr, report);
+            if (!pool_on) {
+                pool_on = tc_pool_start(&pool, nt);
+                if (!pool_on) {
+                    nf_diag_add(d, NF_C_IO, ptr, "cannot start the encoding threads");
+                    nf_sha256_free(h);
+                    goto done;
+                }
+            }
+            /* this object's job and the next two, within 256 MiB of encoded
+             * bytes in flight */
+            uint64_t fly = 0;
+            for (size_t k = i, ahead = 0; k < c->n_objects && ahead < 3; k++) {
+                if (!src[k].transcode)
+                    continue;
+                if (!jobs[k] && (k == i || !tried[k])) {
+                    if (k > i && fly + c->objects[k].bytes > (256u << 20))
+                        break;
+                    char pk[64];
+                    snprintf(pk, sizeof pk, "/objects/%zu", k);
+                    jobs[k] = tc_prepare(&p, &c->objects[k], &src[k], pk, report != NULL, nt, k != i);
+                    tried[k] = k != i; /* quiet failures are retried, loudly, at k */
+                    if (jobs[k])
+                        tc_submit(&pool, jobs[k]);
+                }
+                if (jobs[k])
+                    fly += jobs[k]->te.enc.encoded_bytes;
+                ahead++;
+            }
+            uint8_t *obj = NULL;
+            if (jobs[i]) {
+                tc_wait(&pool, jobs[i]);
+                obj = tc_finish(&p, jobs[i], ptr, report);
+                jobs[i] = NULL;
+            }
             int wr = obj ? nf_writer_write(w, pos, obj, o->bytes, d) : -1;
             if (obj && h)
                 nf_sha256_update(h, obj, o->bytes);
@@ -1217,6 +1382,12 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
     rc = nf_writer_finish_catalog(w, c, !wc->no_digests, d);
     w = NULL;
 done:
+    if (pool_on)
+        tc_pool_stop(&pool);
+    for (size_t i = 0; jobs && i < c->n_objects; i++)
+        tc_free(jobs[i]);
+    free(jobs);
+    free(tried);
     if (report)
         fflush(report);
     nf_writer_abort(w);

@@ -150,7 +150,8 @@ static float amax_scalar(const float *x, unsigned n, float *first)
 
 #if NF_QS_X86
 #define TQ2 __attribute__((target("avx2,f16c")))
-#define TQ5 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,f16c")))
+#define TQ5 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,f16c")))
+#define NF_QS_INLINE static inline __attribute__((always_inline))
 
 TQ2 static double fast_avx2(const float *x, unsigned L, float lo, float hi, uint16_t sb,
                             int *codes)
@@ -321,28 +322,75 @@ TQ2 static double exact_avx2(const float *x, unsigned n, int qmin, int qmax, uin
 
 /* ---- AVX-512 -------------------------------------------------------------------- */
 
-/* Two candidates at once: lanes 0-7 a, 8-15 b. */
-TQ5 static void fast2_avx512(const float *x, unsigned L, float lo, float hi, uint16_t sa,
-                             uint16_t sb, double *ea, double *eb)
+/* combine8f of lanes 0-7 and 8-15 of a, in f64 vectors: ((l0 + l4) +
+ * (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the same additions as combine8f. */
+TQ5 NF_QS_INLINE void combine2_512(__m512 a, double *ea, double *eb)
 {
-    float s0 = nf_fp16_to_f32(sa), s1 = nf_fp16_to_f32(sb);
-    float i0 = s0 != 0.0f ? 1.0f / s0 : 0.0f, i1 = s1 != 0.0f ? 1.0f / s1 : 0.0f;
-    const __m512 S = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
-    const __m512 I = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(i0), _mm512_set1_ps(i1));
-    const __m512 LO = _mm512_set1_ps(lo), HI = _mm512_set1_ps(hi), M = _mm512_set1_ps(MAGIC23);
-    __m512 acc = _mm512_setzero_ps();
-    for (unsigned i = 0; i < L; i += 8) {
-        __m256 h = _mm256_loadu_ps(x + i);
-        __m512 xv = _mm512_insertf32x8(_mm512_castps256_ps512(h), h, 1);
-        __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(xv, I), LO), HI);
-        __m512 c = _mm512_sub_ps(_mm512_add_ps(t, M), M);
-        __m512 d = _mm512_sub_ps(xv, _mm512_mul_ps(c, S));
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(d, d));
+    __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(a));       /* A0..A7 */
+    __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1));     /* B0..B7 */
+    /* (A0+A4, A1+A5, A2+A6, A3+A7 | B0+B4, ...) */
+    __m512d t = _mm512_add_pd(_mm512_shuffle_f64x2(lo, hi, 0x44), _mm512_shuffle_f64x2(lo, hi, 0xee));
+    /* (x0 + x2, x1 + x3) per half: lanes 0,1 and 4,5 */
+    __m512d u = _mm512_add_pd(t, _mm512_permutex_pd(t, 0x4e));
+    /* (x0 + x2) + (x1 + x3) */
+    __m512d v = _mm512_add_pd(u, _mm512_permute_pd(u, 0x55));
+    double r[8];
+    _mm512_storeu_pd(r, v);
+    *ea = r[0];
+    *eb = r[4];
+}
+
+/* The candidates in pairs (lanes 0-7 one, 8-15 the next) over x held in
+ * registers; the scales and their reciprocals converted and divided 16 at a
+ * time (the same IEEE division as the scalar 1.0f / s). */
+TQ5 NF_QS_INLINE void fast_n512_(const float *x, unsigned L, float lo, float hi,
+                                 const uint16_t *sb, unsigned nc, double *err)
+{
+    float sv[32] __attribute__((aligned(64))), iv[32] __attribute__((aligned(64)));
+    for (unsigned c = 0; c < nc; c += 16) { /* nc <= 32 */
+        unsigned m = nc - c < 16 ? nc - c : 16;
+        __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)((1u << m) - 1), sb + c));
+        __mmask16 nz = _mm512_cmp_ps_mask(s, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+        _mm512_store_ps(sv + c, s);
+        _mm512_store_ps(iv + c, _mm512_maskz_div_ps(nz, _mm512_set1_ps(1.0f), s));
     }
-    float a[16];
-    _mm512_storeu_ps(a, acc);
-    *ea = combine8f(a);
-    *eb = combine8f(a + 8);
+    const __m512 LO = _mm512_set1_ps(lo), HI = _mm512_set1_ps(hi), M = _mm512_set1_ps(MAGIC23);
+    __m512 X[16];
+    unsigned nx = L / 8;
+    for (unsigned k = 0; k < nx; k++) {
+        __m256 h = _mm256_loadu_ps(x + 8 * k);
+        X[k] = _mm512_insertf32x8(_mm512_castps256_ps512(h), h, 1);
+    }
+    unsigned c = 0;
+    for (; c < nc; c += 2) {
+        unsigned c1 = c + 1 < nc ? c + 1 : c;
+        __m512 S = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(sv[c]), _mm512_set1_ps(sv[c1]));
+        __m512 I = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(iv[c]), _mm512_set1_ps(iv[c1]));
+        __m512 acc = _mm512_setzero_ps();
+        for (unsigned k = 0; k < nx; k++) {
+            __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(X[k], I), LO), HI);
+            __m512 q = _mm512_sub_ps(_mm512_add_ps(t, M), M);
+            __m512 d = _mm512_sub_ps(X[k], _mm512_mul_ps(q, S));
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(d, d));
+        }
+        double e0, e1;
+        combine2_512(acc, &e0, &e1);
+        err[c] = e0;
+        if (c1 != c)
+            err[c1] = e1;
+    }
+}
+
+/* fast_n512_ for the group sizes of the formats (unrolled), and any L */
+TQ5 static void fast_n512(const float *x, unsigned L, float lo, float hi, const uint16_t *sb,
+                          unsigned nc, double *err)
+{
+    switch (L) {
+    case 32: fast_n512_(x, 32, lo, hi, sb, nc, err); break;
+    case 64: fast_n512_(x, 64, lo, hi, sb, nc, err); break;
+    case 128: fast_n512_(x, 128, lo, hi, sb, nc, err); break;
+    default: fast_n512_(x, L, lo, hi, sb, nc, err); break;
+    }
 }
 
 TQ5 static double exact_avx512(const float *x, unsigned n, int qmin, int qmax, uint16_t sb,
@@ -410,9 +458,9 @@ void nf_qs_fast(const float *x, unsigned L, int qmin, int qmax, const uint16_t *
     float lo = (float)qmin, hi = (float)qmax;
     unsigned i = 0;
 #if NF_QS_X86
-    if (isa >= NF_ISA_AVX512) {
-        for (; i + 2 <= nc; i += 2)
-            fast2_avx512(x, L, lo, hi, sb[i], sb[i + 1], &err[i], &err[i + 1]);
+    if (isa >= NF_ISA_AVX512 && nc >= 2 && nc <= 32) {
+        fast_n512(x, L, lo, hi, sb, nc, err);
+        return;
     }
     if (isa >= NF_ISA_AVX2) {
         for (; i < nc; i++)
@@ -446,6 +494,43 @@ bool nf_qs_row(const float *x, uint64_t K, double *ssx, nf_isa isa)
 #endif
     (void)isa;
     return row_scalar(x, K, ssx);
+}
+
+static uint16_t grid1(double m, double d)
+{
+    uint16_t b = nf_f32_to_fp16((float)(m / d));
+    if ((b & 0x7c00u) == 0x7c00u)
+        b = (uint16_t)((b & 0x8000u) | 0x7bffu);
+    return b;
+}
+
+#if NF_QS_X86
+TQ5 static void grid512(double m, const double *d, unsigned n, uint16_t *out)
+{
+    for (unsigned i = 0; i < n; i += 8) {
+        unsigned k = n - i < 8 ? n - i : 8;
+        __mmask8 mk = (__mmask8)((1u << k) - 1);
+        __m512d q = _mm512_div_pd(_mm512_set1_pd(m), _mm512_mask_loadu_pd(_mm512_set1_pd(1.0), mk, d + i));
+        __m128i h = _mm256_cvtps_ph(_mm512_cvtpd_ps(q), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m128i inf = _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7c00)), _mm_set1_epi16(0x7c00));
+        h = _mm_blendv_epi8(h, _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16((short)0x8000)),
+                                            _mm_set1_epi16(0x7bff)), inf);
+        _mm_mask_storeu_epi16(out + i, mk, h);
+    }
+}
+#endif
+
+void nf_qs_grid(double m, const double *d, unsigned n, uint16_t *out, nf_isa isa)
+{
+#if NF_QS_X86
+    if (isa >= NF_ISA_AVX512) {
+        grid512(m, d, n, out);
+        return;
+    }
+#endif
+    (void)isa;
+    for (unsigned i = 0; i < n; i++)
+        out[i] = grid1(m, d[i]);
 }
 
 float nf_qs_amax(const float *x, unsigned n, float *first, nf_isa isa)

@@ -45,6 +45,11 @@ void nf_qs_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t sb, do
  * x^2 in f64 in eight lane sums (lane j: k % 8 == j), combined as above. */
 bool nf_qs_row(const float *x, uint64_t K, double *ssx, nf_isa isa);
 
+/* The grid of candidate scales: out[i] = FP16 of the f32 rounding of the
+ * f64 quotient m / d[i] (round to nearest even both times), an infinite
+ * one saturating at +-65504 (0x7bff | sign). n <= 32. */
+void nf_qs_grid(double m, const double *d, unsigned n, uint16_t *out, nf_isa isa);
+
 /* The largest magnitude of x[0..n) and the first element that has it. */
 float nf_qs_amax(const float *x, unsigned n, float *first, nf_isa isa);
 

@@ -8,6 +8,7 @@
  * validator, and every SIMD path against the scalar reference, bit for bit,
  * on random bytes (every code and scale pattern, NaN scales included). */
 #include "nf_codec.h"
+#include "nf_qsearch.h"
 #include "nf_fp.h"
 #include "nf_test.h"
 
@@ -924,6 +925,87 @@ static void simd_vs_scalar(void)
     CHECK(nf_codec_isa() != NF_ISA_AUTO, "auto resolves to %s", nf_isa_name(nf_codec_isa()));
 }
 
+/* The scale search gives the same bytes and statistics on every ISA
+ * (nf_qsearch: the scalar arithmetic lane for lane), on values from 2^-30
+ * to 2^20 in magnitude (saturating scales, FP16-subnormal scales), with
+ * zero groups, exact ties (x = (k + 1/2) * s) and odd K; and its exact
+ * codes are those of the division x / s, ties to even. */
+static void encoder_isa(void)
+{
+    static const nf_format fs[] = {NF_FMT_Q2_G64_FP16, NF_FMT_Q4_G64_FP16, NF_FMT_Q5_G64_FP16,
+                                   NF_FMT_Q6_G64_FP16, NF_FMT_Q8_G32_FP16, NF_FMT_T2_G128_FP16};
+    uint64_t N = 24, K = 333;
+    float *x = malloc(N * K * sizeof *x);
+    uint64_t r = 0x1234567;
+    for (uint64_t n = 0; n < N; n++) {
+        int e = (int)(n % 12) * 5 - 30; /* row magnitudes 2^-30 .. 2^25 */
+        for (uint64_t k = 0; k < K; k++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            double v = ldexp(((double)(r >> 11) * 0x1p-53 - 0.5) * 4, e);
+            if (n % 5 == 1 && k < 64)
+                v = 0; /* a zero group */
+            if (n % 5 == 3 && k % 7 == 0) /* exact ties against s = 2^e / 8 */
+                v = ldexp((double)((int)(r % 15) - 7) + 0.5, e - 3);
+            x[n * K + k] = (float)v;
+        }
+    }
+    for (unsigned fi = 0; fi < sizeof fs / sizeof *fs; fi++) {
+        tobj o[3];
+        nf_encode_stats st[3];
+        bool ok = true;
+        for (int i = 0; i < 3; i++) {
+            nf_isa want = i == 0 ? NF_ISA_SCALAR : i == 1 ? NF_ISA_AVX2 : NF_ISA_AVX512;
+            memset(&st[i], 0, sizeof st[i]);
+            o[i] = mk(fs[fi], N, K, 1);
+            if (nf_codec_set_isa(want) != want && i) { /* CPU lacks it: compare what exists */
+                memcpy(o[i].obj, o[0].obj, o[0].t.enc.encoded_bytes);
+                st[i] = st[0];
+                continue;
+            }
+            ok &= nf_encode_f32(&o[i].t, x, o[i].obj, o[i].t.enc.encoded_bytes, NULL, &st[i]) == 0;
+        }
+        nf_codec_set_isa(NF_ISA_AUTO);
+        for (int i = 1; ok && i < 3; i++)
+            ok = memcmp(o[0].obj, o[i].obj, o[0].t.enc.encoded_bytes) == 0 &&
+                 st[0].sse == st[i].sse && st[0].ssx == st[i].ssx &&
+                 st[0].saturated == st[i].saturated;
+        CHECK(ok, "%s: the scale search gives the same bytes and stats on scalar, AVX2, AVX-512 "
+              "(wide magnitudes, zero groups, ties)", nf_format_name(fs[fi]));
+        for (int i = 0; i < 3; i++)
+            free(o[i].obj);
+    }
+    free(x);
+    /* nf_qs_exact's codes are the division's, ties to even */
+    long bad = 0;
+    for (int it = 0; it < 4000; it++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        uint16_t sb = (uint16_t)(r & 0x7bff);
+        float s = nf_fp16_to_f32(sb);
+        if (s == 0)
+            continue;
+        float xs[64];
+        int c[64];
+        for (int i = 0; i < 64; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            double k = (double)((int)(r % 257) - 128) / 2; /* half-integers and integers */
+            xs[i] = (float)(k * s);
+            if ((double)xs[i] != k * s || !isfinite(xs[i]))
+                xs[i] = (float)((double)(r >> 40) * 0x1p-20 * s); /* not exact: any value */
+        }
+        for (int isa = 1; isa <= 3; isa++) {
+            if (!nf_codec_isa_supported((nf_isa)isa))
+                continue;
+            nf_qs_exact(xs, 64, -127, 127, sb, c, NULL, (nf_isa)isa);
+            for (int i = 0; i < 64; i++) {
+                double t = (double)xs[i] / (double)s, q = nearbyint(t);
+                q = q > 127 ? 127 : q < -127 ? -127 : q;
+                bad += c[i] != (int)q;
+            }
+        }
+    }
+    CHECK(bad == 0, "nf_qs_exact: the codes of the division x / s, ties to even, on every ISA");
+}
+
 int main(void)
 {
     vec_q4();
@@ -938,5 +1020,6 @@ int main(void)
     hostile();
     api_errors();
     simd_vs_scalar();
+    encoder_isa();
     return nf_test_done();
 }
