@@ -566,6 +566,7 @@ typedef struct {
     size_t root;      /* the record's value node */
     bool done;        /* the record's value is complete */
     bool oom;
+    size_t bigs;      /* integers above 2^64-1 anywhere in the record */
     char *scratch[2]; /* decoded strings */
     size_t scap[2];
 } tbuild;
@@ -594,6 +595,7 @@ static void tb_reset(tbuild *t)
     t->skip = 0;
     t->root = SIZE_MAX;
     t->done = false;
+    t->bigs = 0;
 }
 
 static void tb_free(tbuild *t)
@@ -816,6 +818,8 @@ static void tb_key(tbuild *t, size_t start, size_t len, bool esc)
 
 static void tb_scalar(tbuild *t, nf_jscalar kind, size_t start, size_t len, uint16_t root_ctx)
 {
+    if (kind == NF_JS_BIGINT)
+        t->bigs++; /* also inside opaque values: a source must know */
     if (t->skip)
         return;
     uint16_t ctx;
@@ -1255,7 +1259,10 @@ static void rec_source(rctx *r, nf_object *o, size_t m, const lp *lptr)
         len += 2;
     }
     nf_diags tmp = NF_DIAGS_INIT;
-    nf_jdoc *doc = nf_jdoc_parse(r->t->text + start, len, 0, &tmp);
+    /* the pass scanned it: parse it as it stands, unless it holds integers
+     * above U64 (their pointers come from a scan of its own) */
+    nf_jdoc *doc = r->t->bigs ? nf_jdoc_parse(r->t->text + start, len, 0, &tmp)
+                              : nf_jdoc_parse_scanned(r->t->text + start, len, 0, &tmp);
     if (!doc) {
         for (size_t i = 0; i < tmp.n; i++) {
             size_t pl = strlen(ptr), ql = strlen(tmp.v[i].pointer);
@@ -1273,9 +1280,12 @@ static void rec_source(rctx *r, nf_object *o, size_t m, const lp *lptr)
     }
     nf_diags_free(&tmp);
     nf_jval *v = nf_jdoc_root(doc);
-    char *raw = nf_jval_to_text(v, false, NULL);
+    size_t rl = 0;
+    char *raw = nf_json_c_compact(r->t->text + start, len, &rl);
+    if (!raw && (raw = nf_jval_to_text(v, false, NULL)))
+        rl = strlen(raw);
     if (raw) {
-        o->source_raw = nf_arena_strndup(x->c->arena, raw, strlen(raw));
+        o->source_raw = nf_arena_strndup(x->c->arena, raw, rl);
         free(raw);
     }
     o->source = calloc(1, sizeof *o->source);

@@ -304,13 +304,19 @@ bool nf_object_set_digest_hex(nf_object *o, const char *hex);
  * diagnostics. */
 int nf_catalog_layout(nf_catalog *c, nf_diags *d);
 
-/* Serialize to JSON text (compact). files: the files table to write (may be
- * the catalog's own); digests: write metadata.integrity from objects'
- * sha256 (objects without one are left out); manifest: write the manifest
- * form (no offsets, no files, no integrity; tensor bytes left out, resource
- * bytes kept where the manifest gave them; each object's source_raw, or
- * with artifact_path set {"artifact": artifact_path, "object": ID}). Returns malloc'ed text and its length, or NULL
- * on allocation failure. */
+/* Serialize to JSON text (DESIGN 14: straight to text, no tree). files:
+ * the files table to write (may be the catalog's own); digests: write
+ * metadata.integrity from the objects' digests (objects without one are
+ * left out); manifest: write the manifest form (no offsets, no files, no
+ * integrity; tensor bytes left out, resource bytes kept where the manifest
+ * gave them; each object's source_raw, or with artifact_path set
+ * {"artifact": artifact_path, "object": ID}); pretty: two-space indents.
+ * The text is json-c's form of the same document (compact, or pretty as
+ * JSON_C_TO_STRING_PRETTY|SPACED), with config, metadata values,
+ * provenance and sources copied as read, numbers included: serializing
+ * a catalog this wrote and parsed again gives the same bytes. Memory: the
+ * text, exactly (a counting pass sizes it). Returns malloc'ed text and its
+ * length, or NULL on allocation failure. */
 typedef struct {
     const nf_file *files;
     size_t n_files;
@@ -321,6 +327,10 @@ typedef struct {
 } nf_serialize_opts;
 char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *o,
                            size_t *len);
+
+/* The length nf_catalog_serialize would give, without writing anything
+ * (for planning a files table). SIZE_MAX on allocation failure. */
+size_t nf_catalog_serialized_len(const nf_catalog *c, const nf_serialize_opts *o);
 
 /* ---- editing (manifests: ninfer-quant) ---- */
 

@@ -105,4 +105,11 @@ void nf_catalog_index_free(nf_catalog *c);
  * of memory. */
 char *nf_catalog_intern(nf_catalog *c, const char *s, size_t n);
 
+/* json-c's compact text (JSON_C_TO_STRING_PLAIN, no slash escapes) of
+ * the value text[0..len), which nf_jscan accepted, without json-c: a
+ * malloc'ed NUL-terminated copy and its length, or NULL when the value is
+ * one json-c would rewrite in ways this does not follow (an integer above
+ * 2^64-1, a member name holding U+0000) or out of memory: then ask json-c. */
+char *nf_json_c_compact(const char *text, size_t len, size_t *out_len);
+
 #endif

@@ -10,199 +10,581 @@
 #include "nf_json.h"
 #include "nf_util.h"
 
-/* ---- serialization ---- */
+/* ---- serialization ----------------------------------------------------------
+ * A writer straight to text, in the form json-c writes (the catalogs and
+ * manifests written before this writer existed, and what tests and users
+ * compare against, stay byte for byte the same): compact, or pretty with
+ * two-space indents, "name": value, empty containers as "{\n<indent>}";
+ * strings escaped as json_escape_str does with NOSLASHESCAPE (\" \\ \b \f
+ * \n \r \t, other controls as \u00xx, everything else as it is); open
+ * members (config, metadata values, provenance, sources) copied verbatim.
+ * Two passes: the first counts, the second writes into a buffer of exactly
+ * that size, so the memory is the output text and nothing else. */
 
-static nf_jval *binding_json(const nf_binding *b)
+typedef struct {
+    char *p;      /* NULL: counting */
+    size_t n, cap;
+    bool pretty;
+    bool bad;     /* the second pass ran past the first's count (a bug) */
+} wr;
+
+static inline void w_put(wr *w, const char *s, size_t n)
 {
-    nf_jval *o = nf_jnew_object();
-    if (!o)
-        return NULL;
-    if (!b->parts) {
-        nf_jobj_set(o, "object", nf_jnew_string(b->object ? b->object : ""));
-        return o;
-    }
-    nf_jval *arr = nf_jnew_array();
-    for (size_t i = 0; arr && i < b->n_parts; i++) {
-        nf_jval *p = nf_jnew_object(), *r = nf_jnew_array();
-        if (!p || !r) {
-            nf_jval_free(p);
-            nf_jval_free(r);
-            nf_jval_free(arr);
-            nf_jval_free(o);
-            return NULL;
+    if (w->p) {
+        if (n > w->cap - w->n) {
+            w->bad = true;
+            return;
         }
-        nf_jobj_set(p, "object", nf_jnew_string(b->parts[i].object ? b->parts[i].object : ""));
-        nf_jarr_push(r, nf_jnew_u64(b->parts[i].begin));
-        nf_jarr_push(r, nf_jnew_u64(b->parts[i].end));
-        nf_jobj_set(p, "range", r);
-        nf_jarr_push(arr, p);
+        memcpy(w->p + w->n, s, n);
     }
-    nf_jobj_set(o, "parts", arr);
-    return o;
+    w->n += n;
 }
 
-/* The unescaped name of a member (raw_name is a span of accepted JSON). */
-static char *member_name(const char *text, nf_span raw_name)
+static inline void w_c(wr *w, char ch)
 {
-    const char *raw = text + raw_name.start;
-    if (!memchr(raw, '\\', raw_name.len))
-        return strndup(raw, raw_name.len);
-    char *quoted = NULL, *out = NULL;
-    if (asprintf(&quoted, "\"%.*s\"", (int)raw_name.len, raw) < 0)
-        return NULL;
-    nf_diags tmp = NF_DIAGS_INIT;
-    nf_jdoc *nd = nf_jdoc_parse(quoted, strlen(quoted), 4, &tmp);
-    size_t nl = 0;
-    const char *name = nd ? nf_jstr(nf_jdoc_root(nd), &nl) : NULL;
-    if (name)
-        out = strndup(name, nl);
-    nf_jdoc_free(nd);
-    nf_diags_free(&tmp);
-    free(quoted);
-    return out;
+    w_put(w, &ch, 1);
 }
 
-/* metadata members other than integrity, their values as written */
+static void w_u64(wr *w, uint64_t v)
+{
+    char b[24];
+    size_t k = sizeof b;
+    do {
+        b[--k] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    w_put(w, b + k, sizeof b - k);
+}
+
+static void w_indent(wr *w, unsigned level)
+{
+    static const char sp[] = "                                                                ";
+    size_t n = (size_t)level * 2;
+    while (n) {
+        size_t k = n < sizeof sp - 1 ? n : sizeof sp - 1;
+        w_put(w, sp, k);
+        n -= k;
+    }
+}
+
+/* Bytes json-c escapes: '"', '\\' and every control character. */
+static const uint8_t esc_tab[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    ['"'] = 1, ['\\'] = 1,
+};
+
+/* A JSON string literal of s[0..n) (json-c's escapes). */
+static void w_str(wr *w, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
+    w_c(w, '"');
+    size_t i = 0, run = 0;
+    for (;;) {
+        while (i < n && !esc_tab[u[i]])
+            i++;
+        w_put(w, s + run, i - run);
+        if (i == n)
+            break;
+        unsigned char ch = u[i];
+        char e[6] = {'\\', 0, '0', '0', hex[ch >> 4], hex[ch & 15]};
+        size_t el = 2;
+        switch (ch) {
+        case '"': e[1] = '"'; break;
+        case '\\': e[1] = '\\'; break;
+        case '\b': e[1] = 'b'; break;
+        case '\f': e[1] = 'f'; break;
+        case '\n': e[1] = 'n'; break;
+        case '\r': e[1] = 'r'; break;
+        case '\t': e[1] = 't'; break;
+        default: e[1] = 'u'; el = 6; break;
+        }
+        w_put(w, e, el);
+        run = ++i;
+    }
+    w_c(w, '"');
+}
+
+static void w_cstr(wr *w, const char *s)
+{
+    w_str(w, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* Containers: open, a member's name (or an element), close. `count` is
+ * the children written so far. */
+static void w_open(wr *w, char br)
+{
+    w_c(w, br);
+    if (w->pretty)
+        w_c(w, '\n');
+}
+
+static void w_next(wr *w, unsigned level, size_t *count)
+{
+    if ((*count)++) {
+        w_c(w, ',');
+        if (w->pretty)
+            w_c(w, '\n');
+    }
+    if (w->pretty)
+        w_indent(w, level + 1);
+}
+
+static void w_key(wr *w, unsigned level, size_t *count, const char *k, size_t n)
+{
+    w_next(w, level, count);
+    w_str(w, k, n);
+    if (w->pretty)
+        w_put(w, ": ", 2);
+    else
+        w_c(w, ':');
+}
+
+static void w_ckey(wr *w, unsigned level, size_t *count, const char *k)
+{
+    w_key(w, level, count, k, strlen(k));
+}
+
+static void w_close(wr *w, unsigned level, size_t count, char br)
+{
+    if (w->pretty) {
+        if (count)
+            w_c(w, '\n');
+        w_indent(w, level);
+    }
+    w_c(w, br);
+}
+
+/* {"object": ID} or {"parts": [{"object": ID, "range": [B, E]}, ...]} */
+static void w_binding(wr *w, unsigned level, const nf_binding *b)
+{
+    size_t k = 0;
+    w_open(w, '{');
+    if (!b->parts) {
+        w_ckey(w, level, &k, "object");
+        w_cstr(w, b->object);
+        w_close(w, level, k, '}');
+        return;
+    }
+    w_ckey(w, level, &k, "parts");
+    size_t np = 0;
+    w_open(w, '[');
+    for (size_t i = 0; i < b->n_parts; i++) {
+        w_next(w, level + 1, &np);
+        size_t pk = 0;
+        w_open(w, '{');
+        w_ckey(w, level + 2, &pk, "object");
+        w_cstr(w, b->parts[i].object);
+        w_ckey(w, level + 2, &pk, "range");
+        size_t rk = 0;
+        w_open(w, '[');
+        w_next(w, level + 3, &rk);
+        w_u64(w, b->parts[i].begin);
+        w_next(w, level + 3, &rk);
+        w_u64(w, b->parts[i].end);
+        w_close(w, level + 3, rk, ']');
+        w_close(w, level + 2, pk, '}');
+    }
+    w_close(w, level + 1, np, ']');
+    w_close(w, level, k, '}');
+}
+
+struct meta_w {
+    wr *w;
+    size_t *count;
+    char *buf;
+    size_t cap;
+    bool oom;
+};
+
+/* metadata members other than integrity, their values as written; names as
+ * json-c keyed them (unescaped, cut at a U+0000) and escaped again */
 static bool meta_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
 {
-    nf_jval *m = vctx;
-    char *name = member_name(text, raw_name);
-    if (name && strcmp(name, "integrity") != 0)
-        nf_jobj_set(m, name, nf_jnew_raw(text + value.start, value.len));
-    free(name);
+    struct meta_w *m = vctx;
+    if (raw_name.len + 1 > m->cap) {
+        char *nb = realloc(m->buf, raw_name.len + 1);
+        if (!nb) {
+            m->oom = true;
+            return false;
+        }
+        m->buf = nb;
+        m->cap = raw_name.len + 1;
+    }
+    size_t n = nf_junescape(text + raw_name.start, raw_name.len, m->buf);
+    m->buf[n] = 0;
+    n = strlen(m->buf);
+    if (n == 9 && memcmp(m->buf, "integrity", 9) == 0)
+        return true;
+    w_key(m->w, 1, m->count, m->buf, n);
+    w_put(m->w, text + value.start, value.len);
     return true;
 }
 
-char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *op, size_t *len)
+static bool serialize_to(wr *w, const nf_catalog *c, const nf_serialize_opts *op)
 {
-    nf_jval *root = nf_jnew_object();
-    if (!root)
-        return NULL;
-    nf_jval *comps = nf_jnew_object();
+    size_t rk = 0;
+    w_open(w, '{');
+
+    w_ckey(w, 0, &rk, "components");
+    size_t ck = 0;
+    w_open(w, '{');
     for (size_t i = 0; i < c->n_components; i++) {
         const nf_component *k = &c->components[i];
-        nf_jval *o = nf_jnew_object();
-        nf_jobj_set(o, "config", nf_jnew_raw(k->config_text ? k->config_text : "{}",
-                                             k->config_text ? k->config_len : 2));
-        if (k->target)
-            nf_jobj_set(o, "target", nf_jnew_string(k->target));
+        w_ckey(w, 1, &ck, k->id ? k->id : "");
+        size_t mk = 0;
+        w_open(w, '{');
+        w_ckey(w, 2, &mk, "config");
+        if (k->config_text)
+            w_put(w, k->config_text, k->config_len);
+        else
+            w_put(w, "{}", 2);
+        if (k->target) {
+            w_ckey(w, 2, &mk, "target");
+            w_cstr(w, k->target);
+        }
         if (k->n_resources) {
-            nf_jval *r = nf_jnew_object();
-            for (size_t j = 0; j < k->n_resources; j++)
-                nf_jobj_set(r, k->resources[j].role, nf_jnew_string(k->resources[j].object));
-            nf_jobj_set(o, "resources", r);
+            w_ckey(w, 2, &mk, "resources");
+            size_t r = 0;
+            w_open(w, '{');
+            for (size_t j = 0; j < k->n_resources; j++) {
+                w_ckey(w, 3, &r, k->resources[j].role ? k->resources[j].role : "");
+                w_cstr(w, k->resources[j].object);
+            }
+            w_close(w, 3, r, '}');
         }
         if (k->has_proposal) {
-            nf_jval *p = nf_jnew_object();
-            nf_jobj_set(p, "domain", nf_jnew_string(k->proposal_indexed ? "indexed" : "full"));
-            if (k->has_rows)
-                nf_jobj_set(p, "rows", nf_jnew_u64(k->proposal_rows));
-            nf_jobj_set(o, "proposal", p);
+            w_ckey(w, 2, &mk, "proposal");
+            size_t r = 0;
+            w_open(w, '{');
+            w_ckey(w, 3, &r, "domain");
+            w_cstr(w, k->proposal_indexed ? "indexed" : "full");
+            if (k->has_rows) {
+                w_ckey(w, 3, &r, "rows");
+                w_u64(w, k->proposal_rows);
+            }
+            w_close(w, 3, r, '}');
         }
-        nf_jobj_set(comps, k->id, o);
+        w_close(w, 2, mk, '}');
     }
-    nf_jobj_set(root, "components", comps);
+    w_close(w, 1, ck, '}');
 
-    nf_jval *objs = nf_jnew_array();
+    w_ckey(w, 0, &rk, "objects");
+    size_t ok = 0;
+    w_open(w, '[');
     for (size_t i = 0; i < c->n_objects; i++) {
         const nf_object *ob = &c->objects[i];
-        nf_jval *o = nf_jnew_object();
+        size_t mk = 0;
+        w_next(w, 1, &ok);
+        w_open(w, '{');
         /* a catalog with problems may lack any of these: write "" */
-        nf_jobj_set(o, "id", nf_jnew_string(ob->id ? ob->id : ""));
+        w_ckey(w, 2, &mk, "id");
+        w_cstr(w, ob->id);
         if (ob->kind == NF_OBJ_TENSOR) {
-            nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
-            nf_jval *sh = nf_jnew_array();
-            for (unsigned r = 0; r < ob->rank; r++)
-                nf_jarr_push(sh, nf_jnew_u64(ob->dims[r]));
-            nf_jobj_set(o, "shape", sh);
-            nf_jobj_set(o, "format", nf_jnew_string(ob->format_name ? ob->format_name : ""));
-            nf_jobj_set(o, "layout", nf_jnew_string(ob->layout_name ? ob->layout_name : ""));
+            w_ckey(w, 2, &mk, "kind");
+            w_put(w, "\"tensor\"", 8);
+            w_ckey(w, 2, &mk, "shape");
+            size_t sk = 0;
+            w_open(w, '[');
+            for (unsigned r = 0; r < ob->rank; r++) {
+                w_next(w, 3, &sk);
+                w_u64(w, ob->dims[r]);
+            }
+            w_close(w, 3, sk, ']');
+            w_ckey(w, 2, &mk, "format");
+            w_cstr(w, ob->format_name);
+            w_ckey(w, 2, &mk, "layout");
+            w_cstr(w, ob->layout_name);
         } else {
-            nf_jobj_set(o, "kind", nf_jnew_string("resource"));
-            nf_jobj_set(o, "encoding", nf_jnew_string(ob->encoding_name ? ob->encoding_name
-                                                                        : "raw_bytes_v1"));
+            w_ckey(w, 2, &mk, "kind");
+            w_put(w, "\"resource\"", 10);
+            w_ckey(w, 2, &mk, "encoding");
+            w_cstr(w, ob->encoding_name ? ob->encoding_name : "raw_bytes_v1");
         }
         if (!op->manifest) {
-            nf_jobj_set(o, "offset", nf_jnew_u64(ob->offset));
-            nf_jobj_set(o, "bytes", nf_jnew_u64(ob->bytes));
+            w_ckey(w, 2, &mk, "offset");
+            w_u64(w, ob->offset);
+            w_ckey(w, 2, &mk, "bytes");
+            w_u64(w, ob->bytes);
         } else if (ob->kind == NF_OBJ_RESOURCE && ob->bytes_given && !op->artifact_path) {
-            nf_jobj_set(o, "bytes", nf_jnew_u64(ob->bytes));
+            w_ckey(w, 2, &mk, "bytes");
+            w_u64(w, ob->bytes);
         }
-        if (ob->kind == NF_OBJ_TENSOR && ob->has_divisors)
-            nf_jobj_set(o, "divisors", nf_jnew_u64(ob->divisors));
+        if (ob->kind == NF_OBJ_TENSOR && ob->has_divisors) {
+            w_ckey(w, 2, &mk, "divisors");
+            w_u64(w, ob->divisors);
+        }
         if (op->manifest && !op->artifact_path && ob->source_raw) {
-            nf_jobj_set(o, "source", nf_jnew_raw(ob->source_raw, strlen(ob->source_raw)));
+            w_ckey(w, 2, &mk, "source");
+            w_put(w, ob->source_raw, strlen(ob->source_raw));
         } else if (op->manifest && op->artifact_path) {
-            nf_jval *s = nf_jnew_object();
-            nf_jobj_set(s, "artifact", nf_jnew_string(op->artifact_path));
-            nf_jobj_set(s, "object", nf_jnew_string(ob->id ? ob->id : ""));
-            nf_jobj_set(o, "source", s);
+            w_ckey(w, 2, &mk, "source");
+            size_t sk = 0;
+            w_open(w, '{');
+            w_ckey(w, 3, &sk, "artifact");
+            w_cstr(w, op->artifact_path);
+            w_ckey(w, 3, &sk, "object");
+            w_cstr(w, ob->id);
+            w_close(w, 3, sk, '}');
         }
-        nf_jarr_push(objs, o);
+        w_close(w, 2, mk, '}');
     }
-    nf_jobj_set(root, "objects", objs);
+    w_close(w, 1, ok, ']');
 
-    nf_jval *binds = nf_jnew_object();
-    for (size_t i = 0; i < c->n_bindings; i++)
-        nf_jobj_set(binds, c->bindings[i].name, binding_json(&c->bindings[i].b));
-    nf_jobj_set(root, "bindings", binds);
+    w_ckey(w, 0, &rk, "bindings");
+    size_t bk = 0;
+    w_open(w, '{');
+    for (size_t i = 0; i < c->n_bindings; i++) {
+        w_ckey(w, 1, &bk, c->bindings[i].name ? c->bindings[i].name : "");
+        w_binding(w, 2, &c->bindings[i].b);
+    }
+    w_close(w, 1, bk, '}');
 
-    nf_jval *uses = nf_jnew_array();
+    w_ckey(w, 0, &rk, "uses");
+    size_t uk = 0;
+    w_open(w, '[');
     for (size_t i = 0; i < c->n_uses; i++) {
         const nf_use *u = &c->uses[i];
-        nf_jval *o = nf_jnew_object();
-        nf_jobj_set(o, "parameter", nf_jnew_string(u->parameter ? u->parameter : ""));
-        nf_jobj_set(o, "input", nf_jnew_string(u->input ? u->input : ""));
-        if (u->activation_policy)
-            nf_jobj_set(o, "activation_policy", nf_jnew_string(u->activation_policy));
-        if (u->n_aux) {
-            nf_jval *a = nf_jnew_object();
-            for (size_t j = 0; j < u->n_aux; j++)
-                nf_jobj_set(a, u->aux[j].role, binding_json(&u->aux[j].b));
-            nf_jobj_set(o, "auxiliaries", a);
+        size_t mk = 0;
+        w_next(w, 1, &uk);
+        w_open(w, '{');
+        w_ckey(w, 2, &mk, "parameter");
+        w_cstr(w, u->parameter);
+        w_ckey(w, 2, &mk, "input");
+        w_cstr(w, u->input);
+        if (u->activation_policy) {
+            w_ckey(w, 2, &mk, "activation_policy");
+            w_cstr(w, u->activation_policy);
         }
-        nf_jarr_push(uses, o);
+        if (u->n_aux) {
+            w_ckey(w, 2, &mk, "auxiliaries");
+            size_t ak = 0;
+            w_open(w, '{');
+            for (size_t j = 0; j < u->n_aux; j++) {
+                w_ckey(w, 3, &ak, u->aux[j].role ? u->aux[j].role : "");
+                w_binding(w, 4, &u->aux[j].b);
+            }
+            w_close(w, 3, ak, '}');
+        }
+        w_close(w, 2, mk, '}');
     }
-    nf_jobj_set(root, "uses", uses);
+    w_close(w, 1, uk, ']');
 
     if (!op->manifest && op->files) {
-        nf_jval *files = nf_jnew_array();
+        w_ckey(w, 0, &rk, "files");
+        size_t fk = 0;
+        w_open(w, '[');
         for (size_t i = 0; i < op->n_files; i++) {
-            nf_jval *f = nf_jnew_object();
-            nf_jobj_set(f, "path", op->files[i].path ? nf_jnew_string(op->files[i].path) : NULL);
-            nf_jobj_set(f, "payload_bytes", nf_jnew_u64(op->files[i].payload_bytes));
-            nf_jarr_push(files, f);
+            size_t mk = 0;
+            w_next(w, 1, &fk);
+            w_open(w, '{');
+            w_ckey(w, 2, &mk, "path");
+            if (op->files[i].path)
+                w_cstr(w, op->files[i].path);
+            else
+                w_put(w, "null", 4);
+            w_ckey(w, 2, &mk, "payload_bytes");
+            w_u64(w, op->files[i].payload_bytes);
+            w_close(w, 2, mk, '}');
         }
-        nf_jobj_set(root, "files", files);
+        w_close(w, 1, fk, ']');
     }
 
     bool any_digest = false;
     if (op->digests && !op->manifest)
-        for (size_t i = 0; i < c->n_objects; i++)
-            any_digest |= c->objects[i].has_digest;
+        for (size_t i = 0; i < c->n_objects && !any_digest; i++)
+            any_digest = c->objects[i].has_digest;
     if (c->has_metadata || any_digest) {
-        nf_jval *m = nf_jnew_object();
-        if (c->metadata_text)
+        w_ckey(w, 0, &rk, "metadata");
+        size_t mk = 0;
+        w_open(w, '{');
+        if (c->metadata_text) {
+            struct meta_w m = {w, &mk, NULL, 0, false};
             nf_jspan_members(c->metadata_text, nf_jspan_root(c->metadata_text, c->metadata_len),
-                             meta_member, m);
-        if (any_digest) {
-            nf_jval *in = nf_jnew_object(), *sh = nf_jnew_object();
-            for (size_t i = 0; i < c->n_objects; i++)
-                if (c->objects[i].has_digest) {
-                    char hex[65];
-                    nf_object_digest_hex(&c->objects[i], hex);
-                    nf_jobj_set(sh, c->objects[i].id, nf_jnew_string(hex));
-                }
-            nf_jobj_set(in, "sha256", sh);
-            nf_jobj_set(m, "integrity", in);
+                             meta_member, &m);
+            free(m.buf);
+            if (m.oom)
+                return false;
         }
-        nf_jobj_set(root, "metadata", m);
+        if (any_digest) {
+            w_ckey(w, 1, &mk, "integrity");
+            size_t ik = 0, sk = 0;
+            w_open(w, '{');
+            w_ckey(w, 2, &ik, "sha256");
+            w_open(w, '{');
+            for (size_t i = 0; i < c->n_objects; i++) {
+                if (!c->objects[i].has_digest)
+                    continue;
+                char hex[65];
+                nf_object_digest_hex(&c->objects[i], hex);
+                w_ckey(w, 3, &sk, c->objects[i].id ? c->objects[i].id : "");
+                w_str(w, hex, 64);
+            }
+            w_close(w, 3, sk, '}');
+            w_close(w, 2, ik, '}');
+        }
+        w_close(w, 1, mk, '}');
     }
-    if (c->provenance_text)
-        nf_jobj_set(root, "provenance", nf_jnew_raw(c->provenance_text, c->provenance_len));
-    char *text = nf_jval_to_text(root, op->pretty, len);
-    nf_jval_free(root);
-    return text;
+    if (c->provenance_text) {
+        w_ckey(w, 0, &rk, "provenance");
+        w_put(w, c->provenance_text, c->provenance_len);
+    }
+    w_close(w, 0, rk, '}');
+    return !w->bad;
+}
+
+/* json-c's compact text of the value text[0..len) (accepted by nf_jscan),
+ * without building json-c's tree: whitespace outside strings dropped,
+ * strings with escapes unescaped and escaped again as json-c does, "-0" as
+ * 0, integers below -2^63 as -2^63 (json-c saturates them). Values whose
+ * text json-c would change otherwise are left to json-c: false then (an
+ * integer above 2^64-1, a member name with U+0000). */
+static bool compact_to(wr *w, const char *text, size_t len)
+{
+    const char *p = text, *end = text + len;
+    char *buf = NULL;
+    size_t cap = 0;
+    bool ok = true;
+    bool key = false; /* the next string is a member name */
+    /* a stack of "in an object" flags, 64 deep as the scanner allows */
+    unsigned char obj[NF_JSON_MAX_DEPTH + 2];
+    size_t depth = 0;
+    while (p < end && ok) {
+        char ch = *p;
+        if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+            p++;
+            continue;
+        }
+        if (ch == '{' || ch == '[') {
+            if (depth >= sizeof obj) {
+                ok = false;
+                break;
+            }
+            obj[depth++] = ch == '{';
+            key = ch == '{';
+            w_c(w, ch);
+            p++;
+            continue;
+        }
+        if (ch == '}' || ch == ']') {
+            depth--;
+            key = false;
+            w_c(w, ch);
+            p++;
+            continue;
+        }
+        if (ch == ',') {
+            key = depth && obj[depth - 1];
+            w_c(w, ',');
+            p++;
+            continue;
+        }
+        if (ch == ':') {
+            key = false;
+            w_c(w, ':');
+            p++;
+            continue;
+        }
+        if (ch == '"') {
+            const char *q = p + 1;
+            bool esc = false;
+            while (*q != '"') {
+                if (*q == '\\') {
+                    esc = true;
+                    q++;
+                }
+                q++;
+            }
+            size_t rl = (size_t)(q - p - 1);
+            if (!esc) {
+                w_put(w, p, rl + 2);
+            } else {
+                if (rl + 1 > cap) {
+                    char *nb = realloc(buf, rl + 1);
+                    if (!nb) {
+                        ok = false;
+                        break;
+                    }
+                    buf = nb;
+                    cap = rl + 1;
+                }
+                size_t n = nf_junescape(p + 1, rl, buf);
+                if (key && memchr(buf, 0, n)) {
+                    ok = false; /* json-c cuts the name there, and may merge two */
+                    break;
+                }
+                w_str(w, buf, n);
+            }
+            p = q + 1;
+            continue;
+        }
+        /* a number or a literal */
+        const char *q = p;
+        while (q < end && *q != ',' && *q != '}' && *q != ']' && *q != ' ' && *q != '\t' &&
+               *q != '\n' && *q != '\r')
+            q++;
+        size_t n = (size_t)(q - p);
+        bool integer = (ch == '-' || (ch >= '0' && ch <= '9')) && !memchr(p, '.', n) &&
+                       !memchr(p, 'e', n) && !memchr(p, 'E', n);
+        if (integer && n == 2 && p[0] == '-' && p[1] == '0') {
+            w_c(w, '0');
+        } else if (integer && ch == '-' &&
+                   (n > 20 || (n == 20 && memcmp(p + 1, "9223372036854775808", 19) > 0))) {
+            w_put(w, "-9223372036854775808", 20);
+        } else if (integer && ch != '-' &&
+                   (n > 20 || (n == 20 && memcmp(p, "18446744073709551615", 20) > 0))) {
+            ok = false;
+        } else {
+            w_put(w, p, n);
+        }
+        p = q;
+    }
+    free(buf);
+    return ok && !w->bad;
+}
+
+char *nf_json_c_compact(const char *text, size_t len, size_t *out_len)
+{
+    /* json-c's text of a value is never longer than the value as written
+     * (whitespace goes, escapes shrink or stay): one pass into len bytes */
+    char *t = malloc(len + 1);
+    if (!t)
+        return NULL;
+    wr w = {t, 0, len, false, false};
+    if (!compact_to(&w, text, len)) {
+        free(t);
+        return NULL;
+    }
+    t[w.n] = 0;
+    if (out_len)
+        *out_len = w.n;
+    return t;
+}
+
+size_t nf_catalog_serialized_len(const nf_catalog *c, const nf_serialize_opts *op)
+{
+    wr w = {NULL, 0, 0, op->pretty, false};
+    return serialize_to(&w, c, op) ? w.n : SIZE_MAX;
+}
+
+char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *op, size_t *len)
+{
+    size_t n = nf_catalog_serialized_len(c, op);
+    if (n == SIZE_MAX || n == SIZE_MAX - 1)
+        return NULL;
+    char *t = malloc(n + 1);
+    if (!t)
+        return NULL;
+    wr w = {t, 0, n, op->pretty, false};
+    if (!serialize_to(&w, c, op) || w.n != n) {
+        free(t);
+        return NULL;
+    }
+    t[n] = 0;
+    if (len)
+        *len = n;
+    return t;
 }
 
 /* ---- manifest editing ---- */

@@ -14,10 +14,26 @@ struct nf_jdoc {
     size_t len;
     json_object *root;
     nf_jscan_result scan;
+    bool borrowed; /* text is the caller's (nf_jdoc_parse_scanned) */
 };
+
+static nf_jdoc *jdoc_parse(const char *text, size_t len, unsigned max_depth, bool scanned,
+                           nf_diags *d);
 
 nf_jdoc *nf_jdoc_parse(const char *text, size_t len, unsigned max_depth,
                        nf_diags *d)
+{
+    return jdoc_parse(text, len, max_depth, false, d);
+}
+
+nf_jdoc *nf_jdoc_parse_scanned(const char *text, size_t len, unsigned max_depth,
+                               nf_diags *d)
+{
+    return jdoc_parse(text, len, max_depth, true, d);
+}
+
+static nf_jdoc *jdoc_parse(const char *text, size_t len, unsigned max_depth, bool scanned,
+                           nf_diags *d)
 {
     if (!max_depth)
         max_depth = NF_JSON_MAX_DEPTH;
@@ -39,7 +55,8 @@ nf_jdoc *nf_jdoc_parse(const char *text, size_t len, unsigned max_depth,
     uint64_t tokens = 0, est = 0;
     size_t deep_at = SIZE_MAX; /* the first bracket nested past max_depth */
     unsigned depth = 0;
-    for (size_t i = 0; i < len; i++) {
+    /* a small scanned member (a source) cannot cost much: no estimate */
+    for (size_t i = 0; !(scanned && len < (64u << 10)) && i < len; i++) {
         char ch = text[i];
         if (ch == '"') {
             for (i++; i < len && text[i] != '"'; i++)
@@ -71,19 +88,28 @@ nf_jdoc *nf_jdoc_parse(const char *text, size_t len, unsigned max_depth,
         nf_jdoc_free(doc);
         return NULL;
     }
-    if (!nf_jscan(text, len, max_depth, d, &doc->scan)) {
-        nf_jdoc_free(doc);
-        return NULL;
+    if (scanned) {
+        /* a span of a text the scanner accepted, without big integers: no
+         * second scan, no copy */
+        doc->scan.error_offset = SIZE_MAX;
+        doc->text = (char *)text;
+        doc->borrowed = true;
+        doc->len = len;
+    } else {
+        if (!nf_jscan(text, len, max_depth, d, &doc->scan)) {
+            nf_jdoc_free(doc);
+            return NULL;
+        }
+        doc->text = malloc(len + 1);
+        if (!doc->text) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory for %zu bytes of JSON", len);
+            nf_jdoc_free(doc);
+            return NULL;
+        }
+        memcpy(doc->text, text, len);
+        doc->text[len] = 0;
+        doc->len = len;
     }
-    doc->text = malloc(len + 1);
-    if (!doc->text) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory for %zu bytes of JSON", len);
-        nf_jdoc_free(doc);
-        return NULL;
-    }
-    memcpy(doc->text, text, len);
-    doc->text[len] = 0;
-    doc->len = len;
 
     json_tokener *tok = json_tokener_new_ex((int)max_depth + 2);
     if (!tok) {
@@ -123,7 +149,8 @@ void nf_jdoc_free(nf_jdoc *doc)
         return;
     json_object_put(doc->root);
     nf_jscan_result_free(&doc->scan);
-    free(doc->text);
+    if (!doc->borrowed)
+        free(doc->text);
     free(doc);
 }
 

@@ -56,6 +56,13 @@ typedef enum {
  * refuses, or an `io` record on allocation failure. */
 nf_jdoc *nf_jdoc_parse(const char *text, size_t len, unsigned max_depth,
                        nf_diags *d);
+
+/* The same for text[0..len) that is part of a document nf_jscan accepted
+ * (a member's span: the catalog's manifest sources) and holds no integer
+ * above 2^64-1: no second scan and no copy (the text must outlive the
+ * document; nf_jdoc_text gives it back), the cost guard as above. */
+nf_jdoc *nf_jdoc_parse_scanned(const char *text, size_t len, unsigned max_depth,
+                               nf_diags *d);
 void nf_jdoc_free(nf_jdoc *doc);
 
 nf_jval *nf_jdoc_root(const nf_jdoc *doc);

@@ -111,12 +111,12 @@ int nf_plan_make(const nf_catalog *cat, const nf_write_opts *o, const char *entr
         nf_file one = {NULL, cat->payload_bytes, 0};
         so.files = &one;
         so.n_files = 1;
-        char *t = nf_catalog_serialize(cat, &so, &len);
-        if (!t) {
+        /* sizes only: the text is written once, when the table settles */
+        len = nf_catalog_serialized_len(cat, &so);
+        if (len == SIZE_MAX) {
             nf_diag_add(d, NF_C_IO, "", "out of memory serializing the catalog");
             return -1;
         }
-        free(t);
         reserve = len;
     }
     for (int iter = 0; iter < 64; iter++) {
@@ -132,8 +132,9 @@ int nf_plan_make(const nf_catalog *cat, const nf_write_opts *o, const char *entr
             return -1;
         so.files = files;
         so.n_files = nf;
-        char *t = nf_catalog_serialize(cat, &so, &len);
-        if (!t) {
+        len = nf_catalog_serialized_len(cat, &so);
+        char *t = len != SIZE_MAX && len <= reserve ? nf_catalog_serialize(cat, &so, &len) : NULL;
+        if (len == SIZE_MAX || (len <= reserve && !t)) {
             free_files(files, nf);
             nf_diag_add(d, NF_C_IO, "", "out of memory serializing the catalog");
             return -1;
@@ -147,7 +148,6 @@ int nf_plan_make(const nf_catalog *cat, const nf_write_opts *o, const char *entr
             plan->entry_payload_start = eps;
             return 0;
         }
-        free(t);
         free_files(files, nf);
         if (o->json_bytes) {
             nf_diag_add(d, NF_C_USAGE, "",

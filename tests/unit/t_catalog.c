@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "nf_catalog.h"
+#include "nf_catalog_int.h"
+#include "nf_json.h"
 #include "nf_test.h"
 
 /* A small valid catalog: two tensors, a resource, three bindings (one of
@@ -328,6 +330,340 @@ static void test_records(void)
     nf_diags_free(&d);
 }
 
+/* ---- the json-c serializer this writer replaced, kept as the reference:
+ * the new one must give the same bytes (compact and pretty) ---- */
+
+static nf_jval *ref_binding_json(const nf_binding *b)
+{
+    nf_jval *o = nf_jnew_object();
+    if (!o)
+        return NULL;
+    if (!b->parts) {
+        nf_jobj_set(o, "object", nf_jnew_string(b->object ? b->object : ""));
+        return o;
+    }
+    nf_jval *arr = nf_jnew_array();
+    for (size_t i = 0; arr && i < b->n_parts; i++) {
+        nf_jval *p = nf_jnew_object(), *r = nf_jnew_array();
+        if (!p || !r) {
+            nf_jval_free(p);
+            nf_jval_free(r);
+            nf_jval_free(arr);
+            nf_jval_free(o);
+            return NULL;
+        }
+        nf_jobj_set(p, "object", nf_jnew_string(b->parts[i].object ? b->parts[i].object : ""));
+        nf_jarr_push(r, nf_jnew_u64(b->parts[i].begin));
+        nf_jarr_push(r, nf_jnew_u64(b->parts[i].end));
+        nf_jobj_set(p, "range", r);
+        nf_jarr_push(arr, p);
+    }
+    nf_jobj_set(o, "parts", arr);
+    return o;
+}
+
+/* The unescaped name of a member (raw_name is a span of accepted JSON). */
+static char *ref_member_name(const char *text, nf_span raw_name)
+{
+    const char *raw = text + raw_name.start;
+    if (!memchr(raw, '\\', raw_name.len))
+        return strndup(raw, raw_name.len);
+    char *quoted = NULL, *out = NULL;
+    if (asprintf(&quoted, "\"%.*s\"", (int)raw_name.len, raw) < 0)
+        return NULL;
+    nf_diags tmp = NF_DIAGS_INIT;
+    nf_jdoc *nd = nf_jdoc_parse(quoted, strlen(quoted), 4, &tmp);
+    size_t nl = 0;
+    const char *name = nd ? nf_jstr(nf_jdoc_root(nd), &nl) : NULL;
+    if (name)
+        out = strndup(name, nl);
+    nf_jdoc_free(nd);
+    nf_diags_free(&tmp);
+    free(quoted);
+    return out;
+}
+
+/* metadata members other than integrity, their values as written */
+static bool ref_meta_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
+{
+    nf_jval *m = vctx;
+    char *name = ref_member_name(text, raw_name);
+    if (name && strcmp(name, "integrity") != 0)
+        nf_jobj_set(m, name, nf_jnew_raw(text + value.start, value.len));
+    free(name);
+    return true;
+}
+
+static char *ref_serialize(const nf_catalog *c, const nf_serialize_opts *op, size_t *len)
+{
+    nf_jval *root = nf_jnew_object();
+    if (!root)
+        return NULL;
+    nf_jval *comps = nf_jnew_object();
+    for (size_t i = 0; i < c->n_components; i++) {
+        const nf_component *k = &c->components[i];
+        nf_jval *o = nf_jnew_object();
+        nf_jobj_set(o, "config", nf_jnew_raw(k->config_text ? k->config_text : "{}",
+                                             k->config_text ? k->config_len : 2));
+        if (k->target)
+            nf_jobj_set(o, "target", nf_jnew_string(k->target));
+        if (k->n_resources) {
+            nf_jval *r = nf_jnew_object();
+            for (size_t j = 0; j < k->n_resources; j++)
+                nf_jobj_set(r, k->resources[j].role, nf_jnew_string(k->resources[j].object));
+            nf_jobj_set(o, "resources", r);
+        }
+        if (k->has_proposal) {
+            nf_jval *p = nf_jnew_object();
+            nf_jobj_set(p, "domain", nf_jnew_string(k->proposal_indexed ? "indexed" : "full"));
+            if (k->has_rows)
+                nf_jobj_set(p, "rows", nf_jnew_u64(k->proposal_rows));
+            nf_jobj_set(o, "proposal", p);
+        }
+        nf_jobj_set(comps, k->id, o);
+    }
+    nf_jobj_set(root, "components", comps);
+
+    nf_jval *objs = nf_jnew_array();
+    for (size_t i = 0; i < c->n_objects; i++) {
+        const nf_object *ob = &c->objects[i];
+        nf_jval *o = nf_jnew_object();
+        /* a catalog with problems may lack any of these: write "" */
+        nf_jobj_set(o, "id", nf_jnew_string(ob->id ? ob->id : ""));
+        if (ob->kind == NF_OBJ_TENSOR) {
+            nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
+            nf_jval *sh = nf_jnew_array();
+            for (unsigned r = 0; r < ob->rank; r++)
+                nf_jarr_push(sh, nf_jnew_u64(ob->dims[r]));
+            nf_jobj_set(o, "shape", sh);
+            nf_jobj_set(o, "format", nf_jnew_string(ob->format_name ? ob->format_name : ""));
+            nf_jobj_set(o, "layout", nf_jnew_string(ob->layout_name ? ob->layout_name : ""));
+        } else {
+            nf_jobj_set(o, "kind", nf_jnew_string("resource"));
+            nf_jobj_set(o, "encoding", nf_jnew_string(ob->encoding_name ? ob->encoding_name
+                                                                        : "raw_bytes_v1"));
+        }
+        if (!op->manifest) {
+            nf_jobj_set(o, "offset", nf_jnew_u64(ob->offset));
+            nf_jobj_set(o, "bytes", nf_jnew_u64(ob->bytes));
+        } else if (ob->kind == NF_OBJ_RESOURCE && ob->bytes_given && !op->artifact_path) {
+            nf_jobj_set(o, "bytes", nf_jnew_u64(ob->bytes));
+        }
+        if (ob->kind == NF_OBJ_TENSOR && ob->has_divisors)
+            nf_jobj_set(o, "divisors", nf_jnew_u64(ob->divisors));
+        if (op->manifest && !op->artifact_path && ob->source_raw) {
+            nf_jobj_set(o, "source", nf_jnew_raw(ob->source_raw, strlen(ob->source_raw)));
+        } else if (op->manifest && op->artifact_path) {
+            nf_jval *s = nf_jnew_object();
+            nf_jobj_set(s, "artifact", nf_jnew_string(op->artifact_path));
+            nf_jobj_set(s, "object", nf_jnew_string(ob->id ? ob->id : ""));
+            nf_jobj_set(o, "source", s);
+        }
+        nf_jarr_push(objs, o);
+    }
+    nf_jobj_set(root, "objects", objs);
+
+    nf_jval *binds = nf_jnew_object();
+    for (size_t i = 0; i < c->n_bindings; i++)
+        nf_jobj_set(binds, c->bindings[i].name, ref_binding_json(&c->bindings[i].b));
+    nf_jobj_set(root, "bindings", binds);
+
+    nf_jval *uses = nf_jnew_array();
+    for (size_t i = 0; i < c->n_uses; i++) {
+        const nf_use *u = &c->uses[i];
+        nf_jval *o = nf_jnew_object();
+        nf_jobj_set(o, "parameter", nf_jnew_string(u->parameter ? u->parameter : ""));
+        nf_jobj_set(o, "input", nf_jnew_string(u->input ? u->input : ""));
+        if (u->activation_policy)
+            nf_jobj_set(o, "activation_policy", nf_jnew_string(u->activation_policy));
+        if (u->n_aux) {
+            nf_jval *a = nf_jnew_object();
+            for (size_t j = 0; j < u->n_aux; j++)
+                nf_jobj_set(a, u->aux[j].role, ref_binding_json(&u->aux[j].b));
+            nf_jobj_set(o, "auxiliaries", a);
+        }
+        nf_jarr_push(uses, o);
+    }
+    nf_jobj_set(root, "uses", uses);
+
+    if (!op->manifest && op->files) {
+        nf_jval *files = nf_jnew_array();
+        for (size_t i = 0; i < op->n_files; i++) {
+            nf_jval *f = nf_jnew_object();
+            nf_jobj_set(f, "path", op->files[i].path ? nf_jnew_string(op->files[i].path) : NULL);
+            nf_jobj_set(f, "payload_bytes", nf_jnew_u64(op->files[i].payload_bytes));
+            nf_jarr_push(files, f);
+        }
+        nf_jobj_set(root, "files", files);
+    }
+
+    bool any_digest = false;
+    if (op->digests && !op->manifest)
+        for (size_t i = 0; i < c->n_objects; i++)
+            any_digest |= c->objects[i].has_digest;
+    if (c->has_metadata || any_digest) {
+        nf_jval *m = nf_jnew_object();
+        if (c->metadata_text)
+            nf_jspan_members(c->metadata_text, nf_jspan_root(c->metadata_text, c->metadata_len),
+                             ref_meta_member, m);
+        if (any_digest) {
+            nf_jval *in = nf_jnew_object(), *sh = nf_jnew_object();
+            for (size_t i = 0; i < c->n_objects; i++)
+                if (c->objects[i].has_digest) {
+                    char hex[65];
+                    nf_object_digest_hex(&c->objects[i], hex);
+                    nf_jobj_set(sh, c->objects[i].id, nf_jnew_string(hex));
+                }
+            nf_jobj_set(in, "sha256", sh);
+            nf_jobj_set(m, "integrity", in);
+        }
+        nf_jobj_set(root, "metadata", m);
+    }
+    if (c->provenance_text)
+        nf_jobj_set(root, "provenance", nf_jnew_raw(c->provenance_text, c->provenance_len));
+    char *text = nf_jval_to_text(root, op->pretty, len);
+    nf_jval_free(root);
+    return text;
+}
+
+
+/* Serialize c with o by both writers; they must agree byte for byte. */
+static bool same_as_reference(const nf_catalog *c, const nf_serialize_opts *o, const char *what)
+{
+    size_t n1 = 0, n2 = 0;
+    char *a = nf_catalog_serialize(c, o, &n1), *b = ref_serialize(c, o, &n2);
+    bool eq = a && b && n1 == n2 && memcmp(a, b, n1) == 0;
+    if (!eq)
+        printf("# %s\n# new: %.*s\n# ref: %.*s\n", what, (int)(n1 > 3000 ? 3000 : n1), a ? a : "",
+               (int)(n2 > 3000 ? 3000 : n2), b ? b : "");
+    bool len_ok = a && nf_catalog_serialized_len(c, o) == n1;
+    free(a);
+    free(b);
+    return eq && len_ok;
+}
+
+static void serializer_cases(const char *text, nf_cat_mode mode, const char *what)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    nf_catalog *c = nf_catalog_parse(text, strlen(text), mode, "m.ninfer", &d);
+    CHECK(c != NULL, "%s parses", what);
+    if (!c)
+        return;
+    nf_serialize_opts so = {0};
+    so.files = c->files;
+    so.n_files = c->n_files;
+    so.digests = true;
+    for (int pretty = 0; pretty < 2; pretty++) {
+        so.pretty = pretty;
+        so.manifest = false;
+        so.artifact_path = NULL;
+        CHECK(same_as_reference(c, &so, what), "%s: artifact form, %s: the same bytes as json-c",
+              what, pretty ? "pretty" : "compact");
+        so.manifest = true;
+        CHECK(same_as_reference(c, &so, what), "%s: manifest form, %s: the same bytes", what,
+              pretty ? "pretty" : "compact");
+        so.artifact_path = "/a/b \"c\".ninfer";
+        CHECK(same_as_reference(c, &so, what), "%s: manifest of an artifact, %s: the same bytes",
+              what, pretty ? "pretty" : "compact");
+    }
+    nf_catalog_free(c);
+    nf_diags_free(&d);
+}
+
+/* The compact text of a source without json-c equals json-c's. */
+static void test_compact(void)
+{
+    static const char *const cases[] = {
+        "{\"file\": \"/a/b\", \"offset\": 0, \"dtype\": \"f32\"}",
+        "{ \"values\" : [ 1.0, 1E5, -0.0, 1e400, -0, 0, 12345678901234567890, 18446744073709551615,"
+        " 9223372036854775808, -9223372036854775808, -9223372036854775809, -99999999999999999999,"
+        " 1.5e-3 ], \"dtype\":\"f32\" }",
+        "{\"a\" : \"\\/\\u00e9\\u0001\\u001F\\n\\\"\\\\\" , \"b\":[ true,false, null, {}, [] ]}",
+        "{\"concat\":[{\"safetensors\":\"x\",\"tensor\":\"t\",\"rows\":[0,4]},"
+        "{\"gguf\":\"g\",\"tensor\":\"u\",\"unpermute\":{\"scheme\":\"llama-rope\",\"heads\":8}}]}",
+        "{\"n\\u0061me\":\"\\ud83d\\ude00\", \"\\t\":1}",
+        "\"a string\"", "-0", "[-0,[-0]]",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        nf_diags d = NF_DIAGS_INIT;
+        nf_jdoc *doc = nf_jdoc_parse(cases[i], strlen(cases[i]), 0, &d);
+        char *want = doc ? nf_jval_to_text(nf_jdoc_root(doc), false, NULL) : NULL;
+        size_t n = 0;
+        char *got = nf_json_c_compact(cases[i], strlen(cases[i]), &n);
+        CHECK(want && got && strcmp(want, got) == 0 && n == strlen(want),
+              "compact text %zu equals json-c's (%s)", i, got ? got : "(null)");
+        free(want);
+        free(got);
+        nf_jdoc_free(doc);
+        nf_diags_free(&d);
+    }
+    /* what it leaves to json-c */
+    CHECK(!nf_json_c_compact("[18446744073709551616]", 22, NULL), "an integer above U64: json-c's");
+    CHECK(!nf_json_c_compact("{\"a\\u0000b\":1}", 14, NULL), "a name with U+0000: json-c's");
+}
+
+static void test_serializer(void)
+{
+    const char *hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    char *t = NULL;
+    /* every record kind, escapes in IDs and names, metadata and provenance
+     * with numbers written in ways json-c would rewrite */
+    if (asprintf(&t, "{\"components\":{\"text\":{\"config\":{\"a\": 1.0, \"b\": [1e3, -0, 2E-2]},"
+                     "\"resources\":{\"tok/\\\"x\\\"\\u0001\":\"r.tok\"},\"proposal\":{\"domain\":\"indexed\",\"rows\":5}},"
+                     "\"mtp\":{\"config\":{},\"target\":\"text\"},\"vision\":{\"config\":{},\"proposal\":{\"domain\":\"full\"}}},"
+                     "\"objects\":[" OBJ_W ",{\"id\":\"v\\t\\u00e9\",\"kind\":\"tensor\",\"shape\":[],\"format\":\"fp32\","
+                     "\"layout\":\"contiguous_le_v1\",\"offset\":256,\"bytes\":4},"
+                     "{\"id\":\"q\",\"kind\":\"tensor\",\"shape\":[128,64],\"format\":\"nvfp4\",\"layout\":\"block_scale_k16_m128x4_v1\","
+                     "\"offset\":512,\"bytes\":4616,\"divisors\":2}," OBJ_R "],"
+                     "\"bindings\":{\"text/a\":{\"object\":\"w\"},\"text/b\\/c\":{\"parts\":[{\"object\":\"w\",\"range\":[0,16]},"
+                     "{\"object\":\"q\",\"range\":[64,128]}]}},"
+                     "\"uses\":[{\"parameter\":\"text/a\",\"input\":\"x\",\"activation_policy\":\"AllowA4\","
+                     "\"auxiliaries\":{\"activation_input_divisor\":{\"object\":\"v\\t\\u00e9\"},\"hadamard_signs\":{\"parts\":[{\"object\":\"w\",\"range\":[0,1]}]}}},"
+                     "{\"parameter\":\"text/b/c\",\"input\":\"y\"}],"
+                     "\"files\":[{\"path\":null,\"payload_bytes\":8192},{\"path\":\"m.ninfer.part-0001\",\"payload_bytes\":100}],"
+                     "\"metadata\":{\"name\":\"n\\u0061me\",\"n\\u0061me2\": {\"x\" : [ 1.50 , 2 ]},\"integrity\":{\"sha256\":{\"w\":\"%s\",\"q\":\"%s\"}},\"z\":null},"
+                     "\"provenance\":{\"tool\": \"x\", \"n\": 1.0e+5}}",
+                 hex, hex) >= 0)
+        serializer_cases(t, NF_CAT_ARTIFACT, "a catalog of every record kind");
+    free(t);
+    /* a manifest: sources kept (json-c's compact form), resource bytes as given */
+    serializer_cases("{\"components\":{\"text\":{\"config\":{}}},\"objects\":[{\"id\":\"w\",\"kind\":\"tensor\","
+                     "\"shape\":[2,2],\"format\":\"bf16\",\"layout\":\"contiguous_le_v1\",\"source\": {\"values\": "
+                     "[1.0, 2, 3e0, -4.5], \"dtype\": \"f32\"}},{\"id\":\"r\",\"kind\":\"resource\",\"encoding\":"
+                     "\"raw_bytes_v1\",\"bytes\":3,\"source\":{\"file\":\"a\\/b\",\"offset\":0}}],\"bindings\":{},"
+                     "\"uses\":[]}",
+                     NF_CAT_MANIFEST, "a manifest with sources");
+    /* empty containers at every level */
+    serializer_cases("{\"components\":{\"text\":{\"config\":{}}},\"objects\":[" OBJ_W "],\"bindings\":{},"
+                     "\"uses\":[],\"files\":[{\"path\":null,\"payload_bytes\":64}],\"metadata\":{},\"provenance\":{}}",
+                     NF_CAT_ARTIFACT, "empty bindings, uses, metadata, provenance");
+    /* round trip: our own output parses back to the same bytes */
+    if (asprintf(&t, "{\"components\":" COMPS ",\"objects\":[" OBJ_W "," OBJ_V "," OBJ_R "],\"bindings\":" BINDS
+                     ",\"uses\":" USES ",\"files\":" FILES ",\"metadata\":{\"integrity\":{\"sha256\":{\"v\":\"%s\"}},"
+                     "\"k\":1e-06},\"provenance\":{\"x\":[1.0,2e3]}}", hex) >= 0) {
+        nf_diags d = NF_DIAGS_INIT;
+        nf_catalog *c = nf_catalog_parse(t, strlen(t), NF_CAT_ARTIFACT, "m.ninfer", &d);
+        nf_serialize_opts so = {c ? c->files : NULL, c ? c->n_files : 0, true, false, NULL, false};
+        size_t n1 = 0, n2 = 0;
+        char *a = c ? nf_catalog_serialize(c, &so, &n1) : NULL;
+        nf_catalog *c2 = a ? nf_catalog_parse(a, n1, NF_CAT_ARTIFACT, "m.ninfer", &d) : NULL;
+        so.files = c2 ? c2->files : NULL;
+        char *b = c2 ? nf_catalog_serialize(c2, &so, &n2) : NULL;
+        CHECK(a && b && n1 == n2 && memcmp(a, b, n1) == 0 && d.n == 0,
+              "serialize(parse(serialize(c))) == serialize(c), byte for byte");
+        CHECK(a && strstr(a, "\"k\":1e-06") && strstr(a, "\"provenance\":{\"x\":[1.0,2e3]}") &&
+                  strstr(a, "\"rope_theta\": 1000000.0"),
+              "number text kept in metadata, provenance and config");
+        CHECK(a && strstr(a, "\"integrity\":{\"sha256\":{\"v\":\"00112233"), "the digest written back");
+        free(a);
+        free(b);
+        nf_catalog_free(c);
+        nf_catalog_free(c2);
+        nf_diags_free(&d);
+    }
+    free(t);
+}
+
 int main(void)
 {
     test_lookups();
@@ -336,5 +672,7 @@ int main(void)
     test_editing();
     test_owned();
     test_records();
+    test_serializer();
+    test_compact();
     return nf_test_done();
 }
