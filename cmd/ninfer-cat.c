@@ -179,6 +179,31 @@ static int range_out(nf_artifact *a, uint64_t off, uint64_t len)
     return rc;
 }
 
+/* A stream read for its payload must end where its catalog says (DESIGN 3,
+ * 4): read what is left and check nothing follows (`length` otherwise, and
+ * a corrupt or unfinished zstd frame is found here too). */
+static int stream_end(nf_artifact *a)
+{
+    if (!nf_artifact_is_stream(a))
+        return 0;
+    const nf_catalog *c = nf_artifact_catalog(a);
+    unsigned char *buf = malloc(1 << 20);
+    if (!buf)
+        return -1;
+    int rc = 0;
+    while (rc == 0 && nf_artifact_stream_pos(a) < c->payload_bytes) {
+        uint64_t left = c->payload_bytes - nf_artifact_stream_pos(a);
+        size_t k = left > (1u << 20) ? (1u << 20) : (size_t)left;
+        ssize_t r = nf_artifact_stream_read(a, buf, k, &d);
+        if (r < 0 || (size_t)r != k)
+            rc = -1;
+    }
+    free(buf);
+    if (rc == 0 && nf_artifact_stream_finish(a, &d) < 0)
+        rc = -1;
+    return rc;
+}
+
 /* The whole artifact as a stream (DESIGN 4). */
 static int whole_out(nf_operand *op)
 {
@@ -304,7 +329,7 @@ static int run(nf_operand *op)
             nf_diag_add(&d, NF_C_REFERENCE, "/objects", "no object \"%s\"", opt.arg);
             return -1;
         }
-        return range_out(a, c->objects[i].offset, c->objects[i].bytes);
+        return range_out(a, c->objects[i].offset, c->objects[i].bytes) || stream_end(a) ? -1 : 0;
     }
     case S_RESOURCE: {
         const char *comp = opt.component ? opt.component : "text";
@@ -314,7 +339,10 @@ static int run(nf_operand *op)
             for (size_t k = 0; k < c->components[i].n_resources; k++) {
                 const nf_resource_ref *r = &c->components[i].resources[k];
                 if (strcmp(r->role, opt.arg) == 0 && r->obj != SIZE_MAX)
-                    return range_out(a, c->objects[r->obj].offset, c->objects[r->obj].bytes);
+                    return range_out(a, c->objects[r->obj].offset, c->objects[r->obj].bytes) ||
+                                   stream_end(a)
+                               ? -1
+                               : 0;
             }
             nf_diag_add(&d, NF_C_REFERENCE, "", "component \"%s\" has no resource \"%s\"", comp,
                         opt.arg);
@@ -324,9 +352,9 @@ static int run(nf_operand *op)
         return -1;
     }
     case S_RANGE:
-        return range_out(a, opt.off, opt.len);
+        return range_out(a, opt.off, opt.len) || stream_end(a) ? -1 : 0;
     case S_STREAM:
-        return whole_out(op);
+        return whole_out(op) || stream_end(op->a) ? -1 : 0;
     default:
         return -1;
     }

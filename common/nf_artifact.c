@@ -44,6 +44,7 @@ struct nf_artifact {
     uint64_t tick;
     bool emfile_said;       /* "too many open files" reported once */
     pthread_mutex_t lock;
+    pthread_cond_t unpinned; /* a pin was released */
     /* stream */
     nf_input *in;
     uint64_t spos;
@@ -145,6 +146,7 @@ static nf_artifact *artifact_new(const char *path, const nf_open_opts *o)
     if (!a->opts.max_json_bytes)
         a->opts.max_json_bytes = NF_DEFAULT_MAX_JSON;
     pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->unpinned, NULL);
     a->cap = open_cap();
     if (!a->path || !a->dir) {
         free(a->path);
@@ -453,6 +455,7 @@ void nf_artifact_close(nf_artifact *a)
     free(a->path);
     free(a->dir);
     pthread_mutex_destroy(&a->lock);
+    pthread_cond_destroy(&a->unpinned);
     free(a);
 }
 
@@ -626,10 +629,30 @@ static int pin(nf_artifact *a, size_t i, nf_diags *d)
     bool first = a->fstate[i] == F_UNOPENED;
     int err = 0;
     fd = open_part(a, i, first, d, &err);
-    if (fd < 0 && (err == EMFILE || err == ENFILE)) {
-        /* out of descriptors: give back every unpinned one and try again */
+    while (fd < 0 && (err == EMFILE || err == ENFILE)) {
+        /* out of descriptors: give back every unpinned one and try again;
+         * when other threads hold all of ours, wait for one of them */
         evict(a, 0);
         fd = open_part(a, i, first, d, &err);
+        bool others = false;
+        for (size_t k = 0; k < a->n_slots; k++)
+            others |= a->slots[k].fd >= 0 && a->slots[k].pins > 0;
+        if (fd < 0 && (err == EMFILE || err == ENFILE) && others) {
+            pthread_cond_wait(&a->unpinned, &a->lock);
+            /* the file may have been opened meanwhile */
+            for (size_t k = 0; k < a->n_slots; k++)
+                if (a->slots[k].fd >= 0 && a->slots[k].file == i) {
+                    a->slots[k].pins++;
+                    a->slots[k].used = ++a->tick;
+                    fd = a->slots[k].fd;
+                    goto out;
+                }
+            if (a->fstate[i] == F_FAILED)
+                goto out;
+            first = a->fstate[i] == F_UNOPENED;
+            fd = open_part(a, i, first, d, &err);
+            continue;
+        }
         if (fd < 0 && (err == EMFILE || err == ENFILE)) {
             /* transient: not cached as a failure, and said once */
             if (!a->emfile_said) {
@@ -671,6 +694,7 @@ static void unpin(nf_artifact *a, size_t i)
             break;
         }
     evict(a, a->cap);
+    pthread_cond_broadcast(&a->unpinned);
     pthread_mutex_unlock(&a->lock);
 }
 

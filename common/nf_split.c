@@ -37,6 +37,15 @@ static int copy_seg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t rof
     return 0;
 }
 
+static void digest_error(nf_diags *d, const nf_catalog *c, size_t i, const char *got,
+                         const char *carried)
+{
+    char ptr[64];
+    snprintf(ptr, sizeof ptr, "/objects/%zu", i);
+    nf_diag_add(d, NF_C_DIGEST, ptr, "object \"%s\": sha256 %s, metadata.integrity says %s",
+                c->objects[i].id, got, carried);
+}
+
 static const char ZEROS64[] = "0000000000000000000000000000000000000000000000000000000000000000";
 
 int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
@@ -113,6 +122,7 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
             nf_diag_add(d, NF_C_IO, "", "out of memory");
             goto out_w;
         }
+        size_t cursor = 0; /* the next object whose end has not passed */
         for (uint64_t pos = 0; pos < c->payload_bytes;) {
             size_t k = c->payload_bytes - pos > CHUNK ? CHUNK : (size_t)(c->payload_bytes - pos);
             if (stream_in) {
@@ -126,6 +136,18 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
                 nf_diag_add(d, NF_C_IO, "", "out of memory");
                 goto out_w;
             }
+            /* a carried digest that fails stops the copy before the object's
+             * last bytes are written: a stream output is cut short (DESIGN 3) */
+            bool bad_now = false;
+            for (; h && cursor < n && c->objects[cursor].offset + c->objects[cursor].bytes <= pos + k;
+                 cursor++)
+                if (want[cursor] && got[cursor][0] && carried[cursor][0] &&
+                    strcmp(carried[cursor], got[cursor]) != 0) {
+                    digest_error(d, c, cursor, got[cursor], carried[cursor]);
+                    bad_now = true;
+                }
+            if (bad_now)
+                goto out_w;
             if (nf_writer_write(w, pos, buf, k, d) < 0)
                 goto out_w;
             pos += k;
@@ -141,10 +163,7 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
         if (!want[i] || !got[i][0])
             continue;
         if (carried[i][0] && strcmp(carried[i], got[i]) != 0) {
-            char ptr[64];
-            snprintf(ptr, sizeof ptr, "/objects/%zu", i);
-            nf_diag_add(d, NF_C_DIGEST, ptr, "object \"%s\": sha256 %s, metadata.integrity says %s",
-                        c->objects[i].id, got[i], carried[i]);
+            digest_error(d, c, i, got[i], carried[i]);
             bad = true;
         }
         if (!stream_out)

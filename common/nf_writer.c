@@ -782,6 +782,14 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
         block_signals(&old);
         int fd = mkostemp(t, O_CLOEXEC);
         int e = errno;
+        if (fd < 0 && (e == EMFILE || e == ENFILE)) {
+            /* out of descriptors: close the other temporaries and retry */
+            cache_close_all(w);
+            k = 0;
+            memcpy(t + strlen(t) - 6, "XXXXXX", 6); /* a failed call may change it */
+            fd = mkostemp(t, O_CLOEXEC);
+            e = errno;
+        }
         if (fd >= 0)
             w->tmp[i] = t;
         sigprocmask(SIG_SETMASK, &old, NULL);

@@ -1,0 +1,100 @@
+#!/usr/bin/env bats
+# Compressed and plain streams that are broken (issue 11 items 8 and 11;
+# DESIGN 3, 4): a corrupt zstd frame is a rule broken (`zstd`, exit 1), a
+# stream that ends early or carries bytes after its end is `length` (exit
+# 1), never an I/O error (3); and a catalog padded with spaces costs no
+# memory for its padding, so the catalog cap bounds what a stream costs.
+
+load helper
+
+setup() {
+    cd "$BATS_TEST_TMPDIR" || return 1
+    NF_P=300000 nf_make a.ninfer
+    ninfer-cat --zstd a.ninfer > a.zst
+    [ "$(nf_size a.zst)" -gt 1000 ]
+}
+
+# every_reader STATUS CODE FILE — every command that reads a stream exits
+# STATUS naming only CODE when FILE is its standard input; split writes
+# nothing.
+every_reader() {
+    local want=$1 code=$2 f=$3 cmd
+    mkdir -p out
+    for cmd in "ninfer-verify -" "ninfer-cat -" "ninfer-cat --object r.tok -" \
+        "ninfer-split -o out/s.ninfer -" "ninfer-split -o - -" "ninfer-run --device cpu -"; do
+        run -"$want" --separate-stderr bash -c "$cmd < $f > /dev/null"
+        echo "$cmd: $stderr"
+        expect_only_codes "$code"
+    done
+    [ ! -e out/s.ninfer ]
+    no_temporaries out
+}
+
+@test "a corrupt zstd frame: zstd (1) for every reader" {
+    cp a.zst bad.zst
+    nf_flip bad.zst $(($(nf_size bad.zst) / 2))
+    every_reader 1 zstd bad.zst
+    grep -qF ': zstd: corrupt zstd stream' <<< "$stderr"
+}
+
+@test "a zstd stream cut short, inside the catalog or inside the payload: length (1)" {
+    head -c $(($(nf_size a.zst) - 20)) a.zst > cut.zst
+    every_reader 1 length cut.zst
+    # the frame's checksum missing only: the payload is whole, the frame is not
+    head -c $(($(nf_size a.zst) - 4)) a.zst > cut4.zst
+    every_reader 1 length cut4.zst
+}
+
+@test "bytes after the zstd frame: length (1), garbage or a second frame alike" {
+    cp a.zst trail.zst
+    printf 'garbage' >> trail.zst
+    every_reader 1 length trail.zst
+    grep -qF 'bytes after the end of the zstd frame' <<< "$stderr"
+    # a second whole frame decompresses to bytes past the payload
+    cat a.zst a.zst > two.zst
+    every_reader 1 length two.zst
+}
+
+@test "plain streams: cut short or with bytes after them, length (1)" {
+    head -c 200000 a.ninfer > cut.ninfer
+    every_reader 1 length cut.ninfer
+    cp a.ninfer trail.ninfer
+    printf 'x' >> trail.ninfer
+    every_reader 1 length trail.ninfer
+}
+
+@test "the intact stream reads clean through every reader (the cases above can fail)" {
+    run -0 --separate-stderr ninfer-verify - < a.zst
+    run -0 --separate-stderr bash -c 'ninfer-cat - < a.zst | cmp - a.ninfer'
+    run -0 --separate-stderr ninfer-split -o s.ninfer - < a.zst
+    run -0 --separate-stderr ninfer-verify s.ninfer
+}
+
+need_time() {
+    [ -x /usr/bin/time ] || skip "/usr/bin/time is missing (Debian package time)"
+    [ -z "${NF_WRAPPER:-}" ] || skip "memory is not measured under NF_WRAPPER"
+}
+
+@test "a few KB of zstd whose catalog is 120 MiB of spaces: the padding costs no memory" {
+    need_time
+    local pad=$((120 * 1024 * 1024)) kb limit
+    printf '{"components": {"text": {"config": {}}}, "objects": [{"id": "w", "kind": "tensor", "shape": [1], "format": "bf16", "layout": "contiguous_le_v1", "offset": 0, "bytes": 2}], "bindings": {}, "uses": [], "files": [{"path": null, "payload_bytes": 2}]}' > pad.json
+    head -c 2 /dev/zero > pay2
+    nf-mkartifact --catalog pad.json --payload pay2 --json-bytes $pad -o pad.ninfer
+    zstd -q -19 pad.ninfer -o pad.zst 2> /dev/null || ninfer-cat --zstd=19 pad.ninfer > pad.zst
+    rm pad.ninfer
+    [ "$(nf_size pad.zst)" -lt 65536 ]
+    limit=65536
+    [ -z "${NF_SANITIZE:-}" ] || limit=400000
+    local cmd
+    for cmd in "$NF_BIN/ninfer-verify -" "$NF_BIN/ninfer-cat --catalog -" "$NF_BIN/ninfer-split -o s.ninfer -"; do
+        rm -f s.ninfer
+        /usr/bin/time -f '%M' -o rss bash -c "exec $cmd < pad.zst > /dev/null"
+        kb=$(tail -n1 rss)
+        echo "# $cmd: peak RSS $kb KiB for a $pad-byte catalog" >&3
+        [ "$kb" -lt "$limit" ]
+    done
+    # and the padding survives byte for byte
+    run -0 --separate-stderr bash -c 'ninfer-cat - < pad.zst | wc -c'
+    [ "$output" -eq $(((32 + pad + 4095) / 4096 * 4096 + 2)) ]
+}
