@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "nf_cli.h"
+#include "nf_binder.h"
 #include "nf_codec.h"
 #include "nf_device.h"
 #include "nf_gemv.h"
@@ -140,6 +141,27 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
     /* parents of the selected bindings and of their uses' auxiliaries */
     if (nf_select(c, o->components, false, sel, need, d) < 0 || nf_diags_exit(d))
         goto out;
+    /* bind as an engine would: the architecture checks of ninfer-bind --check
+     * on the selected components (issue 11 item 7: a parameter bound to an
+     * object of the wrong shape, a config with hidden_size 0, an unknown
+     * architecture are the same diagnostics and stop the run) */
+    {
+        const char **names = calloc(c->n_components ? c->n_components : 1, sizeof *names);
+        if (!names) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            goto out;
+        }
+        nf_bind_opts bo = {names, 0};
+        for (size_t i = 0; i < c->n_components; i++)
+            if (sel[i])
+                names[bo.n_components++] = c->components[i].id;
+        int bx = bo.n_components
+                     ? nf_binder_check(c, nf_artifact_is_stream(a) ? NULL : a, &bo, d)
+                     : 0;
+        free(names);
+        if (bx || nf_diags_exit(d))
+            goto out;
+    }
     for (size_t i = 0; i < c->n_objects; i++)
         if (need[i]) {
             slot[i] = nobj;
