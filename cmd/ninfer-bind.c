@@ -382,7 +382,18 @@ static int run_one(const char *path, const opts *o)
         ex = nf_diags_exit(&d);
     }
     nf_operand_close(&op);
+    goto done;
 out:
+    if (o->json && o->mode == M_CHECK) {
+        /* an operand that could not be checked still gets its record */
+        nf_jval *r = nf_jnew_object();
+        nf_jobj_set(r, "file", nf_jnew_string(path));
+        nf_jobj_set(r, "exit", nf_jnew_i64(ex));
+        nf_jobj_set(r, "diagnostics", nf_diags_json(&d));
+        nf_print_json_line(r);
+        nf_jval_free(r);
+    }
+done:
     if (!(o->json && o->mode == M_CHECK))
         nf_diags_print(&d, nf_prog, stderr);
     nf_diags_free(&d);
