@@ -21,7 +21,7 @@ every_reader() {
     local want=$1 code=$2 f=$3 cmd
     mkdir -p out
     for cmd in "ninfer-verify -" "ninfer-cat -" "ninfer-cat --object r.tok -" \
-        "ninfer-split -o out/s.ninfer -" "ninfer-split -o - -" "ninfer-run --device cpu -"; do
+        "ninfer-split -o out/s.ninfer -" "ninfer-split -o - -"; do
         run -"$want" --separate-stderr bash -c "$cmd < $f > /dev/null"
         echo "$cmd: $stderr"
         expect_only_codes "$code"
