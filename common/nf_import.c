@@ -312,18 +312,23 @@ static bool open_index(ckpt *c, const char *index_path, nf_diags *d)
         free(p);
     }
     ok = ok && !nf_diags_exit(&local);
+    size_t base = c->n_st; /* shards[i] becomes shard base + i */
     for (size_t i = 0; ok && i < n; i++) {
         char *p = nf_path_join(c->dir, shards[i]);
         ok = p && ck_add_shard(c, p, &local);
         free(p);
     }
-    /* every name of the map is where the map says */
+    /* every name of the map is where the map says; shards are compared by
+     * the index's own names, never by the file a symlink resolves to (a
+     * Hugging Face cache links each shard to a blob named by its hash) */
     nf_jiter it = nf_jobj_iter(wm);
     const char *k;
     nf_jval *v;
     while (ok && nf_jobj_next(&it, &k, &v)) {
         size_t w = sm_get(&c->where, k);
-        if (w == SIZE_MAX || strcmp(nf_basename(c->st_path[w >> 32]), nf_jstr(v, NULL)) != 0) {
+        const char *f = nf_jstr(v, NULL);
+        char **at = f ? bsearch(&f, shards, n, sizeof *shards, str_cmp) : NULL;
+        if (w == SIZE_MAX || !at || (w >> 32) != base + (size_t)(at - shards)) {
             char *q = nf_ptr_join("/weight_map", k, strlen(k));
             nf_diag_add(&local, NF_C_REFERENCE, q ? q : "", "tensor \"%s\" is not in shard \"%s\"", k,
                         nf_jstr(v, NULL));
@@ -1491,8 +1496,21 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
                 goto done;
         for (const char *const *f = frontend_files; *f; f++) {
             char *p = nf_path_join(c.dir, *f);
-            struct stat sb;
-            if (p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            struct stat sb, lb;
+            /* a frontend file that is there but is no regular file (a FIFO,
+             * a directory, a device, a dangling link of an interrupted
+             * download) is an I/O failure, never silently left out */
+            bool there = p && lstat(p, &lb) == 0;
+            bool readable = there && stat(p, &sb) == 0;
+            if (there && (!readable || !S_ISREG(sb.st_mode))) {
+                nf_diag_addf(d, NF_C_IO, p, "", "%s", !readable
+                             ? "frontend file cannot be read (a dangling symlink?)"
+                             : S_ISDIR(sb.st_mode) ? "frontend file is a directory"
+                             : "frontend file is not a regular file (a FIFO or device)");
+                free(p);
+                goto done;
+            }
+            if (readable && S_ISREG(sb.st_mode)) {
                 if (sb.st_size == 0) {
                     warnf(o, "warning: %s is empty; left out (a resource has positive length)", p);
                 } else {

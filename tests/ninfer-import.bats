@@ -224,6 +224,40 @@ same_params() {
     expect_only_codes reference
 }
 
+@test "a sharded checkpoint in the Hugging Face cache layout: shards are symlinks to blobs named by their hash" {
+    nf-mkarch --arch qwen3 ck
+    local names blob
+    names=$(nf-st2manifest --list ck | cut -f1)
+    mkdir -p hub/blobs hub/snap
+    blob=$(nf_sha256 ck/model.safetensors)
+    mv ck/model.safetensors "hub/blobs/$blob"
+    ln -s "../blobs/$blob" hub/snap/model-00001-of-00001.safetensors
+    cp ck/config.json hub/snap/
+    {
+        echo '{"weight_map": {'
+        sed 's/.*/"&": "model-00001-of-00001.safetensors"/' <<< "$names" | paste -sd, -
+        echo '}}'
+    } > hub/snap/model.safetensors.index.json
+    import_pack hub/snap s
+    # the bytes are the blob's: one tensor read back equals its source
+    extract_equals_source s.ninfer "hub/blobs/$blob"
+}
+
+@test "a frontend file that is a FIFO, a directory or a dangling symlink is io (3), never left out" {
+    nf-mkckpt ck
+    rm ck/tokenizer.json
+    mkfifo ck/tokenizer.json
+    run -3 --separate-stderr ninfer-import ck
+    expect_only_codes io
+    [[ "$stderr" == *"ck/tokenizer.json: io: frontend file is not a regular file"* ]]
+    rm ck/tokenizer.json && mkdir ck/tokenizer.json
+    run -3 --separate-stderr ninfer-import ck
+    [[ "$stderr" == *"io: frontend file is a directory"* ]]
+    rmdir ck/tokenizer.json && ln -s absent ck/tokenizer.json
+    run -3 --separate-stderr ninfer-import ck
+    [[ "$stderr" == *"io: frontend file cannot be read"* ]]
+}
+
 @test "a single .safetensors file with --config; without a config it is a usage error" {
     nf-mkarch --arch llama ck
     mkdir other
