@@ -106,6 +106,16 @@ nf_safetensors *nf_safetensors_open(const char *path, nf_diags *d)
         nf_diag_add(&local, NF_C_SCHEMA, "", "header must be a JSON object");
         goto fail;
     }
+    /* json-c cuts member names at U+0000: "x\u0000a" and "x\u0000b" would
+     * both be tensor "x", and a lookup of "x" would find one of them */
+    size_t dl;
+    const char *dt_text = nf_jdoc_text(doc, &dl);
+    char *nulp = NULL;
+    if (nf_jname_has_nul(doc, nf_jspan_root(dt_text, dl), "", &nulp)) {
+        nf_diag_add(&local, NF_C_SCHEMA, nulp ? nulp : "", "a tensor name contains U+0000");
+        free(nulp);
+        goto fail;
+    }
     const nf_jscan_result *sr = nf_jdoc_scan(doc);
     for (size_t i = 0; i < sr->n_bigint; i++)
         nf_diag_add(&local, NF_C_RANGE, sr->bigint_ptrs[i], "integer above 2^64-1");
@@ -126,6 +136,18 @@ nf_safetensors *nf_safetensors_open(const char *path, nf_diags *d)
         if (strcmp(name, "__metadata__") == 0) {
             if (nf_jtype_of(v) != NF_J_OBJECT)
                 nf_diag_add(&local, NF_C_SCHEMA, ptr, "__metadata__ must be an object");
+            /* the format's metadata is a string -> string map */
+            nf_jiter mi = nf_jobj_iter(v);
+            const char *mk;
+            nf_jval *mv;
+            while (nf_jobj_next(&mi, &mk, &mv))
+                if (nf_jtype_of(mv) != NF_J_STRING) {
+                    char *mp = nf_ptr_join(ptr, mk, strlen(mk));
+                    nf_diag_add(&local, NF_C_SCHEMA, mp ? mp : ptr,
+                                "__metadata__ values are strings, not %s",
+                                nf_jtype_name(nf_jtype_of(mv)));
+                    free(mp);
+                }
             free(ptr);
             continue;
         }

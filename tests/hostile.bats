@@ -270,6 +270,33 @@ small_prefix="$obj_prefix"', "bindings": {}, "uses": [], "files": [{"path": null
     grep -qF 'metadata member name must not contain U+0000' <<< "$stderr"
 }
 
+# st_file FILE HEADER — a safetensors file: 8-byte length, HEADER, 32 data bytes
+st_file() {
+    local n=${#2}
+    printf "$(printf '\\x%02x' $((n & 255)) $((n >> 8 & 255)) 0 0 0 0 0 0)" > "$1"
+    printf '%s' "$2" >> "$1"
+    head -c 32 /dev/zero | tr '\0' '\1' >> "$1"
+}
+
+@test "safetensors tensor names with U+0000 -> schema (1): two tensors never alias one name" {
+    st_file nul.safetensors '{"x\u0000a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"x\u0000b":{"dtype":"F32","shape":[4],"data_offsets":[16,32]}}'
+    cat > m.json <<'E'
+{"components": {"text": {"config": {}}}, "bindings": {}, "uses": [],
+ "objects": [{"id": "a", "kind": "tensor", "shape": [4], "format": "fp32", "layout": "contiguous_le_v1",
+              "source": {"safetensors": "nul.safetensors", "tensor": "x"}}]}
+E
+    run -1 --separate-stderr ninfer-pack -q -o o.ninfer m.json
+    expect_code schema
+    [[ "$stderr" == *"a tensor name contains U+0000"* ]]
+    [ ! -e o.ninfer ]
+    # __metadata__ is a string -> string map
+    st_file meta.safetensors '{"__metadata__":{"format":1},"x":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}}'
+    sed -i 's/nul.safetensors/meta.safetensors/' m.json
+    run -1 --separate-stderr ninfer-pack -q -o o.ninfer m.json
+    expect_code schema
+    [[ "$stderr" == *"/__metadata__/format: schema: __metadata__ values are strings, not integer"* ]]
+}
+
 # ---- size and depth: bounded time and memory -------------------------------------------
 
 @test "100,000 nested arrays -> depth (1), fast" {
