@@ -43,8 +43,11 @@ static const char usage[] =
 
 static void warn(void *ctx, const char *msg)
 {
-    if (!*(bool *)ctx)
-        fprintf(stderr, "%s: %s\n", nf_prog, msg);
+    if (*(bool *)ctx)
+        return;
+    fprintf(stderr, "%s: ", nf_prog);
+    nf_fput_text(msg, stderr);
+    fputc('\n', stderr);
 }
 
 int main(int argc, char **argv)

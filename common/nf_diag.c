@@ -1,6 +1,7 @@
 /* nf_diag.c — diagnostic records and the exit-status ranking (DESIGN 3). */
 #include "nf_diag.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,20 +193,75 @@ int nf_diags_exit(const nf_diags *d)
     return d->worst;
 }
 
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one
+ * (overlong, surrogate, past U+10FFFF, cut short). */
+static size_t utf8_seq(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+             : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (n <= 1)
+        return n;
+    unsigned cp = c & (0x7f >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+void nf_fput_text(const char *s, FILE *f)
+{
+    const unsigned char *p = (const unsigned char *)s, *run = p;
+    while (*p) {
+        size_t n = utf8_seq(p);
+        /* C0 controls, DEL, C1 controls (U+0080..U+009F) and bytes that are
+         * not UTF-8 come from hostile names: never let them reach a
+         * terminal or split a line */
+        bool c1 = n == 2 && p[0] == 0xc2 && p[1] < 0xa0;
+        if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f)) || c1) {
+            fprintf(f, "%.*s", (int)(p - run), (const char *)run);
+            size_t k = c1 ? 2 : 1;
+            for (size_t i = 0; i < k; i++)
+                fprintf(f, "\\x%02x", p[i]);
+            p += k;
+            run = p;
+        } else {
+            p += n;
+        }
+    }
+    fprintf(f, "%.*s", (int)(p - run), (const char *)run);
+}
+
 void nf_diags_print(const nf_diags *d, const char *prog, FILE *f)
 {
     for (size_t i = 0; i < d->n; i++) {
         const nf_diag *r = &d->v[i];
         fprintf(f, "%s: ", prog);
-        if (r->file[0])
-            fprintf(f, "%s: ", r->file);
-        if (r->pointer[0])
-            fprintf(f, "%s: ", r->pointer);
-        fprintf(f, "%s: %s\n", nf_code_name(r->code), r->message);
+        if (r->file[0]) {
+            nf_fput_text(r->file, f);
+            fputc(':', f), fputc(' ', f);
+        }
+        if (r->pointer[0]) {
+            nf_fput_text(r->pointer, f);
+            fputc(':', f), fputc(' ', f);
+        }
+        fprintf(f, "%s: ", nf_code_name(r->code));
+        nf_fput_text(r->message, f);
+        fputc('\n', f);
     }
-    if (d->dropped)
-        fprintf(f, "%s: %s%s%zu more problems not shown\n", prog,
-                d->file ? d->file : "", d->file ? ": " : "", d->dropped);
+    if (d->dropped) {
+        fprintf(f, "%s: ", prog);
+        if (d->file) {
+            nf_fput_text(d->file, f);
+            fputc(':', f), fputc(' ', f);
+        }
+        fprintf(f, "%zu more problems not shown\n", d->dropped);
+    }
 }
 
 void nf_diags_move(nf_diags *dst, nf_diags *src)

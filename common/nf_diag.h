@@ -120,8 +120,16 @@ int nf_diags_exit(const nf_diags *d);
 
 /* Print one line per record to f:
  *   "<prog>: <file>: <pointer>: <code>: <message>"
- * (the pointer part left out when empty), then a line about dropped ones. */
+ * (the pointer part left out when empty), then a line about dropped ones.
+ * File, pointer and message are written through nf_fput_text. */
 void nf_diags_print(const nf_diags *d, const char *prog, FILE *f);
+
+/* Write the NUL-terminated text s to f with C0 control characters (tab and
+ * newline included), DEL, C1 controls (U+0080..U+009F) and bytes that are
+ * not valid UTF-8 written as \xHH, so that names taken from a hostile
+ * artifact can neither split a diagnostic line nor drive a terminal. Valid
+ * UTF-8 otherwise passes unchanged. */
+void nf_fput_text(const char *s, FILE *f);
 
 /* Move all records of src to the end of dst (src becomes empty). */
 void nf_diags_move(nf_diags *dst, nf_diags *src);

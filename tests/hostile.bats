@@ -297,6 +297,18 @@ E
     [[ "$stderr" == *"/__metadata__/format: schema: __metadata__ values are strings, not integer"* ]]
 }
 
+@test "control characters in names never reach the terminal: ESC, newline and C1 controls are written \\xHH" {
+    NF_BINDINGS='{"\u001b[2J\u001b[31mFAKE: OK\u0085\nnext": {"object": "nope"}}' nf_make a.ninfer
+    run -1 --separate-stderr ninfer-verify a.ninfer
+    expect_code reference
+    [ "$(grep -c . <<< "$stderr")" -eq 2 ]          # two problems, two lines
+    [[ "$stderr" == *'/bindings/\x1b[2J\x1b[31mFAKE: OK\xc2\x85\x0anext/object: reference: '* ]]
+    ! grep -q $'\033' <<< "$stderr" || return 1
+    # --json keeps the name exactly (JSON escapes it)
+    run -1 --separate-stderr ninfer-verify --json a.ninfer
+    [[ "$output" == *'"/bindings/\u001b[2J\u001b[31mFAKE: OK'$'\xc2\x85''\nnext/object"'* ]]
+}
+
 # ---- size and depth: bounded time and memory -------------------------------------------
 
 @test "100,000 nested arrays -> depth (1), fast" {
