@@ -125,7 +125,8 @@ int main(int argc, char **argv)
                      "output names an input file (%s); refusing to write", path);
     if (!nf_diags_exit(&d)) {
         char *base = strcmp(path, "-") == 0 ? strdup(".") : nf_dirname_dup(path);
-        nf_pack(text, len, base ? base : ".", &po, &d);
+        nf_pack_owned(text, len, base ? base : ".", &po, &d);
+        text = NULL; /* the packer took it */
         free(base);
     }
     free(text);

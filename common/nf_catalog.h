@@ -332,6 +332,13 @@ char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *o,
  * (for planning a files table). SIZE_MAX on allocation failure. */
 size_t nf_catalog_serialized_len(const nf_catalog *c, const nf_serialize_opts *o);
 
+/* Serialize into buf[0..cap) (no NUL added): returns the length, or
+ * SIZE_MAX when the text needs more than cap bytes (nothing useful in buf)
+ * or on allocation failure. For writers that place the catalog in a buffer
+ * of their own (the entry's first bytes). */
+size_t nf_catalog_serialize_to(const nf_catalog *c, const nf_serialize_opts *o, char *buf,
+                               size_t cap);
+
 /* ---- editing (manifests: ninfer-quant) ---- */
 
 /* Append a tensor object (manifest editing, e.g. ninfer-quant's auxiliary

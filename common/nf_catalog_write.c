@@ -587,6 +587,18 @@ char *nf_catalog_serialize(const nf_catalog *c, const nf_serialize_opts *op, siz
     return t;
 }
 
+size_t nf_catalog_serialize_to(const nf_catalog *c, const nf_serialize_opts *op, char *buf,
+                               size_t cap)
+{
+    size_t n = nf_catalog_serialized_len(c, op);
+    if (n == SIZE_MAX || n > cap)
+        return SIZE_MAX;
+    wr w = {buf, 0, n, op->pretty, false};
+    if (!serialize_to(&w, c, op) || w.n != n)
+        return SIZE_MAX;
+    return n;
+}
+
 /* ---- manifest editing ---- */
 
 struct prov_ctx {

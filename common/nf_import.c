@@ -827,18 +827,23 @@ static nf_jval *tensor_source(const mb *m, const ck_t *t, const nf_src_tensor *w
     return s;
 }
 
-static bool push_binding(mb *m, const char *name, nf_jval *b)
+static bool push_binding(mb *m, const char *name, nf_jval *b_in)
 {
+    /* kept as text (the caller's reference to the tree goes when it is done) */
+    nf_jval *b = nf_jval_freeze(nf_jval_ref(b_in));
     if (m->n_b == m->cap_b) {
         size_t cap = m->cap_b ? m->cap_b * 2 : 1024;
         nf_jval **v = realloc(m->bjson, cap * sizeof *v);
-        if (!v)
+        if (!v) {
+            nf_jval_free(b);
             return false;
+        }
         m->bjson = v;
         m->cap_b = cap;
     }
-    m->bjson[m->n_b] = nf_jval_ref(b);
+    m->bjson[m->n_b] = b;
     if (!sm_put(&m->bidx, name, m->n_b)) {
+        m->bjson[m->n_b] = NULL;
         nf_jval_free(b);
         return false;
     }
@@ -929,7 +934,7 @@ static bool cols_aux(mb *m, const char *param, const nf_src_tensor *want)
         nf_jobj_set(o, "format", nf_jnew_string("int32"));
         nf_jobj_set(o, "layout", nf_jnew_string("contiguous_le_v1"));
         nf_jobj_set(o, "source", src);
-        nf_jarr_push(m->objects, o);
+        nf_jarr_push(m->objects, nf_jval_freeze(o));
         sm_put(&m->objs, id, m->n_objects++);
         m->colsaux_id = strdup(id);
         m->cols_k = hk, m->cols_v = hv, m->cols_hd = hd;
@@ -961,7 +966,8 @@ static nf_jval *bind_plain(mb *m, const nf_arch_plan *plan, const nf_param *p, n
         nf_jobj_set(o, "format", nf_jnew_string(e.format));
         nf_jobj_set(o, "layout", nf_jnew_string(e.layout));
         nf_jobj_set(o, "source", tensor_source(m, &t, want, false, 0, 0));
-        nf_jarr_push(m->objects, o);
+        /* kept as text: a manifest of 74k records stays a few times its size */
+        nf_jarr_push(m->objects, nf_jval_freeze(o));
         sm_put(&m->objs, t.name, m->n_objects++);
         note_transform(m, &t, want, &e);
     }
@@ -1041,7 +1047,7 @@ static bool bind_group(mb *m, const nf_arch_plan *plan, size_t gi, nf_naming nm)
         nf_jobj_set(src, "concat", items);
         items = NULL;
         nf_jobj_set(o, "source", src);
-        nf_jarr_push(m->objects, o);
+        nf_jarr_push(m->objects, nf_jval_freeze(o));
         sm_put(&m->objs, g->id, m->n_objects++);
         for (size_t k = 0; k < g->n_members; k++) {
             const nf_param *p = &plan->params[g->members[k]];
@@ -1140,7 +1146,7 @@ static bool add_shares_and_uses(mb *m, const nf_arch_plan *plan)
             nf_jobj_set(a, "input_columns", b);
             nf_jobj_set(u, "auxiliaries", a);
         }
-        nf_jarr_push(m->uses, u);
+        nf_jarr_push(m->uses, nf_jval_freeze(u));
     }
     return true;
 }

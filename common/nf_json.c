@@ -405,6 +405,108 @@ bool nf_jarr_push(nf_jval *arr, nf_jval *val)
     return true;
 }
 
+/* ---- frozen values ----
+ * A finished subtree kept as its compact text (a few hundred bytes where
+ * json-c's tree of it takes kilobytes) and printed as json-c would print
+ * the tree: compact as it is, pretty re-indented at the level it lands on. */
+
+static bool has_raw(json_object *v, unsigned depth)
+{
+    if (depth > NF_JSON_MAX_DEPTH + 8)
+        return true;
+    switch (json_object_get_type(v)) {
+    case json_type_string:
+        return json_object_get_userdata(v) != NULL;
+    case json_type_array:
+        for (size_t i = 0; i < json_object_array_length(v); i++)
+            if (has_raw(json_object_array_get_idx(v, i), depth + 1))
+                return true;
+        return false;
+    case json_type_object: {
+        json_object_object_foreach(v, key, val) {
+            (void)key;
+            if (has_raw(val, depth + 1))
+                return true;
+        }
+        return false;
+    }
+    default:
+        return false;
+    }
+}
+
+static void pb_indent(struct printbuf *pb, int level)
+{
+    for (int i = 0; i < level; i++)
+        printbuf_memappend(pb, "  ", 2);
+}
+
+static int frozen_to_json(json_object *jso, struct printbuf *pb, int level, int flags)
+{
+    const char *t = json_object_get_userdata(jso);
+    size_t n = strlen(t);
+    if (!(flags & JSON_C_TO_STRING_PRETTY)) {
+        printbuf_memappend(pb, t, (int)n);
+        return 0;
+    }
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = t[i];
+        if (ch == '"') {
+            for (i++; t[i] != '"'; i++)
+                if (t[i] == '\\')
+                    i++;
+            continue;
+        }
+        if (ch != '{' && ch != '[' && ch != '}' && ch != ']' && ch != ',' && ch != ':')
+            continue;
+        printbuf_memappend(pb, t + run, (int)(i - run));
+        run = i + 1;
+        if (ch == '{' || ch == '[') {
+            char close = ch == '{' ? '}' : ']';
+            printbuf_memappend(pb, &ch, 1);
+            printbuf_memappend(pb, "\n", 1);
+            if (t[i + 1] == close) {
+                /* empty: "{\n" and the close at this level */
+                pb_indent(pb, level);
+                printbuf_memappend(pb, &close, 1);
+                run = ++i + 1;
+                continue;
+            }
+            pb_indent(pb, ++level);
+        } else if (ch == '}' || ch == ']') {
+            printbuf_memappend(pb, "\n", 1);
+            pb_indent(pb, --level);
+            printbuf_memappend(pb, &ch, 1);
+        } else if (ch == ',') {
+            printbuf_memappend(pb, ",\n", 2);
+            pb_indent(pb, level);
+        } else {
+            printbuf_memappend(pb, ": ", 2);
+        }
+    }
+    printbuf_memappend(pb, t + run, (int)(n - run));
+    return 0;
+}
+
+nf_jval *nf_jval_freeze(nf_jval *v)
+{
+    if (!v || has_raw(v, 0))
+        return v;
+    json_type ty = json_object_get_type(v);
+    if (ty != json_type_object && ty != json_type_array)
+        return v;
+    char *t = nf_jval_to_text(v, false, NULL);
+    json_object *o = t ? json_object_new_string("") : NULL;
+    if (!o) {
+        free(t);
+        return v;
+    }
+    json_object_set_serializer(o, frozen_to_json, t, json_object_free_userdata);
+    json_object_put(v);
+    return o;
+}
+
 nf_jval *nf_jval_ref(nf_jval *v) { return json_object_get(v); }
 void nf_jval_free(nf_jval *v) { json_object_put(v); }
 

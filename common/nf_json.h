@@ -148,6 +148,16 @@ bool nf_jobj_set(nf_jval *obj, const char *name, nf_jval *val);
 bool nf_jobj_set_len(nf_jval *obj, const char *name, size_t name_len,
                      nf_jval *val);
 bool nf_jarr_push(nf_jval *arr, nf_jval *val);
+/* Freeze a finished object or array: returns a value that serializes as v
+ * did (compact, and pretty at whatever level it is placed) but is kept as
+ * its compact text, a small fraction of json-c's tree (builders of large
+ * documents, the importer's manifest, freeze each record when it is done).
+ * Takes v's reference (the tree is freed once no other reference holds
+ * it); v is returned as it is when it holds a raw value (nf_jnew_raw text
+ * is printed verbatim, never re-indented), is not a container, or memory
+ * runs out. A frozen value is opaque: nf_jobj_get and friends see a
+ * string. */
+nf_jval *nf_jval_freeze(nf_jval *v);
 /* Take a reference so one value can sit in two trees. */
 nf_jval *nf_jval_ref(nf_jval *v);
 void nf_jval_free(nf_jval *v);

@@ -16,6 +16,7 @@
 #include "nf_digest.h"
 #include "nf_gguf.h"
 #include "nf_safetensors.h"
+#include "nf_strmap.h"
 #include "nf_values.h"
 #include "nf_util.h"
 #include "nf_writer.h"
@@ -68,6 +69,7 @@ typedef struct {
     const nf_pack_opts *po;
     input *in;
     size_t n_in, cap_in;
+    nf_strmap in_by_path; /* resolved path -> index into in */
 } pack_ctx;
 
 static bool segs_add(segs *s, seg g)
@@ -135,14 +137,15 @@ static input *get_input(pack_ctx *p, const char *rel, int kind, const char *ptr)
     char *path = resolve(p, rel);
     if (!path)
         return NULL;
-    for (size_t i = 0; i < p->n_in; i++)
-        if (strcmp(p->in[i].path, path) == 0) {
-            free(path);
-            input *in = &p->in[i];
-            if ((kind == 1 && !in->st) || (kind == 2 && !in->a) || (kind == 3 && !in->gg))
-                return NULL;
-            return in;
-        }
+    /* each input opened once, found by its path in O(1) (74k sources) */
+    size_t known = nf_strmap_get(&p->in_by_path, path, strlen(path));
+    if (known != SIZE_MAX) {
+        free(path);
+        input *in = &p->in[known];
+        if ((kind == 1 && !in->st) || (kind == 2 && !in->a) || (kind == 3 && !in->gg))
+            return NULL;
+        return in;
+    }
     if (p->n_in == p->cap_in) {
         size_t nc = p->cap_in ? p->cap_in * 2 : 8;
         input *nv = realloc(p->in, nc * sizeof *nv);
@@ -193,6 +196,16 @@ static input *get_input(pack_ctx *p, const char *rel, int kind, const char *ptr)
                 return NULL;
             }
         }
+    }
+    if (nf_strmap_add(&p->in_by_path, in.path, strlen(in.path), p->n_in) == SIZE_MAX - 1) {
+        nf_diag_add(p->d, NF_C_IO, ptr, "out of memory");
+        if (in.fd >= 0)
+            close(in.fd);
+        nf_safetensors_free(in.st);
+        nf_gguf_free(in.gg);
+        nf_artifact_close(in.a);
+        free(path);
+        return NULL;
     }
     p->in[p->n_in] = in;
     return &p->in[p->n_in++];
@@ -1125,17 +1138,43 @@ static uint8_t *tc_finish(pack_ctx *p, tc_job *jp, const char *ptr, FILE *report
 
 static const char ZEROS64[] = "0000000000000000000000000000000000000000000000000000000000000000";
 
+static int pack_catalog(nf_catalog *c, const char *base_dir, const nf_pack_opts *po,
+                        nf_diags *d);
+
 int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_opts *po,
             nf_diags *d)
+{
+    char *copy = malloc(len ? len : 1);
+    if (!copy) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory for the %zu-byte manifest", len);
+        return -1;
+    }
+    if (len)
+        memcpy(copy, text, len);
+    return nf_pack_owned(copy, len, base_dir, po, d);
+}
+
+int nf_pack_owned(char *text, size_t len, const char *base_dir, const nf_pack_opts *po,
+                  nf_diags *d)
 {
     const nf_writer_cli *wc = po->wc;
     bool stream_out = !wc->out || strcmp(wc->out, "-") == 0;
     const char *entry = stream_out ? NULL : nf_basename(wc->out);
-    nf_catalog *c = nf_catalog_parse(text, len, NF_CAT_MANIFEST, entry, d);
+    /* the catalog keeps (and frees) the text */
+    nf_catalog *c = nf_catalog_parse_owned(text, len, NF_CAT_MANIFEST, entry, d);
     if (!c)
         return -1;
+    return pack_catalog(c, base_dir, po, d);
+}
+
+static int pack_catalog(nf_catalog *c, const char *base_dir, const nf_pack_opts *po,
+                        nf_diags *d)
+{
+    const nf_writer_cli *wc = po->wc;
+    bool stream_out = !wc->out || strcmp(wc->out, "-") == 0;
+    const char *entry = stream_out ? NULL : nf_basename(wc->out);
     int rc = -1;
-    pack_ctx p = {base_dir, d, po, NULL, 0, 0};
+    pack_ctx p = {base_dir, d, po, NULL, 0, 0, NF_STRMAP_INIT};
     objsrc *src = calloc(c->n_objects ? c->n_objects : 1, sizeof *src);
     nf_plan plan = {0};
     nf_writer *w = NULL;
@@ -1237,6 +1276,10 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
     }
     if (!w)
         goto done;
+    /* the writer has what it needs of the plan's text (a stream wrote it;
+     * files are written from the catalog at the end) */
+    free(plan.json);
+    plan.json = NULL;
     buf = malloc(CHUNK);
     if (!buf) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
@@ -1407,6 +1450,7 @@ done:
         free(p.in[i].path);
     }
     free(p.in);
+    nf_strmap_free(&p.in_by_path);
     nf_catalog_free(c);
     return rc;
 }

@@ -46,6 +46,11 @@ typedef struct {
 int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_opts *po,
             nf_diags *d);
 
+/* nf_pack taking ownership of the malloc'ed manifest text[0..len) (freed
+ * before it returns, also on failure): the manifest is in memory once. */
+int nf_pack_owned(char *text, size_t len, const char *base_dir, const nf_pack_opts *po,
+                  nf_diags *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -109,6 +109,9 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
         if (!w)
             goto out;
     }
+    /* the writer has what it needs of the plan's text */
+    free(plan.json);
+    plan.json = NULL;
     nf_progress pr;
     nf_progress_init(&pr, "copying", c->payload_bytes, wc->progress);
     if (!hashing && !stream_in && !stream_out) {

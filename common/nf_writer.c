@@ -1098,7 +1098,19 @@ static void remove_surplus(nf_writer *w)
     closedir(dp);
 }
 
+/* nf_writer_finish; filled, when not NULL, is the entry's first 32 +
+ * json_bytes bytes with the catalog and its spaces already in place from
+ * byte 32 (the writer takes it: no copy of the catalog text). */
+static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned char *filled,
+                         nf_diags *d);
+
 int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d)
+{
+    return writer_finish(w, json, len, NULL, d);
+}
+
+static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned char *filled,
+                         nf_diags *d)
 {
     int rc = 0;
     if (w->stream) {
@@ -1115,20 +1127,23 @@ int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d)
     if (len > w->plan.json_bytes) {
         nf_diag_add(d, NF_C_IO, "", "catalog grew past its reservation (%zu > %llu)", len,
                     (unsigned long long)w->plan.json_bytes);
+        free(filled);
         writer_free(w);
         return -1;
     }
     /* header + catalog + trailing spaces; fill stays zero from ftruncate */
     size_t hl = (size_t)(32 + w->plan.json_bytes);
-    unsigned char *head = malloc(hl);
+    unsigned char *head = filled ? filled : malloc(hl);
     if (!head) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         writer_free(w);
         return -1;
     }
     make_header(w, 0, head, w->plan.json_bytes);
-    memcpy(head + 32, json, len);
-    memset(head + 32 + len, ' ', hl - 32 - len);
+    if (!filled) {
+        memcpy(head + 32, json, len);
+        memset(head + 32 + len, ' ', hl - 32 - len);
+    }
     for (size_t i = 0; i < w->n_files; i++) {
         int fd = cache_fd(w, i, d);
         if (fd < 0) {
@@ -1226,23 +1241,30 @@ int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d)
 
 int nf_writer_finish_catalog(nf_writer *w, const nf_catalog *c, bool digests, nf_diags *d)
 {
-    size_t len = 0;
-    char *json = NULL;
-    if (!w->stream) {
-        nf_serialize_opts so = {0};
-        so.files = w->plan.files;
-        so.n_files = w->plan.n_files;
-        so.digests = digests;
-        json = nf_catalog_serialize(c, &so, &len);
-        if (!json) {
+    if (w->stream)
+        return writer_finish(w, NULL, 0, NULL, d);
+    nf_serialize_opts so = {0};
+    so.files = w->plan.files;
+    so.n_files = w->plan.n_files;
+    so.digests = digests;
+    /* serialized straight into the entry's first bytes (DESIGN 14: the
+     * catalog text once in memory, not twice) */
+    size_t hl = (size_t)(32 + w->plan.json_bytes);
+    unsigned char *head = malloc(hl);
+    size_t len = head ? nf_catalog_serialize_to(c, &so, (char *)head + 32, hl - 32) : SIZE_MAX;
+    if (len == SIZE_MAX) {
+        size_t need = head ? nf_catalog_serialized_len(c, &so) : SIZE_MAX;
+        if (need != SIZE_MAX)
+            nf_diag_add(d, NF_C_IO, "", "catalog grew past its reservation (%zu > %llu)", need,
+                        (unsigned long long)w->plan.json_bytes);
+        else
             nf_diag_add(d, NF_C_IO, "", "out of memory serializing the catalog");
-            writer_free(w);
-            return -1;
-        }
+        free(head);
+        writer_free(w);
+        return -1;
     }
-    int rc = nf_writer_finish(w, json, len, d);
-    free(json);
-    return rc;
+    memset(head + 32 + len, ' ', hl - 32 - len);
+    return writer_finish(w, NULL, len, head, d);
 }
 
 /* ---- single-file outputs ---- */
