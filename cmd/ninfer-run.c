@@ -15,8 +15,10 @@ static const char usage[] =
     "The engine's load path, made observable: select components, read each parent\n"
     "object they reference once (every other object stays unread), build the row\n"
     "views, and run every use's projection y = W x with the kernel for its\n"
-    "format/layout (A16: x in bf16, f32 accumulation), checked against the CPU\n"
-    "reference within the f32 dot-product bound K*2^-24*sum|w*x| per row.\n"
+    "format/layout (A16: x in bf16, f32 accumulation; A8 on the CPU for uses whose\n"
+    "activation_policy allows it: x quantized to int8 per block of 16), checked\n"
+    "against the CPU reference on the same activations within the f32\n"
+    "dot-product bound K*2^-24*sum|w*x| per row.\n"
     "\n"
     "  --device cpu|cuda     host backing and CPU kernels, or device memory and CUDA\n"
     "                        kernels (default: cuda when built with CUDA and a GPU is\n"
@@ -26,6 +28,8 @@ static const char usage[] =
     "                        fewer is a usage error)\n"
     "  --iters N             timed runs per projection, median reported (default 5)\n"
     "  --threads N           CPU threads (default: all CPUs)\n"
+    "  --activation policy|a16  A8 for AllowA8/AllowA4 uses on the CPU (policy, the\n"
+    "                        default), or every use on A16\n"
     "  --json                one JSON report on stdout (also when the run fails)\n"
     "  --max-json-bytes N    refuse catalogs larger than N (default 256M)\n"
     "'-' reads a stream (optionally zstd-compressed) from standard input, CPU only.\n"
@@ -68,11 +72,13 @@ static void print_text(nf_jval *rep)
 
 int main(int argc, char **argv)
 {
-    enum { O_DEVICE = 256, O_COMPONENT, O_INPUT, O_ITERS, O_THREADS, O_JSON, O_VERSION, O_MAXJ };
+    enum { O_DEVICE = 256, O_COMPONENT, O_INPUT, O_ITERS, O_THREADS, O_JSON, O_VERSION, O_MAXJ,
+           O_ACT };
     static const struct option lo[] = {
         {"device", required_argument, 0, O_DEVICE}, {"component", required_argument, 0, O_COMPONENT},
         {"input", required_argument, 0, O_INPUT},   {"iters", required_argument, 0, O_ITERS},
         {"threads", required_argument, 0, O_THREADS}, {"json", no_argument, 0, O_JSON},
+        {"activation", required_argument, 0, O_ACT},
         {"help", no_argument, 0, 'h'},              {"version", no_argument, 0, O_VERSION},
         {"max-json-bytes", required_argument, 0, O_MAXJ},
         {0, 0, 0, 0},
@@ -104,6 +110,11 @@ int main(int argc, char **argv)
             ro.threads = (unsigned)v;
             break;
         case O_JSON: json = true; break;
+        case O_ACT:
+            if (strcmp(optarg, "policy") && strcmp(optarg, "a16"))
+                return nf_usage_error("--activation is policy or a16");
+            ro.a16_only = !strcmp(optarg, "a16");
+            break;
         case O_MAXJ:
             if (!nf_parse_size(optarg, &v) || v == 0)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);

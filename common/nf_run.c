@@ -322,6 +322,12 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
         }
         if (icx)
             nf_jobj_set(rec, "input_columns", nf_jnew_bool(true));
+        /* spec 8: A8 where the use's policy allows it (CPU kernels only) */
+        nf_act act = !o->cuda && !o->a16_only &&
+                             (!strcmp(use->activation_policy, "AllowA8") ||
+                              !strcmp(use->activation_policy, "AllowA4"))
+                         ? NF_ACT_A8
+                         : NF_ACT_A16;
         double ms_total = 0, bytes = 0, maxrel = 0, maxref = 0;
         bool ok = true;
         const char *fmt = c->objects[v[0].obj].format_name;
@@ -351,7 +357,7 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
                     double ts = nf_now();
                     /* a small view costs less than starting threads */
                     unsigned th = ob->bytes < (1u << 20) ? 1 : o->threads;
-                    e = nf_gemv_rows(&te, w, ob->bytes, v[k].r0, v[k].r1, x, y + row, th);
+                    e = nf_gemv_rows_act(&te, w, ob->bytes, v[k].r0, v[k].r1, x, y + row, th, act);
                     best[i] = (nf_now() - ts) * 1e3;
                 }
                 for (unsigned i = 1; i < it; i++) /* insertion sort: a few values */
@@ -381,7 +387,8 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
                     break;
                 }
             }
-            e = nf_gemv_ref_rows(&te, hb, ob->bytes, v[k].r0, v[k].r1, x, yr + row, bound + row);
+            e = nf_gemv_ref_rows_act(&te, hb, ob->bytes, v[k].r0, v[k].r1, x, yr + row,
+                                     bound + row, act);
             if (o->cuda)
                 free(hb);
             if (e) {
@@ -412,6 +419,7 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
         nf_jobj_set(rec, "k", nf_jnew_u64(K));
         nf_jobj_set(rec, "parents", nf_jnew_u64(nv));
         nf_jobj_set(rec, "view", nf_jnew_string("rows"));
+        nf_jobj_set(rec, "activation", nf_jnew_string(act == NF_ACT_A8 ? "a8" : "a16"));
         nf_jobj_set(rec, "time_ms", nf_jnew_double(ms_total));
         nf_jobj_set(rec, "gbps", nf_jnew_double(ms_total > 0 ? bytes / (ms_total * 1e-3) / 1e9 : 0));
         nf_jobj_set(rec, "max_rel_error", nf_jnew_double(maxrel));

@@ -26,11 +26,17 @@ typedef struct {
     size_t input_len;
     unsigned threads;        /* CPU threads (0: all) */
     unsigned iters;          /* timed runs per projection (median) */
+    bool a16_only;           /* every use on A16; else (the default) a use whose
+                                activation_policy is AllowA8 or AllowA4 runs on
+                                the CPU's A8 path (nf_gemv.h; spec 8), checked
+                                against the A8 reference; A16Only uses and the
+                                device always run A16 */
 } nf_run_opts;
 
 /* Run. Fills *report (a JSON object: device, components, parents, bytes
  * read, load rate, objects loaded and left unread, one record per use with
- * time, GB/s, max relative error, bound check) and returns 0, or -1 with
+ * time, GB/s, max relative error, bound check, "activation": "a16" or "a8")
+ * and returns 0, or -1 with
  * diagnostics: component-missing (a selected component absent), codes (a
  * kernel result outside the reference bound), unsupported (a device or
  * kernel this build lacks), io (read errors), auxiliary (an input_columns

@@ -478,6 +478,37 @@ K=64
     [ "$(rec_field "$rec" status)" = ok ]
 }
 
+@test "spec 8: AllowA8 and AllowA4 uses run on the A8 path, A16Only ones never; --activation a16" {
+    nf-mkckpt ckpt > /dev/null 2>&1
+    nf-st2manifest --logical ckpt > m.json
+    run -0 ninfer-quant -i m.json -o q.json 'text/*=q4_g64_fp16' \
+        'text/*layers.0.*=q4_g64_fp16,policy=AllowA8' 'text/*layers.1.mlp*=q8_g32_fp16,policy=AllowA4' \
+        'text/*layers.1.self_attn*=q6_g64_fp16,policy=A16Only'
+    run -0 ninfer-pack -q --no-sync -o q.ninfer q.json
+    run -0 --separate-stderr ninfer-run --device cpu --iters 1 --json q.ninfer
+    [ -z "$stderr" ]
+    local p want rec n8=0 n16=0
+    for p in $(grep -o '"parameter":"[^"]*"' <<< "$output" | sed 's/.*:"//; s/"$//'); do
+        rec=$(use_rec "$p")
+        [ "$(rec_field "$rec" status)" = ok ] || [ "$(rec_field "$rec" status)" = lookup ]
+        [ "$(rec_field "$rec" status)" = ok ] || continue
+        case "$p" in
+        *layers.0.* | *layers.1.mlp*) want=a8 n8=$((n8 + 1)) ;;
+        *) want=a16 n16=$((n16 + 1)) ;;
+        esac
+        [ "$(rec_field "$rec" activation)" = "$want" ]
+    done
+    [ "$n8" -eq 10 ] # layer 0: 7 projections; layer 1: gate, up, down
+    [ "$n16" -ge 5 ]
+    [[ "$output" == *'"exit":0,"diagnostics":[]'* ]]
+    # --activation a16: every use on A16, still within the bound
+    run -0 --separate-stderr ninfer-run --device cpu --iters 1 --activation a16 --json q.ninfer
+    [ "$(grep -c '"activation":"a8"' <<< "$output")" -eq 0 ]
+    [ "$(grep -o '"activation":"a16"' <<< "$output" | wc -l)" -eq $((n8 + n16)) ]
+    [[ "$output" == *'"exit":0,"diagnostics":[]'* ]]
+    run -2 ninfer-run --activation a8 q.ninfer
+}
+
 @test "a use without a policy (a token lookup) is listed, not run" {
     run -0 ninfer-pack -q --no-sync -o e.ninfer "$BATS_FILE_TMPDIR/logical.json"
     run -0 --separate-stderr ninfer-run --device cpu --json e.ninfer
