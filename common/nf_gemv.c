@@ -1288,7 +1288,13 @@ int nf_gemv_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
     if (act == NF_ACT_A8 && !x_finite(x, t->cols))
         act = NF_ACT_A16;
     if (atomic_load(&g_use_int) && obj) {
-        int ir = nf_gemv_int_rows(t, obj, obj_bytes, r0, r1, x, act, y, threads, fused_isa());
+        nf_isa fi = fused_isa(), ii = NF_ISA_SCALAR;
+        if (fi >= NF_ISA_AVX512 && nf_gemv_int_supported(t, NF_ISA_AVX512))
+            ii = NF_ISA_AVX512;
+        else if (fi >= NF_ISA_AVX2 && nf_gemv_int_supported(t, NF_ISA_AVX2))
+            ii = NF_ISA_AVX2;
+        int ir = ii != NF_ISA_SCALAR ? nf_gemv_int_rows(t, obj, obj_bytes, r0, r1, x, act, y, threads, ii)
+                                     : 1;
         if (ir != 1)
             return ir;
     }

@@ -24,14 +24,15 @@
  *
  * Kernels, chosen at run time:
  *  - the integer path (nf_gemv_int.c) for q2/q4/q5/q6/q8/t2 and nvfp4 on
- *    AVX-512 with VNNI and VBMI: x is cut into blocks of 16 and held as
+ *    AVX-512 with VNNI and VBMI (vpdpbusd), else on AVX2 (vpmaddubsw +
+ *    vpmaddwd; q8 there only on A8): x is cut into blocks of 16 and held as
  *    signed 7-bit limbs against a power-of-two unit per block (A16: three
  *    limbs, exact for every value within 2^13 of its block's largest; the
  *    few others, and non-finite values, are kept aside and added in f64;
  *    an input with more than 16 + K/256 of them goes to the float kernels)
  *    or as nf_a8_quantize's codes (A8: one limb). The weight codes become
  *    unsigned bytes with bit operations, the dot products are exact int32
- *    sums (vpdpbusd), and each lane's sum meets the group scale and the
+ *    sums, and each lane's sum meets the group scale and the
  *    block unit once in f32: a few roundings per lane and per group, inside
  *    the bound above. Rows it cannot take (a non-finite row_split scale, an
  *    nvfp4 NaN block scale or a divisor outside [2^-60, 2^60]) are decoded

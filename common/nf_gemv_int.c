@@ -111,6 +111,8 @@ bool nf_gemv_int_supported(const nf_tensor_enc *t, nf_isa isa)
 #if NF_INT_X86
     if (isa == NF_ISA_AVX512)
         return nf_codec_isa_supported(NF_ISA_AVX512) && cpu_vnni_vbmi();
+    if (isa == NF_ISA_AVX2)
+        return nf_codec_isa_supported(NF_ISA_AVX2);
 #endif
     (void)isa;
     return false;
@@ -424,6 +426,7 @@ typedef struct {
     uint64_t obj_bytes;
     const xint *X;
     nf_rowsplit_info ri;
+    bool w512; /* the AVX-512 kernels (else AVX2) */
     const uint8_t *pl[3];
     uint64_t rb[3];
     unsigned ng;
@@ -727,6 +730,269 @@ T5I static bool scales_f32(const uint8_t *s, unsigned ng, float *out)
     _mm512_storeu_ps(out + g + 16, _mm512_setzero_ps());
     return bad == 0;
 }
+
+/* ---- AVX2 kernels (vpmaddubsw + vpmaddwd in place of vpdpbusd) ------------------
+ *
+ * The same scheme on 32-byte vectors: a chunk is nv * 32 columns, a lane 4
+ * bytes, 8 lanes a vector. vpmaddubsw adds two u8 * s8 products into a
+ * saturating s16: with u <= 63 (every format but q8) two products stay
+ * within 2 * 63 * 127 = 16002; q8 takes u = |c| (at most 128) against the
+ * limbs with the sign of c (vpsignb), 2 * 128 * 127 = 32512, and no bias.
+ * vpmaddwd by ones then sums pairs into the int32 lane: the same exact
+ * integer as vpdpbusd. Codes come from nibble masks and shifts; the high
+ * planes' bits become bytes with vpshufb and compares. */
+#define T2I __attribute__((target("avx2,fma,f16c")))
+
+T2I NF_INLINE __m256 lanes256(const __m256i *u, const __m256i *sg, unsigned nv, const int8_t *q,
+                              unsigned L, const int32_t *corr)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i a[3];
+#pragma GCC unroll 4
+    for (unsigned l = 0; l < L; l++) {
+        a[l] = l + 1 == L ? _mm256_load_si256((const __m256i *)corr) : _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (unsigned v = 0; v < nv; v++) {
+            __m256i qv = _mm256_load_si256((const __m256i *)(q + (l * nv + v) * 32));
+            if (sg)
+                qv = _mm256_sign_epi8(qv, sg[v]);
+            a[l] = _mm256_add_epi32(a[l], _mm256_madd_epi16(_mm256_maddubs_epi16(u[v], qv), ones));
+        }
+    }
+    __m256i t = a[L - 1];
+    if (L == 3)
+        t = _mm256_add_epi32(_mm256_add_epi32(t, _mm256_slli_epi32(a[1], 7)),
+                             _mm256_slli_epi32(a[0], 14));
+    return _mm256_cvtepi32_ps(t);
+}
+
+T2I NF_INLINE __m256i load_chunk256(const uint8_t *p, bool half)
+{
+    return half ? _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)p))
+                : _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* Bytes j of a 32-byte vector from bit pattern positions: byte j gets bit
+ * (bits of byte j of idx) of the 8 bytes of h (broadcast), 0xff or 0. */
+T2I NF_INLINE __m256i bitbytes256(__m256i hb, __m256i idx, __m256i mask)
+{
+    __m256i r = _mm256_and_si256(_mm256_shuffle_epi8(hb, idx), mask);
+    return _mm256_cmpeq_epi8(r, mask);
+}
+
+/* The code vectors of one row's chunk c, and for q8 the signs. */
+T2I NF_INLINE void codes256(nf_format f, const irow *r, uint64_t c, bool half, __m256i *u,
+                            __m256i *sg)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    switch (f) {
+    case NF_FMT_Q4_G64_FP16: {
+        __m256i v = _mm256_xor_si256(load_chunk256(r->base + 32 * c, half), _mm256_set1_epi8((char)0x88));
+        u[0] = _mm256_and_si256(v, m4);
+        u[1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        break;
+    }
+    case NF_FMT_Q8_G32_FP16: {
+        __m256i v = load_chunk256(r->base + 32 * c, half);
+        u[0] = _mm256_abs_epi8(v);
+        sg[0] = v;
+        break;
+    }
+    case NF_FMT_Q5_G64_FP16: {
+        /* lo byte j: column 2j, high bit 2j of the chunk's 64: byte j/4 of
+         * the 8 high bytes, bit 2(j%4); hi: bit 2(j%4)+1. u = raw ^ 0x10. */
+        __m256i v = _mm256_loadu_si256((const __m256i *)(r->base + 32 * c));
+        uint64_t hq;
+        memcpy(&hq, r->high + 8 * c, 8);
+        __m256i hb = _mm256_set1_epi64x((long long)hq);
+        const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4,
+                                             4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+        const __m256i mlo = _mm256_set1_epi32(0x40100401), mhi = _mm256_set1_epi32((int)0x80200802);
+        const __m256i b4 = _mm256_set1_epi8(0x10);
+        u[0] = _mm256_or_si256(_mm256_and_si256(v, m4),
+                               _mm256_andnot_si256(bitbytes256(hb, idx, mlo), b4));
+        u[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                               _mm256_andnot_si256(bitbytes256(hb, idx, mhi), b4));
+        break;
+    }
+    case NF_FMT_Q6_G64_FP16: {
+        /* 16 high bytes; lo byte j (column 2j): bits 4j, 4j+1, byte j/2 of
+         * them at bits 4(j%2); hi: 4(j%2)+2. Bit 1 of each pair flipped:
+         * u = raw ^ 0x20. */
+        __m256i v = _mm256_loadu_si256((const __m256i *)(r->base + 32 * c));
+        __m256i H = _mm256_broadcastsi128_si256(
+            _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r->high + 16 * c)), _mm_set1_epi8((char)0xaa)));
+        const __m256i idx = _mm256_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9,
+                                             10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+        const __m256i odd = _mm256_set1_epi16((short)0xff00), b45 = _mm256_set1_epi8(0x30);
+        __m256i R = _mm256_shuffle_epi8(H, idx);
+        __m256i lo = _mm256_blendv_epi8(_mm256_slli_epi16(R, 4), R, odd);
+        __m256i hi = _mm256_blendv_epi8(_mm256_slli_epi16(R, 2), _mm256_srli_epi16(R, 2), odd);
+        u[0] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(lo, b45));
+        u[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(hi, b45));
+        break;
+    }
+    case NF_FMT_Q2_G64_FP16:
+    case NF_FMT_T2_G128_FP16: {
+        __m256i v = load_chunk256(r->base + 32 * c, half);
+        if (f == NF_FMT_T2_G128_FP16)
+            v = _mm256_xor_si256(v, _mm256_set1_epi8((char)0xaa)); /* u = raw ^ 2 */
+        const __m256i m3 = _mm256_set1_epi8(3);
+        u[0] = _mm256_and_si256(v, m3);
+        u[1] = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+        u[2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+        u[3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+        break;
+    }
+    default: { /* nvfp4: 2 * e2m1 + 12 */
+        const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
+                                             12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+        __m256i v = load_chunk256(r->base + 32 * c, half);
+        u[0] = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, m4));
+        u[1] = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+        break;
+    }
+    }
+}
+
+/* The scale of each lane of chunk c (lane i: columns 4*nv*i ..). */
+T2I NF_INLINE __m256 scales256c(nf_format f, const irow *r, uint64_t c, int *nan)
+{
+    switch (f) {
+    case NF_FMT_Q2_G64_FP16: /* B 128: two groups of 4 lanes */
+        return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)(const void *)(r->sc + 2 * c)))),
+                                        _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+    case NF_FMT_NVFP4: {
+        /* blocks 4c .. 4c+3: one 4-byte run; lane i <- block i/2 */
+        uint32_t b;
+        memcpy(&b, r->sb + c * 512, 4);
+        *nan |= (((b & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u) != 0; /* a byte & 0x7f == 0x7f */
+        __m256i t = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b),
+                                        _mm256_setr_epi8(-1, -1, -1, 0, -1, -1, -1, 0, -1, -1, -1, 1, -1, -1, -1, 1,
+                                                         -1, -1, -1, 2, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1, 3));
+        t = _mm256_and_si256(_mm256_srai_epi32(t, 4), _mm256_set1_epi32((int)0x87f00000));
+        return _mm256_mul_ps(_mm256_castsi256_ps(t), _mm256_set1_ps(0x1p120f));
+    }
+    case NF_FMT_T2_G128_FP16: /* B 128: one group */
+        return _mm256_set1_ps(r->sc[c]);
+    default: /* q4/q5/q6 (B 64 = G), q8 (B 32 = G): one group */
+        return _mm256_set1_ps(r->sc[c]);
+    }
+}
+
+T2I NF_INLINE __m256 chunk256(nf_format f, unsigned nv, unsigned L, const xint *X, const irow *r,
+                              uint64_t c, bool half, __m256 D, __m256 tot, int *nan)
+{
+    __m256i u[4], sg[4];
+    PF(r->base + 32 * c);
+    if ((f == NF_FMT_Q5_G64_FP16 && !(c & 7)) || (f == NF_FMT_Q6_G64_FP16 && !(c & 3)))
+        PF(r->high + (f == NF_FMT_Q5_G64_FP16 ? 8 : 16) * c);
+    codes256(f, r, c, half, u, sg);
+    __m256 F = lanes256(u, f == NF_FMT_Q8_G32_FP16 ? sg : NULL, nv, X->q + c * L * nv * 32, L,
+                        X->corr + 8 * c);
+    __m256 S = scales256c(f, r, c, nan);
+    return _mm256_fmadd_ps(F, _mm256_mul_ps(D, S), tot);
+}
+
+T2I NF_INLINE float hsum8(__m256 a)
+{
+    __m128 l = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    l = _mm_add_ps(l, _mm_movehl_ps(l, l));
+    l = _mm_add_ss(l, _mm_shuffle_ps(l, l, 1));
+    return _mm_cvtss_f32(l);
+}
+
+T2I NF_INLINE void rows256(nf_format f, const xint *X, const irow *r, unsigned R, unsigned L,
+                           float *out, unsigned *nanrows)
+{
+    const unsigned nv = f == NF_FMT_Q8_G32_FP16 ? 1
+                        : (f == NF_FMT_Q2_G64_FP16 || f == NF_FMT_T2_G128_FP16) ? 4 : 2;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+    int na = 0, nb = 0;
+    uint64_t nch = X->nch, full = X->half ? nch - 1 : nch, c = 0;
+    for (; c + 2 <= full; c += 2) {
+        __m256 D0 = _mm256_load_ps(X->D + 8 * c), D1 = _mm256_load_ps(X->D + 8 * c + 8);
+        a0 = chunk256(f, nv, L, X, &r[0], c, false, D0, a0, &na);
+        a1 = chunk256(f, nv, L, X, &r[0], c + 1, false, D1, a1, &na);
+        if (R == 2) {
+            b0 = chunk256(f, nv, L, X, &r[1], c, false, D0, b0, &nb);
+            b1 = chunk256(f, nv, L, X, &r[1], c + 1, false, D1, b1, &nb);
+        }
+    }
+    for (; c < nch; c++) {
+        bool half = c >= full;
+        __m256 D0 = _mm256_load_ps(X->D + 8 * c);
+        a0 = chunk256(f, nv, L, X, &r[0], c, half, D0, a0, &na);
+        if (R == 2)
+            b0 = chunk256(f, nv, L, X, &r[1], c, half, D0, b0, &nb);
+    }
+    out[0] = hsum8(_mm256_add_ps(a0, a1));
+    *nanrows |= na ? 1u : 0u;
+    if (R == 2) {
+        out[1] = hsum8(_mm256_add_ps(b0, b1));
+        *nanrows |= nb ? 2u : 0u;
+    }
+}
+
+#define ROWS256(NAME, FMT, L)                                                                      \
+    T2I static void NAME(const xint *X, const irow *r, unsigned R, float *out, unsigned *nan)      \
+    {                                                                                              \
+        if (R == 2)                                                                                \
+            rows256(FMT, X, r, 2, L, out, nan);                                                    \
+        else                                                                                       \
+            rows256(FMT, X, r, 1, L, out, nan);                                                    \
+    }
+ROWS256(q2_256_1, NF_FMT_Q2_G64_FP16, 1)
+ROWS256(q2_256_3, NF_FMT_Q2_G64_FP16, 3)
+ROWS256(t2_256_1, NF_FMT_T2_G128_FP16, 1)
+ROWS256(t2_256_3, NF_FMT_T2_G128_FP16, 3)
+ROWS256(q4_256_1, NF_FMT_Q4_G64_FP16, 1)
+ROWS256(q4_256_3, NF_FMT_Q4_G64_FP16, 3)
+ROWS256(q5_256_1, NF_FMT_Q5_G64_FP16, 1)
+ROWS256(q5_256_3, NF_FMT_Q5_G64_FP16, 3)
+ROWS256(q6_256_1, NF_FMT_Q6_G64_FP16, 1)
+ROWS256(q6_256_3, NF_FMT_Q6_G64_FP16, 3)
+ROWS256(q8_256_1, NF_FMT_Q8_G32_FP16, 1)
+ROWS256(q8_256_3, NF_FMT_Q8_G32_FP16, 3)
+ROWS256(nv_256_1, NF_FMT_NVFP4, 1)
+ROWS256(nv_256_3, NF_FMT_NVFP4, 3)
+
+static rows_fn pick256(nf_format f, unsigned L)
+{
+    bool a = L == 1;
+    switch (f) {
+    case NF_FMT_Q2_G64_FP16: return a ? q2_256_1 : q2_256_3;
+    case NF_FMT_T2_G128_FP16: return a ? t2_256_1 : t2_256_3;
+    case NF_FMT_Q4_G64_FP16: return a ? q4_256_1 : q4_256_3;
+    case NF_FMT_Q5_G64_FP16: return a ? q5_256_1 : q5_256_3;
+    case NF_FMT_Q6_G64_FP16: return a ? q6_256_1 : q6_256_3;
+    case NF_FMT_Q8_G32_FP16: return a ? q8_256_1 : q8_256_3;
+    case NF_FMT_NVFP4: return a ? nv_256_1 : nv_256_3;
+    default: return NULL;
+    }
+}
+
+/* The row's FP16 scales as f32 (vcvtph2ps), 32 zeros after; false if one
+ * is not finite. */
+T2I static bool scales_f32_256(const uint8_t *s, unsigned ng, float *out)
+{
+    const __m128i ex = _mm_set1_epi16(0x7c00);
+    int bad = 0;
+    unsigned g = 0;
+    for (; g + 8 <= ng; g += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(s + 2 * g));
+        bad |= _mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, ex), ex));
+        _mm256_storeu_ps(out + g, _mm256_cvtph_ps(h));
+    }
+    for (; g < ng; g++) {
+        uint16_t h;
+        memcpy(&h, s + 2 * g, 2);
+        bad |= (h & 0x7c00) == 0x7c00;
+        out[g] = nf_fp16_to_f32(h);
+    }
+    memset(out + ng, 0, 32 * sizeof *out);
+    return bad == 0;
+}
 #endif /* NF_INT_X86 */
 
 /* ---- the rows ------------------------------------------------------------------- */
@@ -781,7 +1047,8 @@ static bool row_setup(const ictx *c, uint64_t n, irow *r)
     r->base = c->pl[0] + n * c->rb[0];
     r->high = c->ri.high_bits ? c->pl[1] + n * c->rb[1] : NULL;
 #if NF_INT_X86
-    return scales_f32(c->pl[2] + n * c->rb[2], c->ng, r->sc);
+    return c->w512 ? scales_f32(c->pl[2] + n * c->rb[2], c->ng, r->sc)
+                   : scales_f32_256(c->pl[2] + n * c->rb[2], c->ng, r->sc);
 #else
     return false;
 #endif
@@ -866,7 +1133,12 @@ int nf_gemv_int_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
         return NF_CODEC_ERANGE;
     ifmt F;
     fmt_of(t->format, t->layout, &F);
-    unsigned W = 64;
+    unsigned W = isa == NF_ISA_AVX512 ? 64 : 32;
+    if (W == 32 && t->format == NF_FMT_Q8_G32_FP16) {
+        if (act != NF_ACT_A8)
+            return 1; /* AVX2 q8 on A16: the float kernel is faster (3 limbs of 1-byte codes) */
+        F.bias = 0;   /* |c| against the limbs with c's sign */
+    }
     struct ijob j;
     memset(&j, 0, sizeof j);
     ictx *c = &j.c;
@@ -902,7 +1174,8 @@ int nf_gemv_int_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
         return rc;
     c->X = &X;
 #if NF_INT_X86
-    j.fn = pick512(t->format, X.L);
+    j.fn = W == 64 ? pick512(t->format, X.L) : pick256(t->format, X.L);
+    c->w512 = W == 64;
 #endif
     j.r0 = r0;
     j.r1 = r1;

@@ -20,7 +20,9 @@
 #include "nf_gemv.h"
 
 /* The CPU (and build) runs the integer kernels of `isa` (NF_ISA_AVX512:
- * also VNNI and VBMI; NF_ISA_AVX2: AVX2) for t's format and layout. */
+ * also VNNI and VBMI; NF_ISA_AVX2: AVX2, where vpmaddubsw + vpmaddwd stand
+ * in for vpdpbusd) for t's format and layout. (nf_gemv_int_rows may still
+ * decline: AVX2 q8 on A16 stays on the float kernel, which is faster.) */
 bool nf_gemv_int_supported(const nf_tensor_enc *t, nf_isa isa);
 
 /* y[0 .. r1-r0) = W x for rows [r0, r1) on the integer path of `isa`, with

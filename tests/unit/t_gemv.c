@@ -519,15 +519,26 @@ static void fill_smooth(uint16_t *x, uint64_t K, bool plant)
  * too many values outside them, and stays within the reference's bound on
  * both activation paths; a row it cannot take (a non-finite scale, an
  * nvfp4 NaN block scale) is computed in f32 and matches the reference. */
+static void int_path_on(nf_isa isa);
+
 static void int_path(void)
 {
     nf_tensor_enc probe;
     uint64_t dd[2] = {128, 128};
     nf_tensor_enc_init(&probe, NF_FMT_Q4_G64_FP16, NF_LAY_ROW_SPLIT_K128_V1, dd, 2, 1, NULL);
-    if (!nf_gemv_int_supported(&probe, NF_ISA_AVX512)) {
+    if (nf_gemv_int_supported(&probe, NF_ISA_AVX512))
+        int_path_on(NF_ISA_AVX512);
+    else
         SKIP("CPU lacks AVX-512 VNNI+VBMI", "the integer path on AVX-512");
-        return;
-    }
+    if (nf_gemv_int_supported(&probe, NF_ISA_AVX2))
+        int_path_on(NF_ISA_AVX2);
+    else
+        SKIP("CPU lacks AVX2", "the integer path on AVX2");
+}
+
+static void int_path_on(nf_isa isa)
+{
+    const char *in = nf_isa_name(isa);
     static const struct {
         nf_format f;
         uint64_t n, k, div;
@@ -552,15 +563,20 @@ static void int_path(void)
             fill_smooth(x, K, plant);
             for (int a = 0; a < 2; a++) {
                 nf_act act = a ? NF_ACT_A8 : NF_ACT_A16;
-                int rc = nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, N, x, act, y, 2, NF_ISA_AVX512);
+                int rc = nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, N, x, act, y, 2, isa);
                 int rr = nf_gemv_ref_rows_act(&o.t, o.obj, o.bytes, 0, N, x, yr, bd, act);
+                if (isa == NF_ISA_AVX2 && cs[i].f == NF_FMT_Q8_G32_FP16 && !a) {
+                    /* AVX2 q8 on A16 stays on the (faster) float kernel */
+                    CHECK(rc == 1, "int path (%s) %s A16: declined, the float kernel serves", in, fn);
+                    continue;
+                }
                 long bad = rc || rr ? -1 : 0;
                 for (uint64_t n = 0; !bad && n < N; n++)
                     if (!(fabs((double)y[n] - yr[n]) <= bd[n]) && bad++ < 3)
                         printf("#   row %llu: y %.9g ref %.9g bound %.3g\n", (unsigned long long)n,
                                y[n], yr[n], bd[n]);
-                CHECK(rc == 0 && bad == 0, "int path %s %llux%llu %s%s: served, within the bound",
-                      fn, (unsigned long long)N, (unsigned long long)K, a ? "A8" : "A16",
+                CHECK(rc == 0 && bad == 0, "int path (%s) %s %llux%llu %s%s: served, within the bound",
+                      in, fn, (unsigned long long)N, (unsigned long long)K, a ? "A8" : "A16",
                       plant ? " (values kept aside)" : "");
             }
         }
@@ -568,8 +584,8 @@ static void int_path(void)
         fill_x(x, K);
         for (uint64_t k = 0; k < K; k += 16)
             x[k] = nf_f32_to_bf16(1e6f);
-        CHECK(nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, N, x, NF_ACT_A16, y, 1, NF_ISA_AVX512) == 1,
-              "int path %s: an input with wide blocks everywhere is declined", fn);
+        CHECK(nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, N, x, NF_ACT_A16, y, 1, isa) == 1,
+              "int path (%s) %s: an input with wide blocks everywhere is declined", in, fn);
         free(x), free(y), free(yr), free(bd);
         free(o.obj);
     }
@@ -582,12 +598,12 @@ static void int_path(void)
         float y[6], yr[6];
         double bd[6];
         fill_smooth(x, 256, false);
-        int rc = nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, 6, x, NF_ACT_A16, y, 1, NF_ISA_AVX512);
+        int rc = nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, 6, x, NF_ACT_A16, y, 1, isa);
         nf_gemv_ref_rows(&o.t, o.obj, o.bytes, 0, 6, x, yr, bd);
         bool ok = rc == 0;
         for (int n = 0; ok && n < 6; n++)
             ok = fabs((double)y[n] - yr[n]) <= bd[n] || same(y[n], yr[n]);
-        CHECK(ok, "int path: a row with an infinite scale is computed in f32, like the reference");
+        CHECK(ok, "int path (%s): a row with an infinite scale is computed in f32, like the reference", in);
         free(o.obj);
     }
     if (mk(&o, NF_FMT_NVFP4, 128, 128, 1) == 0 && fill_encoded(&o) == 0) {
@@ -596,12 +612,12 @@ static void int_path(void)
         float y[128], yr[128];
         double bd[128];
         fill_smooth(x, 128, false);
-        int rc = nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, 128, x, NF_ACT_A16, y, 1, NF_ISA_AVX512);
+        int rc = nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, 128, x, NF_ACT_A16, y, 1, isa);
         nf_gemv_ref_rows(&o.t, o.obj, o.bytes, 0, 128, x, yr, bd);
         bool ok = rc == 0 && isnan(y[5]);
         for (int n = 0; ok && n < 128; n++)
             ok = fabs((double)y[n] - yr[n]) <= bd[n] || same(y[n], yr[n]);
-        CHECK(ok, "int path: an nvfp4 row with a NaN block scale is NaN, the others within the bound");
+        CHECK(ok, "int path (%s): an nvfp4 row with a NaN block scale is NaN, the others within the bound", in);
         free(o.obj);
     }
 }
