@@ -250,9 +250,10 @@ static int xint_build(xint *X, const uint16_t *x, uint64_t K, uint64_t Kc, nf_ac
     /* the residuals cost a scalar decode each per row: at most about a
      * quarter of the kernel's work */
     uint64_t nb = (K + 15) / 16, maxr = 16 + K / 256;
-    X->q = aligned_alloc(64, X->nch * X->L * X->B + 64);
-    X->corr = aligned_alloc(64, X->nch * X->lanes * sizeof *X->corr + 64);
-    X->D = aligned_alloc(64, X->nch * X->lanes * sizeof *X->D + 64);
+    /* (aligned_alloc wants a multiple of the alignment) */
+    X->q = aligned_alloc(64, (X->nch * X->L * X->B + 127) & ~(uint64_t)63);
+    X->corr = aligned_alloc(64, (X->nch * X->lanes * sizeof *X->corr + 127) & ~(uint64_t)63);
+    X->D = aligned_alloc(64, (X->nch * X->lanes * sizeof *X->D + 127) & ~(uint64_t)63);
     X->rk = malloc(maxr * sizeof *X->rk);
     X->rv = malloc(maxr * sizeof *X->rv);
     X->xf = malloc(K * sizeof *X->xf);

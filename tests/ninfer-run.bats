@@ -480,10 +480,10 @@ K=64
 
 @test "spec 8: AllowA8 and AllowA4 uses run on the A8 path, A16Only ones never; --activation a16" {
     nf-mkckpt ckpt > /dev/null 2>&1
-    nf-st2manifest --logical ckpt > m.json
+    ninfer-import ckpt > m.json
     run -0 ninfer-quant -i m.json -o q.json 'text/*=q4_g64_fp16' \
-        'text/*layers.0.*=q4_g64_fp16,policy=AllowA8' 'text/*layers.1.mlp*=q8_g32_fp16,policy=AllowA4' \
-        'text/*layers.1.self_attn*=q6_g64_fp16,policy=A16Only'
+        'text/layers/0/*=q4_g64_fp16,policy=AllowA8' 'text/layers/1/mlp/*=q8_g32_fp16,policy=AllowA4' \
+        'text/layers/1/attention/*=q6_g64_fp16,policy=A16Only'
     run -0 ninfer-pack -q --no-sync -o q.ninfer q.json
     run -0 --separate-stderr ninfer-run --device cpu --iters 1 --json q.ninfer
     [ -z "$stderr" ]
@@ -493,7 +493,7 @@ K=64
         [ "$(rec_field "$rec" status)" = ok ] || [ "$(rec_field "$rec" status)" = lookup ]
         [ "$(rec_field "$rec" status)" = ok ] || continue
         case "$p" in
-        *layers.0.* | *layers.1.mlp*) want=a8 n8=$((n8 + 1)) ;;
+        text/layers/0/* | text/layers/1/mlp/*) want=a8 n8=$((n8 + 1)) ;;
         *) want=a16 n16=$((n16 + 1)) ;;
         esac
         [ "$(rec_field "$rec" activation)" = "$want" ]
