@@ -451,8 +451,8 @@ int main(int argc, char **argv)
             act_set = true;
             break;
         case O_LLC: llc = optarg; break;
-        case 'h': print_usage(); return 0;
-        case O_VERSION: nf_print_version(); return 0;
+        case 'h': print_usage(); return nf_stdout_close(0);
+        case O_VERSION: nf_print_version(); return nf_stdout_close(0);
         default: return nf_usage_error("unknown option");
         }
     }
@@ -548,7 +548,5 @@ int main(int argc, char **argv)
         }
     }
     free(arena.p);
-    if (fflush(stdout) != 0)
-        ex = nf_exit_combine(ex, NF_EXIT_IO);
-    return ex;
+    return nf_stdout_close(ex);
 }

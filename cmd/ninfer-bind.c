@@ -180,7 +180,7 @@ static int list(const nf_catalog *c, const nf_arch_plan *plans, size_t np, const
         free(t);
         nf_jval_free(arr);
     }
-    return fflush(stdout) ? NF_EXIT_IO : 0;
+    return 0;
 }
 
 typedef struct {
@@ -274,7 +274,8 @@ static int plan(nf_artifact *a, const nf_arch_plan *plans, size_t np, const opts
         puts(t);
     free(t);
     nf_jval_free(root);
-    return fflush(stdout) ? NF_EXIT_IO : nf_diags_exit(d);
+    nf_stdout_flush(d);
+    return nf_diags_exit(d);
 }
 
 static int to_stdout(void *ctx, const void *buf, size_t n)
@@ -290,7 +291,7 @@ static int extract(nf_artifact *a, const opts *o, nf_diags *d)
     if (i != SIZE_MAX) {
         int rc = nf_binding_extract(a, &c->bindings[i].b, o->dtype, to_stdout, NULL, d);
         if (rc == -2)
-            nf_diag_addf(d, NF_C_IO, "(stdout)", "", "cannot write: %s", strerror(errno));
+            nf_diag_stdout(d, errno);
         return nf_diags_exit(d);
     }
     nf_diag_add(d, NF_C_REFERENCE, "/bindings", "no parameter \"%s\" is bound", o->extract);
@@ -359,6 +360,8 @@ static int run_one(const char *path, const opts *o)
             nf_jval_free(r);
         } else if (!ex && !o->quiet) {
             printf("%s: OK (%zu parameters, %zu uses)\n", path, c->n_bindings, c->n_uses);
+            nf_stdout_flush(&d);
+            ex = nf_diags_exit(&d);
         }
     } else {
         nf_arch_plan *plans = NULL;
@@ -371,8 +374,8 @@ static int run_one(const char *path, const opts *o)
         nf_diags_free(&quiet);
         if (!nf_diags_exit(&d)) {
             if (o->mode == M_LIST) {
-                if (list(c, plans, np, o))
-                    nf_diag_addf(&d, NF_C_IO, "(stdout)", "", "cannot write: %s", strerror(errno));
+                list(c, plans, np, o);
+                nf_stdout_flush(&d);
             } else if (o->mode == M_PLAN)
                 plan(a, plans, np, o, &d);
             else
@@ -447,8 +450,8 @@ int main(int argc, char **argv)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);
             break;
         case 'q': o.quiet = true; break;
-        case 'h': fputs(usage, stdout); return 0;
-        case O_VERSION: nf_print_version(); return 0;
+        case 'h': fputs(usage, stdout); return nf_stdout_close(0);
+        case O_VERSION: nf_print_version(); return nf_stdout_close(0);
         default: return nf_usage_error("unknown option (see --help)");
         }
     }
@@ -466,5 +469,5 @@ int main(int argc, char **argv)
     for (int i = optind; i < argc; i++)
         ex = nf_exit_combine(ex, run_one(argv[i], &o));
     free((void *)o.bo.components);
-    return ex;
+    return nf_stdout_close(ex);
 }

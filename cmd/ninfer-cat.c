@@ -56,7 +56,7 @@ static int emit(const void *buf, size_t n)
 {
     int rc = nf_output_write(out, buf, n);
     if (rc) {
-        nf_diag_add(&d, NF_C_IO, "", "write error on standard output: %s", strerror(-rc));
+        nf_diag_stdout(&d, -rc);
         return -1;
     }
     return 0;
@@ -104,8 +104,7 @@ static int seg_out(void *ctx, size_t file, int fd, uint64_t foff, uint64_t roff,
             if (w < 0 && (errno == EINVAL || errno == ENOSYS))
                 break; /* fall back to read/write */
             if (w < 0) {
-                nf_diag_add(&d, NF_C_IO, "", "write error on standard output: %s",
-                            strerror(errno));
+                nf_diag_stdout(&d, errno);
                 return -1;
             }
             if (w == 0) {
@@ -422,8 +421,8 @@ int main(int argc, char **argv)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);
             opt.open.max_json_bytes = v;
             break;
-        case 'h': fputs(usage, stdout); return 0;
-        case O_VERSION: nf_print_version(); return 0;
+        case 'h': fputs(usage, stdout); return nf_stdout_close(0);
+        case O_VERSION: nf_print_version(); return nf_stdout_close(0);
         default: return nf_usage_error("unknown option");
         }
     }
@@ -447,7 +446,7 @@ int main(int argc, char **argv)
         if (run(&op) == 0) {
             int rc = nf_output_finish(out);
             if (rc)
-                nf_diag_add(&d, NF_C_IO, "", "write error on standard output: %s", strerror(-rc));
+                nf_diag_stdout(&d, -rc);
         }
         nf_operand_close(&op);
     }
@@ -455,5 +454,5 @@ int main(int argc, char **argv)
     nf_diags_print(&d, nf_prog, stderr);
     int ex = nf_diags_exit(&d);
     nf_diags_free(&d);
-    return ex;
+    return nf_stdout_close(ex);
 }

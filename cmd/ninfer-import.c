@@ -87,8 +87,8 @@ int main(int argc, char **argv)
             break;
         case O_RESDIR: o.resource_dir = optarg; break;
         case 'q': quiet = true; break;
-        case 'h': fputs(usage, stdout); return 0;
-        case O_VERSION: nf_print_version(); return 0;
+        case 'h': fputs(usage, stdout); return nf_stdout_close(0);
+        case O_VERSION: nf_print_version(); return nf_stdout_close(0);
         default: return nf_usage_error("unknown option (see --help)");
         }
     }
@@ -116,12 +116,12 @@ int main(int argc, char **argv)
         if (out)
             nf_write_file(out, text, len, o.force, inputs, 2, &d);
         else if ((rc = nf_write_all(1, text, len)) != 0)
-            nf_diag_addf(&d, NF_C_IO, "(stdout)", "", "cannot write: %s", strerror(-rc));
+            nf_diag_stdout(&d, -rc);
     }
     free(text);
     free(dir);
     nf_diags_print(&d, nf_prog, stderr);
     int ex = nf_diags_exit(&d);
     nf_diags_free(&d);
-    return ex;
+    return nf_stdout_close(ex);
 }

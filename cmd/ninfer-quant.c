@@ -128,8 +128,8 @@ int main(int argc, char **argv)
             if (!nf_parse_size(optarg, &maxj) || maxj == 0)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);
             break;
-        case 'h': fputs(usage, stdout); return 0;
-        case O_VERSION: nf_print_version(); return 0;
+        case 'h': fputs(usage, stdout); return nf_stdout_close(0);
+        case O_VERSION: nf_print_version(); return nf_stdout_close(0);
         default: return nf_usage_error("unknown option");
         }
     }
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
             else if (outp)
                 nf_write_file(outp, o, n, force, inputs, 2, &d);
             else if ((wr = nf_write_all(1, o, n)) != 0)
-                nf_diag_addf(&d, NF_C_IO, "-", "", "write error: %s", strerror(-wr));
+                nf_diag_stdout(&d, -wr);
             free(o);
         }
         nf_catalog_free(cat);
@@ -201,5 +201,5 @@ int main(int argc, char **argv)
     nf_diags_print(&d, nf_prog, stderr);
     int ex = nf_diags_exit(&d);
     nf_diags_free(&d);
-    return ex;
+    return nf_stdout_close(ex);
 }

@@ -56,8 +56,8 @@ int main(int argc, char **argv)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);
             oo.max_json_bytes = v;
             break;
-        case 'h': printf(usage, nf_writer_usage); return 0;
-        case O_VERSION: nf_print_version(); return 0;
+        case 'h': printf(usage, nf_writer_usage); return nf_stdout_close(0);
+        case O_VERSION: nf_print_version(); return nf_stdout_close(0);
         default: return nf_usage_error("unknown option");
         }
     }
@@ -79,5 +79,5 @@ int main(int argc, char **argv)
     nf_diags_print(&d, nf_prog, stderr);
     int ex = nf_diags_exit(&d);
     nf_diags_free(&d);
-    return ex;
+    return nf_stdout_close(ex);
 }

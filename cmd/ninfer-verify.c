@@ -474,8 +474,8 @@ int main(int argc, char **argv)
             break;
         case 'q': opt.quiet = true; opt.progress = -1; break;
         case O_PROG: opt.progress = 1; break;
-        case 'h': fputs(usage, stdout); return 0;
-        case O_VERSION: nf_print_version(); return 0;
+        case 'h': fputs(usage, stdout); return nf_stdout_close(0);
+        case O_VERSION: nf_print_version(); return nf_stdout_close(0);
         default: return nf_usage_error("unknown option");
         }
     }
@@ -494,9 +494,5 @@ int main(int argc, char **argv)
     }
     for (int i = optind; i < argc; i++)
         ex = nf_exit_combine(ex, verify_one(argv[i]));
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, "%s: write error on standard output: %s\n", nf_prog, strerror(errno));
-        return nf_exit_combine(ex, NF_EXIT_IO);
-    }
-    return ex;
+    return nf_stdout_close(ex);
 }

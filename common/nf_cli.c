@@ -1,6 +1,7 @@
 /* nf_cli.c — shared command plumbing. */
 #include "nf_cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,62 @@ int nf_usage_error(const char *fmt, ...)
 void nf_print_version(void)
 {
     printf("%s %s\n", nf_prog, NF_VERSION);
+}
+
+void nf_diag_stdout(nf_diags *d, int err)
+{
+    nf_diag_addf(d, NF_C_IO, NF_STDOUT_NAME, "", "write error: %s", strerror(err ? err : EIO));
+}
+
+/* glibc drops the buffer of a failed write and keeps only the error flag, so
+ * errno from that write is the only witness left: take it when it is one a
+ * write gives, else say EIO */
+static int write_errno(int e)
+{
+    switch (e) {
+    case ENOSPC: case EDQUOT: case EFBIG: case EIO: case EPIPE: case EBADF: return e;
+    default: return EIO;
+    }
+}
+
+int nf_stdout_flush(nf_diags *d)
+{
+    int prior = errno;
+    bool bad = ferror(stdout) != 0;
+    errno = 0;
+    int e = fflush(stdout) != 0 ? (errno ? errno : EIO) : 0;
+    if (bad && !e)
+        e = write_errno(prior);
+    if (!e)
+        return 0;
+    nf_diag_stdout(d, e);
+    clearerr(stdout);
+    return -1;
+}
+
+int nf_stdout_close(int rc)
+{
+    static bool closed;
+    if (closed)
+        return rc;
+    closed = true;
+    int prior = errno;
+    bool bad = ferror(stdout) != 0;
+    int e = 0;
+    errno = 0;
+    if (fflush(stdout) != 0)
+        e = errno ? errno : EIO;
+    if (!e && !bad && fclose(stdout) != 0 && errno != EBADF)
+        e = errno;
+    if (bad && !e)
+        e = write_errno(prior);
+    if (!e)
+        return rc;
+    nf_diags d = NF_DIAGS_INIT;
+    nf_diag_stdout(&d, e);
+    nf_diags_print(&d, nf_prog, stderr);
+    nf_diags_free(&d);
+    return nf_exit_combine(rc, NF_EXIT_IO);
 }
 
 int nf_operand_open(nf_operand *op, const char *path, const nf_open_opts *o, nf_diags *d)

@@ -27,6 +27,31 @@ int nf_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "prog version" to stdout. */
 void nf_print_version(void);
 
+/* Standard output's name in diagnostics: "prog: (stdout): io: ...". */
+#define NF_STDOUT_NAME "(stdout)"
+
+/* Add the one diagnostic every command gives for a failed write to standard
+ * output (DESIGN 3, exit 3): "(stdout)", no pointer, code io,
+ * "write error: <strerror(err)>". err is a positive errno value. */
+void nf_diag_stdout(nf_diags *d, int err);
+
+/* Flush standard output now (after one operand's output, so that its write
+ * error is told with the right errno and beside that operand's other
+ * diagnostics): on a write error, now or since the last check, add
+ * nf_diag_stdout to d, clear the stream's error flag (nf_stdout_close does
+ * not tell it again) and return -1; else 0. */
+int nf_stdout_flush(nf_diags *d);
+
+/* Flush and close standard output and rank a write error there into rc
+ * (nf_exit_combine with NF_EXIT_IO): a full disk, /dev/full, or any earlier
+ * failed write (the stream's error flag) prints, on stderr,
+ *   "prog: (stdout): io: write error: <strerror>"
+ * and makes the status 3 unless rc is already 1 or 2. A standard output
+ * that was closed (">&-") and never written to is not an error. Call it last
+ * in main (`return nf_stdout_close(rc);`), --help and --version included;
+ * later calls return rc unchanged. */
+int nf_stdout_close(int rc);
+
 /* An opened operand: a file artifact, or a stream on stdin (the input is
  * kept here so it can be closed with the artifact). */
 typedef struct {

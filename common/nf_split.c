@@ -86,11 +86,14 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
         goto out;
     if (wc->dry_run) {
         char *t = nf_plan_files_json(&plan, true);
-        if (!t || printf("%s\n", t) < 0 || fflush(stdout) != 0)
-            nf_diag_add(d, NF_C_IO, "", "cannot write the files table: %s",
-                        t ? strerror(errno) : "out of memory");
-        else
+        if (!t)
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+        else if (printf("%s\n", t) < 0 || fflush(stdout) != 0) {
+            nf_diag_addf(d, NF_C_IO, "(stdout)", "", "write error: %s", strerror(errno));
+            clearerr(stdout); /* told once (nf_stdout_close) */
+        } else {
             rc = 0;
+        }
         free(t);
         goto out;
     }

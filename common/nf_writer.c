@@ -815,6 +815,13 @@ oom:
     return NULL;
 }
 
+/* Every caller's stream is standard output: its write errors read as every
+ * command's ("prog: (stdout): io: write error: ...", nf_cli.h nf_diag_stdout). */
+static void stream_write_error(nf_diags *d, int rc)
+{
+    nf_diag_addf(d, NF_C_IO, "(stdout)", "", "write error: %s", strerror(-rc));
+}
+
 nf_writer *nf_writer_open_stream(nf_output *out, const nf_plan *plan, nf_diags *d)
 {
     nf_writer *w = writer_new(plan, d);
@@ -839,7 +846,7 @@ nf_writer *nf_writer_open_stream(nf_output *out, const nf_plan *plan, nf_diags *
     if (!rc)
         rc = nf_output_write(out, z, (size_t)(plan->entry_payload_start - 32 - plan->json_bytes));
     if (rc) {
-        nf_diag_add(d, NF_C_IO, "", "write error: %s", strerror(-rc));
+        stream_write_error(d, rc);
         writer_free(w);
         return NULL;
     }
@@ -867,7 +874,7 @@ static int stream_pad(nf_writer *w, uint64_t to, nf_diags *d)
         size_t k = to - w->spos > sizeof z ? sizeof z : (size_t)(to - w->spos);
         int rc = nf_output_write(w->out, z, k);
         if (rc) {
-            nf_diag_add(d, NF_C_IO, "", "write error: %s", strerror(-rc));
+            stream_write_error(d, rc);
             return -1;
         }
         w->spos += k;
@@ -887,7 +894,7 @@ int nf_writer_write(nf_writer *w, uint64_t off, const void *buf, size_t n, nf_di
             return -1;
         int rc = nf_output_write(w->out, p, n);
         if (rc) {
-            nf_diag_add(d, NF_C_IO, "", "write error: %s", strerror(-rc));
+            stream_write_error(d, rc);
             return -1;
         }
         w->spos += n;
@@ -1117,7 +1124,7 @@ static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned ch
         if (stream_pad(w, w->plan.files[0].payload_bytes, d) < 0 ||
             (rc = nf_output_finish(w->out)) != 0) {
             if (rc)
-                nf_diag_add(d, NF_C_IO, "", "write error: %s", strerror(-rc));
+                stream_write_error(d, rc);
             writer_free(w);
             return -1;
         }
