@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nf_cli.h"
 #include "nf_device.h"
@@ -21,11 +22,11 @@ static const char usage[] =
     "dot-product bound K*2^-24*sum|w*x| per row.\n"
     "\n"
     "  --device cpu|cuda     host backing and CPU kernels, or device memory and CUDA\n"
-    "                        kernels (default: cuda when built with CUDA and a GPU is\n"
-    "                        present, else cpu, said on stderr)\n"
+    "                        kernels (default: cuda when built with CUDA, a GPU is\n"
+    "                        present and ARTIFACT is a file, else cpu; said on stderr)\n"
     "  --component C,...     components to run (default text; mtp brings its target)\n"
-    "  --input FILE          little-endian bf16 activations (at least the largest K;\n"
-    "                        fewer is a usage error)\n"
+    "  --input FILE          little-endian bf16 activations: the first K values are\n"
+    "                        read (K the largest; fewer, or a NaN/Inf, is a usage error)\n"
     "  --iters N             timed runs per projection, median reported (default 5)\n"
     "  --threads N           CPU threads (default: all CPUs)\n"
     "  --activation policy|a16  A8 for AllowA8/AllowA4 uses on the CPU (policy, the\n"
@@ -68,6 +69,27 @@ static void print_text(nf_jval *rep)
                nf_jdouble(nf_jobj_get(u, "time_ms")), nf_jdouble(nf_jobj_get(u, "gbps")),
                nf_jdouble(nf_jobj_get(u, "max_rel_error")), st);
     }
+}
+
+/* --input: the first n bf16 values of the file (nf_run_opts.read_input);
+ * only what the run needs is read, so /dev/zero or a huge file costs n. */
+typedef struct {
+    FILE *f;
+    const char *path;
+} input_file;
+
+static int read_input(void *ctx, uint16_t *x, size_t n, nf_diags *d)
+{
+    input_file *in = ctx;
+    size_t got = fread(x, sizeof *x, n, in->f);
+    if (got == n)
+        return 0;
+    if (ferror(in->f))
+        nf_diag_addf(d, NF_C_IO, in->path, "", "cannot read: %s", strerror(errno));
+    else
+        nf_diag_addf(d, NF_C_USAGE, in->path, "",
+                     "--input holds %zu bf16 values; the largest projection needs K = %zu", got, n);
+    return -1;
 }
 
 int main(int argc, char **argv)
@@ -120,14 +142,21 @@ int main(int argc, char **argv)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);
             oo.max_json_bytes = v;
             break;
-        case 'h': fputs(usage, stdout); return 0;
-        case O_VERSION: nf_print_version(); return 0;
+        case 'h': fputs(usage, stdout); return nf_stdout_close(0);
+        case O_VERSION: nf_print_version(); return nf_stdout_close(0);
         default: return nf_usage_error("unknown option");
         }
     }
     if (optind + 1 != argc)
         return nf_usage_error(optind >= argc ? "no artifact given" : "one artifact at a time");
-    if (!device) {
+    const char *path = argv[optind];
+    bool stream = !strcmp(path, "-");
+    /* usage before the device probe: a stream is read on the CPU only */
+    if (device && !strcmp(device, "cuda") && stream)
+        return nf_usage_error("--device cuda reads an artifact file, not a stream");
+    if (!device && stream) {
+        fprintf(stderr, "%s: running on the CPU (a stream)\n", nf_prog);
+    } else if (!device) {
         FILE *null = fopen("/dev/null", "w");
         ro.cuda = nf_device_built() && null && nf_device_init(null) == 0;
         if (null)
@@ -141,33 +170,19 @@ int main(int argc, char **argv)
             return e;
         ro.cuda = true;
     }
-    const char *path = argv[optind];
     nf_diags d = NF_DIAGS_INIT;
     d.file = path;
-    uint16_t *in = NULL;
+    input_file inf = {NULL, input};
     if (input) {
-        FILE *f = fopen(input, "rb");
-        size_t cap = 0, n = 0;
-        if (!f) {
+        struct stat st;
+        inf.f = fopen(input, "rb");
+        if (!inf.f)
             nf_diag_addf(&d, NF_C_IO, input, "", "cannot open: %s", strerror(errno));
-        } else {
-            for (;;) {
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 65536;
-                    uint16_t *ni = realloc(in, cap * sizeof *in);
-                    if (!ni)
-                        break;
-                    in = ni;
-                }
-                size_t k = fread(in + n, sizeof *in, cap - n, f);
-                n += k;
-                if (!k)
-                    break;
-            }
-            fclose(f);
-            ro.input = in;
-            ro.input_len = n;
-        }
+        else if (fstat(fileno(inf.f), &st) == 0 && S_ISDIR(st.st_mode))
+            nf_diag_addf(&d, NF_C_IO, input, "", "cannot read: %s", strerror(EISDIR));
+        ro.read_input = read_input;
+        ro.read_input_ctx = &inf;
+        ro.input_name = input;
     }
     nf_operand op = {0};
     nf_jval *rep = NULL;
@@ -186,8 +201,11 @@ int main(int argc, char **argv)
     }
     nf_jval_free(rep);
     nf_operand_close(&op);
-    free(in);
+    if (inf.f)
+        fclose(inf.f);
+    nf_stdout_flush(&d);
+    ex = nf_diags_exit(&d);
     nf_diags_print(&d, nf_prog, stderr);
     nf_diags_free(&d);
-    return ex;
+    return nf_stdout_close(ex);
 }

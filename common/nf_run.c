@@ -134,6 +134,9 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
     int rc = -1;
     nf_jval *rep = nf_jnew_object(), *uses = nf_jnew_array();
     size_t nobj = 0;
+    const uint16_t *input = o->input;
+    size_t input_len = o->input_len;
+    uint16_t *input_buf = NULL;
     if (!sel || !need || !objs || !slot || !host || !dev || !rep || !uses) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         goto out;
@@ -169,7 +172,7 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
         }
     /* materialize: each parent once */
     /* the activations: a given input must cover every projection's K */
-    if (o->input) {
+    if (o->input || o->read_input) {
         uint64_t maxk = 0;
         for (size_t u = 0; u < c->n_uses; u++) {
             const nf_use *use = &c->uses[u];
@@ -182,12 +185,34 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
             if (row_views(c, &c->bindings[use->binding].b, vv, MAX_VIEWS, &kk) && kk > maxk)
                 maxk = kk;
         }
-        if (o->input_len < maxk) {
-            nf_diag_add(d, NF_C_USAGE, "",
-                        "--input holds %zu bf16 values; the largest projection needs K = %llu",
-                        o->input_len, (unsigned long long)maxk);
+        if (o->read_input && maxk) {
+            input_buf = maxk <= SIZE_MAX / sizeof *input_buf ? malloc(maxk * sizeof *input_buf)
+                                                              : NULL;
+            if (!input_buf) {
+                nf_diag_add(d, NF_C_IO, "", "out of memory");
+                goto out;
+            }
+            if (o->read_input(o->read_input_ctx, input_buf, (size_t)maxk, d) < 0)
+                goto out;
+            input = input_buf;
+            input_len = (size_t)maxk;
+        }
+        if (input_len < maxk) {
+            nf_diag_addf(d, NF_C_USAGE, o->input_name, "",
+                         "--input holds %zu bf16 values; the largest projection needs K = %llu",
+                         input_len, (unsigned long long)maxk);
             goto out;
         }
+        /* a NaN or infinity makes every result NaN: the input's fault, not
+         * the artifact's (which `codes` would claim) */
+        for (uint64_t k = 0; k < maxk; k++)
+            if ((input[k] & 0x7f80) == 0x7f80) {
+                nf_diag_addf(d, NF_C_USAGE, o->input_name, "",
+                             "--input value %llu is %s (bf16 0x%04x): activations must be finite",
+                             (unsigned long long)k, input[k] & 0x7f ? "NaN" : "infinite",
+                             input[k]);
+                goto out;
+            }
     }
     nf_load_stats ls = {0};
     double t0 = nf_now();
@@ -307,8 +332,8 @@ int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
             nf_diag_add(d, NF_C_IO, "", "out of memory");
             goto out;
         }
-        if (o->input && o->input_len >= K)
-            memcpy(x, o->input, K * sizeof *x);
+        if (input && input_len >= K)
+            memcpy(x, input, K * sizeof *x);
         else
             make_input(use->input, x, K);
         const nf_aux *icx = NULL;
@@ -444,5 +469,6 @@ out:
             nf_device_free(dev[k]);
     }
     free(sel), free(need), free(objs), free(slot), free(host), free(dev);
+    free(input_buf);
     return rc;
 }

@@ -21,6 +21,14 @@ extern "C" {
 typedef struct {
     bool cuda;               /* device backing and kernels; else host + CPU kernels */
     const char *components;  /* comma-separated IDs; NULL: "text" (or all without text) */
+    /* the activations read on demand (instead of input): called once, when
+     * the largest K of the selected uses is known, with n = that K (not
+     * called when no use is selected); fills x[0..n) and returns 0, or adds
+     * a diagnostic (usage: fewer values; io: a read error) and returns -1.
+     * So an --input file is read no further than the run needs. */
+    int (*read_input)(void *ctx, uint16_t *x, size_t n, nf_diags *d);
+    void *read_input_ctx;
+    const char *input_name;  /* the input's name in diagnostics (NULL: d's file) */
     const uint16_t *input;   /* bf16 activations (at least the largest K), or NULL:
                                 a deterministic input per use */
     size_t input_len;
@@ -39,7 +47,9 @@ typedef struct {
  * and returns 0, or -1 with
  * diagnostics: component-missing (a selected component absent), codes (a
  * kernel result outside the reference bound), unsupported (a device or
- * kernel this build lacks), io (read errors), auxiliary (an input_columns
+ * kernel this build lacks), io (read errors), usage (a given input shorter
+ * than the largest K, or holding a NaN or infinity among its first K
+ * values: the user's input, not the artifact), auxiliary (an input_columns
  * that is not K int32 indices below K). A use with an input_columns
  * auxiliary (spec 8) runs on the gathered input x[input_columns[c]], kernel
  * and reference alike; its record says "input_columns": true. Bindings of

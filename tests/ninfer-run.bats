@@ -462,6 +462,55 @@ K=64
     [[ "$stderr" == *"--input"* || "$stderr" == *"short.bin"* ]]
 }
 
+@test "--input reads only the K values it needs: /dev/zero and a longer file run, a directory is io" {
+    # an endless device: the old reader grew its buffer until memory ran out
+    run -0 --separate-stderr timeout 60 ninfer-run --device cpu --iters 1 --input /dev/zero --json \
+        "$BATS_FILE_TMPDIR/mtp/m.ninfer"
+    local n
+    n=$(uses_of text)
+    all_ok "$n"
+    [ "$(grep -o '"max_rel_error":0.0[,}]' <<< "$output" | wc -l)" -eq "$n" ]
+    # K ones, then a NaN past K: never read, so the run passes
+    for ((i = 0; i < K; i++)); do printf '\x80\x3f'; done > long.bin
+    printf '\xc0\x7f' >> long.bin
+    run -0 --separate-stderr ninfer-run --device cpu --iters 1 --input long.bin --json \
+        "$BATS_FILE_TMPDIR/mtp/m.ninfer"
+    all_ok "$n"
+    # a read error is not the end of the input: a directory is io, not "holds 0 values"
+    mkdir d
+    run -3 --separate-stderr ninfer-run --device cpu --input d "$BATS_FILE_TMPDIR/mtp/m.ninfer"
+    expect_only_codes io
+    [ "$stderr" = "ninfer-run: d: io: cannot read: Is a directory" ]
+    [ -z "$output" ]
+}
+
+@test "--input holding a NaN or an infinity among its first K values is the user's usage error, not codes" {
+    local i
+    for ((i = 0; i < K; i++)); do printf '\xc0\x7f'; done > nan.bin
+    run -2 --separate-stderr ninfer-run --device cpu --iters 1 --input nan.bin \
+        "$BATS_FILE_TMPDIR/mtp/m.ninfer"
+    expect_only_codes usage
+    [ "$stderr" = "ninfer-run: nan.bin: usage: --input value 0 is NaN (bf16 0x7fc0): activations must be finite" ]
+    [ -z "$output" ]
+    # ones with -Inf (0xff80) at element 7
+    for ((i = 0; i < K; i++)); do
+        if [ "$i" -eq 7 ]; then printf '\x80\xff'; else printf '\x80\x3f'; fi
+    done > inf.bin
+    run -2 --separate-stderr ninfer-run --device cpu --iters 1 --input inf.bin --json \
+        "$BATS_FILE_TMPDIR/mtp/m.ninfer"
+    [[ "$output" == *'"exit":2'* ]]
+    [[ "$output" == *'"code":"usage","pointer":"","file":"inf.bin","message":"--input value 7 is infinite (bf16 0xff80): activations must be finite"'* ]]
+}
+
+@test "--device cuda with a stream is a usage error before any device is probed; the default takes the CPU for a stream" {
+    run -2 --separate-stderr bash -c 'ninfer-cat "$1" | ninfer-run --device cuda -' _ "$BATS_FILE_TMPDIR/mtp/m.ninfer"
+    [ "$stderr" = "ninfer-run: --device cuda reads an artifact file, not a stream (see 'ninfer-run --help')" ]
+    [ -z "$output" ]
+    run -0 --separate-stderr bash -c 'ninfer-cat "$1" | ninfer-run --iters 1 -' _ "$BATS_FILE_TMPDIR/mtp/m.ninfer"
+    [ "$stderr" = "ninfer-run: running on the CPU (a stream)" ]
+    [ "${lines[0]}" = "device cpu, components text" ]
+}
+
 # ---- odd artifacts -------------------------------------------------------------------
 
 @test "any valid segmentation: a parent split across three files runs" {
