@@ -20,7 +20,10 @@ static const char usage[] =
     "source files with their SHA-256 in provenance.\n"
     "CHECKPOINT is a Hugging Face directory (config.json + model.safetensors or\n"
     "a sharded model.safetensors.index.json), a .safetensors file (with\n"
-    "--config), or a .gguf file (F32/F16/BF16 tensors, or vocabulary only).\n"
+    "--config), or a .gguf file: F32/BF16 tensors as fp32/bf16, llama.cpp block\n"
+    "types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q2_K..Q6_K, IQ4_XS) and\n"
+    "F16 matrices kept as their gguf_* formats (ninfer-formats(7)), or a\n"
+    "vocabulary only.\n"
     "\n"
     "  -o, --output FILE       write the manifest to FILE (default: stdout); an existing\n"
     "                          file is kept unless --force, a missing directory is made\n"
@@ -38,8 +41,9 @@ static const char usage[] =
     "\n"
     "Exit status: 0 ok, 1 the checkpoint breaks a rule (a tensor missing or of the\n"
     "wrong shape), 2 usage, 3 I/O error (a missing shard), 4 unsupported (an unknown\n"
-    "architecture, a quantized GGUF tensor type); an existing output without\n"
-    "--force is an I/O error (3), an output that is a directory a usage error (2).\n";
+    "architecture, a GGUF type of the later wave such as IQ2_XXS or TQ1_0, or not\n"
+    "a weight type such as Q8_K); an existing output without --force is an I/O\n"
+    "error (3), an output that is a directory a usage error (2).\n";
 
 static void warn(void *ctx, const char *msg)
 {
