@@ -313,6 +313,15 @@ static int run(nf_operand *op)
             nf_diag_add(&d, NF_C_USAGE, "", "--manifest needs an artifact file, not a stream");
             return -1;
         }
+        /* the manifest names this artifact by its path; JSON holds only
+         * UTF-8, and a path written any other way would name another file */
+        if (nf_utf8_invalid_at(rp, strlen(rp)) != strlen(rp)) {
+            nf_diag_addf(&d, NF_C_USAGE, rp, "",
+                         "--manifest names the artifact by this path, which is not valid UTF-8: "
+                         "a manifest cannot hold it (rename the artifact)");
+            free(rp);
+            return -1;
+        }
         nf_serialize_opts so = {0};
         so.manifest = true;
         so.artifact_path = rp;

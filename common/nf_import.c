@@ -1172,6 +1172,15 @@ static bool prov_file(prov *pv, const char *path, nf_diags *d)
         return false;
     }
     char *abs = absdup(path);
+    /* every file the manifest names is recorded here first: a path that is
+     * not UTF-8 cannot be written into JSON as it is (nf_util.h) */
+    const char *np = abs ? abs : path;
+    if (nf_utf8_invalid_at(np, strlen(np)) != strlen(np)) {
+        nf_diag_addf(d, NF_C_USAGE, path, "",
+                     "this path is not valid UTF-8: a manifest cannot name it (rename it)");
+        free(abs);
+        return false;
+    }
     size_t dl = pv->dir ? strlen(pv->dir) : 0;
     const char *shown = abs && pv->dir && strncmp(abs, pv->dir, dl) == 0 && abs[dl] == '/'
                             ? abs + dl + 1 : abs;
@@ -1233,9 +1242,21 @@ static bool same_bytes(const char *path, const char *text, size_t len)
 static char *write_side_file(const char *dir, const char *name, const char *text, size_t len,
                              bool force, nf_diags *d)
 {
-    char *path = nf_path_join(dir, name);
-    if (!path) {
+    char *path = nf_path_join(dir, name), *adir = absdup(dir);
+    if (!path || !adir) {
+        free(path);
+        free(adir);
         nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    /* the manifest will name it (prov_file): refuse before writing */
+    bool utf8 = nf_utf8_invalid_at(path, strlen(path)) == strlen(path) &&
+                nf_utf8_invalid_at(adir, strlen(adir)) == strlen(adir);
+    free(adir);
+    if (!utf8) {
+        nf_diag_addf(d, NF_C_USAGE, path, "",
+                     "this path is not valid UTF-8: a manifest cannot name it (rename it)");
+        free(path);
         return NULL;
     }
     if (!same_bytes(path, text, len) && nf_write_file(path, text, len, force, NULL, 0, d) < 0) {

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_util.h"
+
 struct nf_jdoc {
     char *text;
     size_t len;
@@ -510,6 +512,38 @@ nf_jval *nf_jval_freeze(nf_jval *v)
 nf_jval *nf_jval_ref(nf_jval *v) { return json_object_get(v); }
 void nf_jval_free(nf_jval *v) { json_object_put(v); }
 
+/* json-c copies the bytes of a string as they are: a file name that is not
+ * UTF-8 (a report's "file", a message quoting a path) would make the text
+ * invalid JSON. Such bytes can only sit inside string literals, where they
+ * become the text "\\xHH" (a backslash, x, two hex digits), as the text
+ * diagnostics write them (nf_fput_text). Returns a malloc'ed copy of s. */
+static char *valid_utf8_copy(const char *s, size_t n, size_t *out_n)
+{
+    size_t bad = 0;
+    for (size_t i = nf_utf8_invalid_at(s, n); i < n; i += 1 + nf_utf8_invalid_at(s + i + 1, n - i - 1))
+        bad++;
+    if (bad > (SIZE_MAX - n - 1) / 4)
+        return NULL;
+    char *t = malloc(n + 4 * bad + 1), *o = t;
+    if (!t)
+        return NULL;
+    size_t i = 0;
+    while (i < n) {
+        size_t k = nf_utf8_invalid_at(s + i, n - i);
+        memcpy(o, s + i, k);
+        o += k;
+        i += k;
+        if (i < n) {
+            static const char hx[] = "0123456789abcdef";
+            unsigned char c = (unsigned char)s[i++];
+            *o++ = '\\', *o++ = '\\', *o++ = 'x', *o++ = hx[c >> 4], *o++ = hx[c & 15];
+        }
+    }
+    *o = 0;
+    *out_n = (size_t)(o - t);
+    return t;
+}
+
 char *nf_jval_to_text(nf_jval *v, bool pretty, size_t *len)
 {
     int flags = JSON_C_TO_STRING_NOSLASHESCAPE |
@@ -519,10 +553,9 @@ char *nf_jval_to_text(nf_jval *v, bool pretty, size_t *len)
     const char *s = json_object_to_json_string_length(v, flags, &n);
     if (!s)
         return NULL;
-    char *copy = malloc(n + 1);
+    char *copy = valid_utf8_copy(s, n, &n);
     if (!copy)
         return NULL;
-    memcpy(copy, s, n + 1);
     if (len)
         *len = n;
     return copy;

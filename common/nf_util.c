@@ -103,3 +103,30 @@ char *nf_path_join(const char *dir, const char *name)
         return NULL;
     return p;
 }
+
+size_t nf_utf8_invalid_at(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (!k || k > n - i)
+            return i;
+        unsigned cp = c & (0x7fu >> k);
+        for (size_t j = 1; j < k; j++) {
+            if ((p[i + j] & 0xc0) != 0x80)
+                return i;
+            cp = cp << 6 | (p[i + j] & 0x3fu);
+        }
+        static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < min[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return i;
+        i += k;
+    }
+    return n;
+}

@@ -92,6 +92,14 @@ char *nf_dirname_dup(const char *path);
 /* Join dir and name with one '/'. Returns a malloc'ed string or NULL. */
 char *nf_path_join(const char *dir, const char *name);
 
+/* The offset of the first byte of s[0..n) where valid UTF-8 stops (RFC
+ * 3629: no overlong forms, no surrogates, nothing past U+10FFFF; a
+ * sequence cut short by the end counts as invalid), or n when all n bytes
+ * are valid UTF-8. A JSON text can hold only valid UTF-8 (RFC 8259 8.1):
+ * the manifest and catalog writers refuse a file name for which this is
+ * not n (the name cannot be written down exactly). */
+size_t nf_utf8_invalid_at(const char *s, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

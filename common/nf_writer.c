@@ -58,6 +58,15 @@ int nf_plan_files(uint64_t payload, uint64_t eps, uint64_t limit, const char *en
         }
         n = 1 + (size_t)parts;
     }
+    /* the files table names the parts after the entry: a name that is not
+     * UTF-8 would make a catalog every reader refuses (utf8) */
+    if (n > 1 && entry_name &&
+        nf_utf8_invalid_at(entry_name, strlen(entry_name)) != strlen(entry_name)) {
+        nf_diag_add(d, NF_C_USAGE, "",
+                    "the part names derive from the entry's name, which is not valid UTF-8: "
+                    "the catalog's files table cannot hold them (name the output in UTF-8)");
+        return -1;
+    }
     nf_file *f = calloc(n, sizeof *f);
     if (!f) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
