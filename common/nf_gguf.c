@@ -295,6 +295,14 @@ static char *read_name(rd_t *r, nf_diags *d, const char *ptr, const char *what)
         free(s);
         return NULL;
     }
+    /* GGUF strings are UTF-8 (GGUF.md 2.3); names reach JSON (manifest
+     * sources, the config, pointers) and must be written exactly */
+    size_t bad = nf_utf8_invalid_at(s, (size_t)len);
+    if (bad != len) {
+        nf_diag_add(d, NF_C_UTF8, ptr, "%s is not valid UTF-8 (byte %zu)", what, bad);
+        free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -899,7 +907,9 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return k;
 }
 
-static void sb_json_string(sbuf *b, const unsigned char *s, size_t n)
+/* s[0..n) as a JSON string; false when it is not UTF-8 (nothing added
+ * then: the caller refuses the value). */
+static bool sb_json_string(sbuf *b, const unsigned char *s, size_t n)
 {
     sb_put(b, "\"", 1);
     size_t i = 0;
@@ -926,44 +936,76 @@ static void sb_json_string(sbuf *b, const unsigned char *s, size_t n)
             i++;
         } else {
             size_t k = utf8_len(s + i, n - i);
-            if (k) {
-                sb_put(b, (const char *)&s[i], k);
-                i += k;
-            } else {
-                sb_str(b, "\xef\xbf\xbd"); /* U+FFFD for a byte that is not UTF-8 */
-                i++;
-            }
+            if (!k)
+                return false;
+            sb_put(b, (const char *)&s[i], k);
+            i += k;
         }
     }
     sb_put(b, "\"", 1);
+    return true;
 }
 
-static bool json_value(const nf_gguf *g, rd_t *r, uint32_t t, unsigned depth, sbuf *b)
+/* Where json_value reports what it refuses: the kv and, inside an array,
+ * the index of the top-level element. */
+typedef struct {
+    const nf_gguf *g;
+    const nf_gguf_kv *kv;
+    nf_diags *d;
+    uint64_t elem;
+    bool in_array;
+} jv_ctx;
+
+static void jv_refuse(const jv_ctx *cx, nf_code code, const char *what)
+{
+    if (!cx->d)
+        return;
+    char *ptr = nf_ptr_join("/kv", cx->kv->key, strlen(cx->kv->key));
+    char at[48] = "";
+    if (cx->in_array)
+        snprintf(at, sizeof at, " (element %" PRIu64 ")", cx->elem);
+    nf_diag_addf(cx->d, code, cx->g->path, ptr ? ptr : "", "key/value \"%s\"%s %s",
+                 cx->kv->key, at, what);
+    free(ptr);
+}
+
+static bool json_value(jv_ctx *cx, rd_t *r, uint32_t t, unsigned depth, sbuf *b)
 {
     char tmp[64];
     if (t == NF_GGUF_STRING) {
         uint64_t len;
-        if (!rd_u64(r, &len) || len > r->size - r->pos || len >= SIZE_MAX)
+        if (!rd_u64(r, &len) || len > r->size - r->pos || len >= SIZE_MAX) {
+            jv_refuse(cx, NF_C_IO, "cannot be read");
             return false;
+        }
         unsigned char *s = malloc(len ? (size_t)len : 1);
         if (!s || !rd_copy(r, s, len)) {
             free(s);
+            jv_refuse(cx, NF_C_IO, "cannot be read");
             return false;
         }
-        sb_json_string(b, s, (size_t)len);
+        bool ok = sb_json_string(b, s, (size_t)len);
         free(s);
-        return true;
+        if (!ok)
+            jv_refuse(cx, NF_C_UTF8, "is a string that is not UTF-8 (GGUF strings are UTF-8)");
+        return ok;
     }
     if (t == NF_GGUF_ARRAY) {
         uint32_t et;
         uint64_t n;
-        if (depth >= NF_GGUF_MAX_DEPTH || !rd_u32(r, &et) || !rd_u64(r, &n) || !vtype_known(et))
+        if (depth >= NF_GGUF_MAX_DEPTH || !rd_u32(r, &et) || !rd_u64(r, &n) || !vtype_known(et)) {
+            jv_refuse(cx, NF_C_IO, "cannot be read");
             return false;
+        }
         sb_put(b, "[", 1);
         for (uint64_t i = 0; i < n; i++) {
             if (i)
                 sb_put(b, ",", 1);
-            if (!json_value(g, r, et, depth + 1, b) || b->oom)
+            if (depth == 0) {
+                cx->in_array = true;
+                cx->elem = i;
+            }
+            if (!json_value(cx, r, et, depth + 1, b) || b->oom)
                 return false;
         }
         sb_put(b, "]", 1);
@@ -971,8 +1013,10 @@ static bool json_value(const nf_gguf *g, rd_t *r, uint32_t t, unsigned depth, sb
     }
     unsigned sz = vtype_size(t);
     const unsigned char *p = rd_need(r, sz);
-    if (!p)
+    if (!p) {
+        jv_refuse(cx, NF_C_IO, "cannot be read");
         return false;
+    }
     r->pos += sz;
     if (t == NF_GGUF_BOOL) {
         sb_str(b, p[0] ? "true" : "false");
@@ -992,7 +1036,10 @@ static bool json_value(const nf_gguf *g, rd_t *r, uint32_t t, unsigned depth, sb
         else
             snprintf(tmp, sizeof tmp, "%" PRId64, iv);
     } else if (!isfinite(dv)) {
-        snprintf(tmp, sizeof tmp, "null");
+        /* JSON has no NaN or infinity, and null would pass for "not set" */
+        jv_refuse(cx, NF_C_RANGE, isnan(dv) ? "is NaN: a finite number is needed"
+                                            : "is infinite: a finite number is needed");
+        return false;
     } else if (dv == floor(dv) && fabs(dv) < 1e15) {
         snprintf(tmp, sizeof tmp, "%.1f", dv); /* 10000.0, as Hugging Face configs write it */
     } else {
@@ -1012,21 +1059,23 @@ static bool json_value(const nf_gguf *g, rd_t *r, uint32_t t, unsigned depth, sb
     return true;
 }
 
-char *nf_gguf_kv_json(const nf_gguf *g, const nf_gguf_kv *kv, size_t *len)
+char *nf_gguf_kv_json(const nf_gguf *g, const nf_gguf_kv *kv, size_t *len, nf_diags *d)
 {
     if (!g || !kv || gfd(g) < 0)
         return NULL;
     rd_t r = {.fd = gfd(g), .size = g->file_size, .pos = kv->value_offset};
     sbuf b = {0};
+    jv_ctx cx = {g, kv, d, 0, false};
+    size_t before = d ? d->n + d->dropped : 0;
     r.buf = malloc(RD_BUF);
-    bool ok = r.buf && json_value(g, &r, kv->type, 0, &b) && !b.oom;
+    bool ok = r.buf && json_value(&cx, &r, kv->type, 0, &b) && !b.oom && b.s;
     free(r.buf);
+    if (!ok && d && d->n + d->dropped == before)
+        nf_diag_addf(d, NF_C_IO, g->path, "", "out of memory");
     if (!ok) {
         free(b.s);
         return NULL;
     }
-    if (!b.s)
-        return NULL;
     if (len)
         *len = b.n;
     return b.s;

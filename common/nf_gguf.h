@@ -159,11 +159,16 @@ bool nf_gguf_kv_bool(const nf_gguf *g, const nf_gguf_kv *kv, bool *out);
 /* The value of any kv as one JSON value, malloc'ed, NUL-terminated (*len,
  * when not NULL, gets its length): integers as integers, F32/F64 as the
  * shortest decimal that reads back to the same value and always with a
- * fraction or exponent ("1.0"), NaN and infinities as null, BOOL as
- * true/false, strings as JSON strings (bytes that are not UTF-8 become
- * U+FFFD; control characters are escaped), arrays (nested too) as arrays.
- * NULL on allocation failure or a read error. */
-char *nf_gguf_kv_json(const nf_gguf *g, const nf_gguf_kv *kv, size_t *len);
+ * fraction or exponent ("1.0"), BOOL as true/false, strings as JSON
+ * strings (control characters escaped), arrays (nested too) as arrays.
+ * Nothing is changed on the way: a NaN or infinite float is refused
+ * (range: JSON has neither, and null would read as "not set"), and so is a
+ * string that is not UTF-8 (utf8: GGUF strings are UTF-8, and a byte-level
+ * vocabulary must not lose a token to U+FFFD). Returns NULL then, or on a
+ * read error (io) or allocation failure, with one diagnostic in d (when d
+ * is not NULL) naming g's path, the pointer "/kv/<key>" and, inside an
+ * array, the element. */
+char *nf_gguf_kv_json(const nf_gguf *g, const nf_gguf_kv *kv, size_t *len, nf_diags *d);
 
 /* Name of a value type ("u32", "string", "array", ...; "unknown"). */
 const char *nf_gguf_vtype_name(nf_gguf_vtype t);

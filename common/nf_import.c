@@ -512,8 +512,12 @@ static const struct {
     {"mistral", "MistralForCausalLM", "mistral"}, {"gemma", "GemmaForCausalLM", "gemma"},
 };
 
+/* Copy GGUF key ARCH.SUFFIX into o as hf_key, as its JSON value; a value
+ * JSON cannot hold as it is (a NaN or infinite epsilon, a string that is
+ * not UTF-8) is a diagnostic in d (range, utf8: nf_gguf_kv_json), never a
+ * null. */
 static void set_kv(nf_jval *o, const nf_gguf *g, const char *hf_key, const char *arch,
-                   const char *suffix)
+                   const char *suffix, nf_diags *d)
 {
     char key[256];
     snprintf(key, sizeof key, "%s%s%s", arch ? arch : "", arch ? "." : "", suffix);
@@ -521,7 +525,7 @@ static void set_kv(nf_jval *o, const nf_gguf *g, const char *hf_key, const char 
     if (!kv || kv->type == NF_GGUF_ARRAY)
         return;
     size_t len;
-    char *j = nf_gguf_kv_json(g, kv, &len);
+    char *j = nf_gguf_kv_json(g, kv, &len, d);
     if (j)
         nf_jobj_set(o, hf_key, nf_jnew_raw(j, len));
     free(j);
@@ -570,12 +574,12 @@ static bool gguf_hybrid_config(nf_jval *o, const nf_gguf *g, const char *arch, n
         nf_jobj_set(o, "num_hidden_layers", nf_jnew_u64(L - nextn));
         nf_jobj_set(o, "mtp_num_hidden_layers", nf_jnew_u64(nextn));
     }
-    set_kv(o, g, "full_attention_interval", arch, "full_attention_interval");
-    set_kv(o, g, "linear_conv_kernel_dim", arch, "ssm.conv_kernel");
-    set_kv(o, g, "linear_key_head_dim", arch, "ssm.state_size");
-    set_kv(o, g, "linear_num_key_heads", arch, "ssm.group_count");
-    set_kv(o, g, "linear_num_value_heads", arch, "ssm.time_step_rank");
-    set_kv(o, g, "shared_expert_intermediate_size", arch, "expert_shared_feed_forward_length");
+    set_kv(o, g, "full_attention_interval", arch, "full_attention_interval", d);
+    set_kv(o, g, "linear_conv_kernel_dim", arch, "ssm.conv_kernel", d);
+    set_kv(o, g, "linear_key_head_dim", arch, "ssm.state_size", d);
+    set_kv(o, g, "linear_num_key_heads", arch, "ssm.group_count", d);
+    set_kv(o, g, "linear_num_value_heads", arch, "ssm.time_step_rank", d);
+    set_kv(o, g, "shared_expert_intermediate_size", arch, "expert_shared_feed_forward_length", d);
     uint64_t inner, hv;
     if (kv_u64(g, arch, "ssm.inner_size", &inner) && kv_u64(g, arch, "ssm.time_step_rank", &hv)) {
         if (hv == 0 || inner % hv != 0) {
@@ -636,9 +640,9 @@ static char *gguf_config(const nf_gguf *g, const char *arch, nf_diags *d)
         {"vocab_size", "vocab_size"},
     };
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-        set_kv(o, g, keys[i].hf, arch, keys[i].suffix);
+        set_kv(o, g, keys[i].hf, arch, keys[i].suffix, d);
     bool hybrid = !strcmp(arch, "qwen3next") || !strcmp(arch, "qwen35") || !strcmp(arch, "qwen35moe");
-    if (hybrid && !gguf_hybrid_config(o, g, arch, d)) {
+    if ((hybrid && !gguf_hybrid_config(o, g, arch, d)) || nf_diags_exit(d)) {
         nf_jval_free(o);
         return NULL;
     }
@@ -671,12 +675,16 @@ static char *gguf_config(const nf_gguf *g, const char *arch, nf_diags *d)
     const nf_gguf_kv *rs = nf_gguf_find_kv(g, key);
     if (rs) {
         nf_jval *r = nf_jnew_object();
-        set_kv(r, g, "rope_type", arch, "rope.scaling.type");
-        set_kv(r, g, "factor", arch, "rope.scaling.factor");
+        set_kv(r, g, "rope_type", arch, "rope.scaling.type", d);
+        set_kv(r, g, "factor", arch, "rope.scaling.factor", d);
         nf_jobj_set(o, "rope_scaling", r);
     }
-    set_kv(o, g, "bos_token_id", NULL, "tokenizer.ggml.bos_token_id");
-    set_kv(o, g, "eos_token_id", NULL, "tokenizer.ggml.eos_token_id");
+    set_kv(o, g, "bos_token_id", NULL, "tokenizer.ggml.bos_token_id", d);
+    set_kv(o, g, "eos_token_id", NULL, "tokenizer.ggml.eos_token_id", d);
+    if (nf_diags_exit(d)) {
+        nf_jval_free(o);
+        return NULL;
+    }
     if (g->n_tensors)
         nf_jobj_set(o, "tie_word_embeddings", nf_jnew_bool(!nf_gguf_find_tensor(g, "output.weight")));
     char *t = nf_jval_to_text(o, false, NULL);
@@ -1295,14 +1303,15 @@ static bool gguf_resources(mb *m, const nf_gguf *g, nf_jval *res, prov *pv)
         if (strncmp(kv->key, "tokenizer.", 10) != 0 || kv == ct || kv == hj)
             continue;
         size_t jl;
-        char *j = nf_gguf_kv_json(g, kv, &jl);
-        char *q = nf_json_quote(kv->key, strlen(kv->key));
+        char *j = nf_gguf_kv_json(g, kv, &jl, m->d); /* NULL: m->d says why */
+        char *q = j ? nf_json_quote(kv->key, strlen(kv->key)) : NULL;
         if (!j || !q) {
+            if (j)
+                nf_diag_add(m->d, NF_C_IO, "", "out of memory");
             free(j);
             free(q);
             fclose(f);
             free(buf);
-            nf_diag_addf(m->d, NF_C_IO, m->c->gguf_path, "", "cannot read key/value \"%s\"", kv->key);
             return false;
         }
         fprintf(f, "%s\n  %s: ", n++ ? "," : "", q);
@@ -1350,9 +1359,13 @@ static nf_jval *gguf_provenance(mb *m, const nf_gguf *g)
             strcmp(kv->key, "general.quantized_by") && strncmp(kv->key, "quantize.", 9))
             continue;
         size_t jl;
-        char *j = nf_gguf_kv_json(g, kv, &jl);
-        if (j)
-            nf_jobj_set(keys, kv->key, nf_jnew_raw(j, jl));
+        char *j = nf_gguf_kv_json(g, kv, &jl, m->d);
+        if (!j) {
+            nf_jval_free(keys);
+            nf_jval_free(o);
+            return NULL; /* m->d says why */
+        }
+        nf_jobj_set(keys, kv->key, nf_jnew_raw(j, jl));
         free(j);
     }
     nf_jobj_set(o, "keys", keys);
@@ -1373,6 +1386,42 @@ static nf_jval *component_json(const char *config, nf_jval *resources, const cha
     if (resources && nf_jobj_len(resources))
         nf_jobj_set(c, "resources", nf_jval_ref(resources));
     return c;
+}
+
+/* A GGUF's layer tensors (blk.N.*) past its block_count: the metadata and
+ * the tensors disagree, and importing the first block_count layers would
+ * make another model than the file holds (llama.cpp refuses such a file:
+ * "wrong number of tensors"). One coverage diagnostic naming the first and
+ * the count; false then. */
+static bool gguf_blocks_within(const ckpt *c, const char *arch, nf_diags *d)
+{
+    uint64_t L = 0;
+    kv_u64(c->g, arch, "block_count", &L);
+    size_t n = 0, first = 0;
+    unsigned long long first_n = 0;
+    for (size_t i = 0; i < c->g->n_tensors; i++) {
+        const char *name = c->g->tensors[i].name;
+        if (strncmp(name, "blk.", 4) != 0 || name[4] < '0' || name[4] > '9')
+            continue;
+        char *end;
+        errno = 0;
+        unsigned long long b = strtoull(name + 4, &end, 10);
+        if (*end != '.' || (errno == ERANGE) || b < L)
+            continue;
+        if (n++ == 0) {
+            first = i;
+            first_n = b;
+        }
+    }
+    if (!n)
+        return true;
+    char ptr[48];
+    snprintf(ptr, sizeof ptr, "/tensors/%zu", first);
+    nf_diag_addf(d, NF_C_COVERAGE, c->g->path, ptr,
+                 "tensor \"%s\" is of layer %llu, but %s.block_count is %llu (%zu tensor%s past "
+                 "it): the GGUF's metadata and tensors disagree", c->g->tensors[first].name,
+                 first_n, arch, (unsigned long long)L, n, n == 1 ? "" : "s");
+    return false;
 }
 
 /* Unused checkpoint tensors: one warning line. */
@@ -1488,11 +1537,18 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
     const char *gguf_arch = NULL;
     char *garch_buf = NULL;
     if (c.gguf) {
-        garch_buf = nf_gguf_kv_string(c.g, nf_gguf_find_kv(c.g, "general.architecture"), NULL);
+        size_t alen = 0, nlen = 0;
+        garch_buf = nf_gguf_kv_string(c.g, nf_gguf_find_kv(c.g, "general.architecture"), &alen);
         gguf_arch = garch_buf;
         if (!gguf_arch) {
             nf_diag_addf(d, NF_C_SCHEMA, cp, "/kv/general.architecture",
                          "the GGUF has no general.architecture string");
+            goto done;
+        }
+        if (nf_utf8_invalid_at(gguf_arch, alen) != alen || strlen(gguf_arch) != alen) {
+            nf_diag_addf(d, NF_C_UTF8, cp, "/kv/general.architecture",
+                         "general.architecture is not a UTF-8 string (GGUF strings are UTF-8)");
+            free(garch_buf);
             goto done;
         }
         config = gguf_config(c.g, gguf_arch, d);
@@ -1500,7 +1556,14 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
             free(garch_buf);
             goto done;
         }
-        char *name = nf_gguf_kv_string(c.g, nf_gguf_find_kv(c.g, "general.name"), NULL);
+        char *name = nf_gguf_kv_string(c.g, nf_gguf_find_kv(c.g, "general.name"), &nlen);
+        if (name && (nf_utf8_invalid_at(name, nlen) != nlen || strlen(name) != nlen)) {
+            nf_diag_addf(d, NF_C_UTF8, cp, "/kv/general.name",
+                         "general.name is not a UTF-8 string (GGUF strings are UTF-8)");
+            free(name);
+            free(garch_buf);
+            goto done;
+        }
         if (name && *name) {
             meta = nf_jnew_object();
             nf_jobj_set(meta, "name", nf_jnew_string(name));
@@ -1639,6 +1702,10 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
             free(garch_buf);
             goto done;
         }
+        if (c.gguf && !gguf_blocks_within(&c, gguf_arch, d)) {
+            free(garch_buf);
+            goto done;
+        }
         warn_unused(o, &c);
         nf_jobj_set(comps, "text", component_json(config, res, NULL));
         if (have_mtp)
@@ -1668,9 +1735,15 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
     free(abs);
     nf_jobj_set(src, "files", pv.files);
     pv.files = NULL;
-    if (c.gguf)
-        nf_jobj_set(src, "gguf", gguf_provenance(&m, c.g));
+    nf_jval *gprov = c.gguf ? gguf_provenance(&m, c.g) : NULL;
+    if (gprov)
+        nf_jobj_set(src, "gguf", gprov);
     nf_jobj_set(conv, "source", src);
+    if (c.gguf && !gprov) {
+        nf_jval_free(provn);
+        nf_jval_free(conv);
+        goto done;
+    }
     nf_jobj_set(provn, "converter", conv);
 
     root = nf_jnew_object();

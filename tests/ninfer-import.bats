@@ -163,6 +163,86 @@ same_params() {
     [ -z "$output" ]
 }
 
+# kv_value_at GGUF KEY — the offset of KEY's value (after its 8-byte length,
+# the key and the 4-byte type).
+kv_value_at() {
+    local at
+    at=$(grep -abo -- "$2" "$1" | head -n1 | cut -d: -f1)
+    [ -n "$at" ] || return 1
+    echo $((at + ${#2} + 4))
+}
+
+@test "GGUF floats that are NaN or infinite are range errors naming the key, never a null in the config" {
+    nf-mkarch --arch llama ck
+    nf-mkgguf ck g.gguf
+    local at
+    # the epsilon (F32) as a quiet NaN, 0x7fc00000
+    cp g.gguf nan.gguf
+    at=$(kv_value_at nan.gguf llama.attention.layer_norm_rms_epsilon)
+    nf_poke nan.gguf "$at" 00; nf_poke nan.gguf $((at + 1)) 00
+    nf_poke nan.gguf $((at + 2)) c0; nf_poke nan.gguf $((at + 3)) 7f
+    run -1 --separate-stderr ninfer-import -o m.json nan.gguf
+    expect_only_codes range
+    [ "$stderr" = 'ninfer-import: nan.gguf: /kv/llama.attention.layer_norm_rms_epsilon: range: key/value "llama.attention.layer_norm_rms_epsilon" is NaN: a finite number is needed' ]
+    [ ! -e m.json ] && [ ! -e nan.gguf_tokenizer.json ]
+    # rope_theta as +Inf, 0x7f800000
+    cp g.gguf inf.gguf
+    at=$(kv_value_at inf.gguf llama.rope.freq_base)
+    nf_poke inf.gguf "$at" 00; nf_poke inf.gguf $((at + 1)) 00
+    nf_poke inf.gguf $((at + 2)) 80; nf_poke inf.gguf $((at + 3)) 7f
+    run -1 --separate-stderr ninfer-import inf.gguf
+    [ "$stderr" = 'ninfer-import: inf.gguf: /kv/llama.rope.freq_base: range: key/value "llama.rope.freq_base" is infinite: a finite number is needed' ]
+    [ -z "$output" ]
+    # the untouched file imports with the finite values
+    run -0 --separate-stderr ninfer-import g.gguf
+    [[ "$output" == *'"rms_norm_eps":1e-05'* || "$output" == *'"rms_norm_eps":1e-06'* ]]
+    [[ "$output" != *':null'* ]]
+}
+
+@test "GGUF strings that are not UTF-8 are utf8 errors (GGUF strings are UTF-8), never U+FFFD" {
+    nf-mkarch --arch llama ck
+    nf-mkgguf ck g.gguf
+    local at
+    # the token "t100" becomes "\xff100": the vocabulary would lose it to U+FFFD
+    cp g.gguf tok.gguf
+    at=$(grep -abo t100 tok.gguf | head -n1 | cut -d: -f1)
+    nf_poke tok.gguf "$at" ff
+    run -1 --separate-stderr ninfer-import -o m.json tok.gguf
+    expect_only_codes utf8
+    [ "$stderr" = 'ninfer-import: tok.gguf: /kv/tokenizer.ggml.tokens: utf8: key/value "tokenizer.ggml.tokens" (element 100) is a string that is not UTF-8 (GGUF strings are UTF-8)' ]
+    [ ! -e m.json ] && [ ! -e tok.gguf_tokenizer.json ]
+    # the architecture name "llama" -> "\xfelama"
+    cp g.gguf arch.gguf
+    at=$(grep -abo llama arch.gguf | head -n1 | cut -d: -f1)
+    [ "$(dd if=arch.gguf bs=1 skip="$at" count=5 status=none)" = llama ]
+    nf_poke arch.gguf "$at" fe
+    run -1 --separate-stderr ninfer-import arch.gguf
+    [ "$stderr" = 'ninfer-import: arch.gguf: /kv/general.architecture: utf8: general.architecture is not a UTF-8 string (GGUF strings are UTF-8)' ]
+    # a key that is not UTF-8: the reader refuses the file
+    cp g.gguf key.gguf
+    at=$(grep -abo general.name key.gguf | head -n1 | cut -d: -f1)
+    nf_poke key.gguf "$at" ff
+    run -1 --separate-stderr ninfer-import key.gguf
+    expect_only_codes utf8
+    [[ "$stderr" == *": utf8: key is not valid UTF-8 (byte 0)" ]]
+}
+
+@test "a GGUF whose blk.N tensors go past block_count is coverage (1), not a smaller model" {
+    nf-mkarch --arch llama ck
+    nf-mkgguf ck g.gguf
+    # llama.block_count 2 -> 1 (a u32: the low byte after the key and its type)
+    local at
+    at=$(kv_value_at g.gguf llama.block_count)
+    [ "$(od -An -tu4 -j "$at" -N4 g.gguf | tr -d ' ')" = 2 ]
+    cp g.gguf bc.gguf
+    nf_poke bc.gguf "$at" 01
+    run -1 --separate-stderr ninfer-import -o m.json bc.gguf
+    expect_only_codes coverage
+    [[ "$stderr" == *'bc.gguf: /tensors/'*': coverage: tensor "blk.1.attn_norm.weight" is of layer 1, but llama.block_count is 1 (9 tensors past it): the GGUF'"'"'s metadata and tensors disagree' ]]
+    [ ! -e m.json ]
+    run -0 --separate-stderr ninfer-import -q g.gguf
+}
+
 @test "realdata: vocabulary-only GGUFs give resource-only artifacts" {
     need llamacpp-vocab-gguf/ggml-vocab-phi-3.gguf
     local v

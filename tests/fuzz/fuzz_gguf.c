@@ -61,7 +61,12 @@ int NF_FUZZ_ENTRY(gguf)(const uint8_t *data, size_t size)
             (void)nf_gguf_vtype_name(kv->type);
             size_t len = 0;
             free(nf_gguf_kv_string(g, kv, &len));
-            char *js = nf_gguf_kv_json(g, kv, &len);
+            nf_diags kd = NF_DIAGS_INIT;
+            char *js = nf_gguf_kv_json(g, kv, &len, &kd);
+            /* NULL says why, in exactly one record */
+            NF_FUZZ_ASSERT(js || kd.n == 1, "nf_gguf_kv_json of \"%s\" failed without a word",
+                           kv->key);
+            nf_diags_free(&kd);
             if (js && len < (64u << 20)) {
                 nf_diags jd = NF_DIAGS_INIT;
                 nf_jdoc *doc = nf_jdoc_parse(js, len, 0, &jd);

@@ -125,7 +125,7 @@ static buf_t build_small(void)
     put(&b, "GGUF", 4);
     u32(&b, 3);
     u64(&b, 2);  /* tensors */
-    u64(&b, 15); /* kv */
+    u64(&b, 17); /* kv */
     key(&b, "general.architecture", NF_GGUF_STRING); str(&b, "llama");
     key(&b, "general.alignment", NF_GGUF_U32); u32(&b, 64);
     key(&b, "t.u8", NF_GGUF_U8); u8(&b, 200);
@@ -139,13 +139,17 @@ static buf_t build_small(void)
     key(&b, "t.u64", NF_GGUF_U64); u64(&b, UINT64_MAX);
     key(&b, "t.i64", NF_GGUF_I64); u64(&b, (uint64_t)INT64_MIN);
     key(&b, "t.f64", NF_GGUF_F64); { double f = 10000.0; uint64_t w; memcpy(&w, &f, 8); u64(&b, w); }
-    /* [["a", "b\"\x01"], [], ["\xff"]] : array of arrays of strings */
+    /* [["a", "b\"\x01"], [], ["\u00e9"]] : array of arrays of strings */
     key(&b, "t.nested", NF_GGUF_ARRAY); u32(&b, NF_GGUF_ARRAY); u64(&b, 3);
     u32(&b, NF_GGUF_STRING); u64(&b, 2); str(&b, "a"); str(&b, "b\"\x01");
     u32(&b, NF_GGUF_STRING); u64(&b, 0);
-    u32(&b, NF_GGUF_STRING); u64(&b, 1); str(&b, "\xff");
+    u32(&b, NF_GGUF_STRING); u64(&b, 1); str(&b, "\xc3\xa9");
     key(&b, "t.floats", NF_GGUF_ARRAY); u32(&b, NF_GGUF_F32); u64(&b, 2);
     { float f[2] = {1.0f, -INFINITY}; uint32_t w; memcpy(&w, &f[0], 4); u32(&b, w); memcpy(&w, &f[1], 4); u32(&b, w); }
+    /* a string that is not UTF-8 (0xff) as element 1 */
+    key(&b, "t.bytes", NF_GGUF_ARRAY); u32(&b, NF_GGUF_STRING); u64(&b, 2);
+    str(&b, "ok"); str(&b, "a\xff");
+    key(&b, "t.nan", NF_GGUF_F64); { double f = NAN; uint64_t w; memcpy(&w, &f, 8); u64(&b, w); }
     /* tensors */
     str(&b, "w"); u32(&b, 2); u64(&b, 64); u64(&b, 3); u32(&b, NF_GGML_BF16); u64(&b, 0);
     str(&b, "v"); u32(&b, 1); u64(&b, 5); u32(&b, NF_GGML_F32); u64(&b, 384);
@@ -171,7 +175,7 @@ static void test_small(void)
     CHECK_EQ_U64(g->version, 3, "small: version");
     CHECK_EQ_U64(g->alignment, 64, "small: general.alignment");
     CHECK_EQ_U64(g->data_start % 64, 0, "small: data section aligned");
-    CHECK_EQ_U64(g->n_kv, 15, "small: kv count");
+    CHECK_EQ_U64(g->n_kv, 17, "small: kv count");
     uint64_t u;
     double f;
     bool bv;
@@ -195,13 +199,38 @@ static void test_small(void)
         {"t.u8", "200"}, {"t.i8", "-2"}, {"t.i16", "-1"}, {"t.i32", "-7"},
         {"t.u64", "18446744073709551615"}, {"t.i64", "-9223372036854775808"},
         {"t.f32", "0.1"}, {"t.f64", "10000.0"}, {"t.bool", "true"},
-        {"t.nested", "[[\"a\",\"b\\\"\\u0001\"],[],[\"\xef\xbf\xbd\"]]"},
-        {"t.floats", "[1.0,null]"},
+        {"t.nested", "[[\"a\",\"b\\\"\\u0001\"],[],[\"\xc3\xa9\"]]"},
     };
     for (size_t i = 0; i < sizeof js / sizeof *js; i++) {
-        char *j = nf_gguf_kv_json(g, nf_gguf_find_kv(g, js[i].k), NULL);
+        char *j = nf_gguf_kv_json(g, nf_gguf_find_kv(g, js[i].k), NULL, NULL);
         CHECK_STR(j, js[i].json, "small: %s as JSON", js[i].k);
         free(j);
+    }
+    /* nothing is changed on the way (E5): no null for a NaN/Inf, no U+FFFD */
+    const struct { const char *k; nf_code code; const char *msg; } refused[] = {
+        {"t.floats", NF_C_RANGE,
+         "key/value \"t.floats\" (element 1) is infinite: a finite number is needed"},
+        {"t.nan", NF_C_RANGE, "key/value \"t.nan\" is NaN: a finite number is needed"},
+        {"t.bytes", NF_C_UTF8,
+         "key/value \"t.bytes\" (element 1) is a string that is not UTF-8 (GGUF strings are UTF-8)"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        nf_diags rd = NF_DIAGS_INIT;
+        size_t jl = 7;
+        char *j = nf_gguf_kv_json(g, nf_gguf_find_kv(g, refused[i].k), &jl, &rd);
+        char want_ptr[64];
+        snprintf(want_ptr, sizeof want_ptr, "/kv/%s", refused[i].k);
+        CHECK(!j && jl == 7 && rd.n == 1 && rd.v[0].code == refused[i].code &&
+                  !strcmp(rd.v[0].pointer, want_ptr) && !strcmp(rd.v[0].file, path) &&
+                  !strcmp(rd.v[0].message, refused[i].msg),
+              "small: %s refused as %s with its pointer and element (%s)", refused[i].k,
+              nf_code_name(refused[i].code), rd.n ? rd.v[0].message : "no diagnostic");
+        /* without a diagnostics list: NULL all the same */
+        char *j2 = nf_gguf_kv_json(g, nf_gguf_find_kv(g, refused[i].k), NULL, NULL);
+        CHECK(!j2, "small: %s refused without a list too", refused[i].k);
+        free(j);
+        free(j2);
+        nf_diags_free(&rd);
     }
     const nf_gguf_kv *nk = nf_gguf_find_kv(g, "t.nested");
     CHECK(nk && nk->type == NF_GGUF_ARRAY && nk->elem_type == NF_GGUF_ARRAY && nk->n_elems == 3,
@@ -562,14 +591,19 @@ static void sweep(const char *what, const unsigned char *p, size_t n, size_t upt
                 for (size_t t = 0; t < g->n_tensors; t++)
                     if (g->tensors[t].offset + g->tensors[t].bytes > g->file_size)
                         bad_corrupt++;
-                /* every (small) value reads back */
+                /* every (small) value reads back, or is refused for what a
+                 * flipped byte can make of it: a NaN/Inf, a string that is
+                 * not UTF-8 */
                 for (size_t i = 0; i < g->n_kv; i++) {
                     if (g->kv[i].value_bytes > 4096)
                         continue;
-                    char *j = nf_gguf_kv_json(g, &g->kv[i], NULL);
-                    if (!j)
+                    nf_diags jd = NF_DIAGS_INIT;
+                    char *j = nf_gguf_kv_json(g, &g->kv[i], NULL, &jd);
+                    if (!j && !(jd.n == 1 && (jd.v[0].code == NF_C_RANGE ||
+                                              jd.v[0].code == NF_C_UTF8)))
                         bad_corrupt++;
                     free(j);
+                    nf_diags_free(&jd);
                 }
                 nf_gguf_free(g);
             }
@@ -604,7 +638,7 @@ static void test_real(void)
                   "real: llama.block_count 5");
             CHECK(nf_gguf_kv_f64(g, nf_gguf_find_kv(g, "llama.rope.freq_base"), &f) && f == 10000,
                   "real: rope freq_base 10000");
-            char *j = nf_gguf_kv_json(g, nf_gguf_find_kv(g, "llama.attention.layer_norm_rms_epsilon"), NULL);
+            char *j = nf_gguf_kv_json(g, nf_gguf_find_kv(g, "llama.attention.layer_norm_rms_epsilon"), NULL, NULL);
             CHECK_STR(j, "1e-05", "real: epsilon as JSON");
             free(j);
             /* the norm equals hf-f32's (norms are not permuted) */
@@ -673,7 +707,7 @@ static void test_real(void)
         CHECK(tok && tok->type == NF_GGUF_ARRAY && tok->elem_type == NF_GGUF_STRING &&
               tok->n_elems == 32000, "real: ollama tiny: 32000 tokens");
         size_t len;
-        char *j = nf_gguf_kv_json(g, tok, &len);
+        char *j = nf_gguf_kv_json(g, tok, &len, NULL);
         nf_diags d = NF_DIAGS_INIT;
         nf_jdoc *doc = j ? nf_jdoc_parse(j, len, 0, &d) : NULL;
         CHECK(doc && nf_jarr_len(nf_jdoc_root(doc)) == 32000,
@@ -704,7 +738,7 @@ static void test_real(void)
         bool all = g != NULL;
         for (size_t k = 0; g && k < g->n_kv; k++) {
             size_t len;
-            char *j = nf_gguf_kv_json(g, &g->kv[k], &len);
+            char *j = nf_gguf_kv_json(g, &g->kv[k], &len, NULL);
             nf_diags d = NF_DIAGS_INIT;
             nf_jdoc *doc = j ? nf_jdoc_parse(j, len, 0, &d) : NULL;
             all = all && doc;
