@@ -81,6 +81,17 @@ bool nf_geom_moe(nf_ab *b, nf_geom *g, bool shared)
     }
     if (g->E && !nf_ab_u64(b, "moe_intermediate_size", true, 0, 1, &g->Im))
         return false;
+    /* the router picks num_experts_per_tok of the num_experts (when given:
+     * llama.cpp's expert_used_count) */
+    uint64_t k = 0;
+    if (g->E && !nf_ab_u64(b, "num_experts_per_tok", false, 0, 1, &k))
+        return false;
+    if (k > g->E) {
+        nf_ab_fail(b, NF_C_RANGE, "num_experts_per_tok",
+                   "num_experts_per_tok %llu is more than num_experts %llu",
+                   (unsigned long long)k, (unsigned long long)g->E);
+        return false;
+    }
     if (shared && g->E && !nf_ab_u64(b, "shared_expert_intermediate_size", false, 0, 0, &g->Is))
         return false;
     nf_jval *m = nf_ab_get(b, "mlp_only_layers");

@@ -636,6 +636,18 @@ static void test_hostile(void)
          " \"hidden_size\": 4, \"vocab_size\": 4, \"num_hidden_layers\": 60000,"
          " \"num_attention_heads\": 1, \"num_experts\": 60000, \"moe_intermediate_size\": 4}",
          NULL, NULL, NF_C_RANGE},
+        {"num_experts_per_tok above num_experts", "{\"architectures\": [\"Qwen3MoeForCausalLM\"],"
+         " \"hidden_size\": 4, \"vocab_size\": 4, \"num_hidden_layers\": 1,"
+         " \"num_attention_heads\": 1, \"intermediate_size\": 4, \"num_experts\": 4,"
+         " \"num_experts_per_tok\": 5, \"moe_intermediate_size\": 4}", NULL, NULL, NF_C_RANGE},
+        {"num_experts_per_tok 0", "{\"architectures\": [\"Qwen3MoeForCausalLM\"],"
+         " \"hidden_size\": 4, \"vocab_size\": 4, \"num_hidden_layers\": 1,"
+         " \"num_attention_heads\": 1, \"intermediate_size\": 4, \"num_experts\": 4,"
+         " \"num_experts_per_tok\": 0, \"moe_intermediate_size\": 4}", NULL, NULL, NF_C_RANGE},
+        {"qwen3next num_experts_per_tok above num_experts", "{\"architectures\": [\"Qwen3NextForCausalLM\"],"
+         " \"hidden_size\": 4, \"vocab_size\": 4, \"num_hidden_layers\": 1,"
+         " \"num_attention_heads\": 1, \"intermediate_size\": 4, \"num_experts\": 2,"
+         " \"num_experts_per_tok\": 3, \"moe_intermediate_size\": 4}", NULL, NULL, NF_C_RANGE},
         {"llama attention_bias", "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4,"
          " \"vocab_size\": 4, \"num_hidden_layers\": 1, \"num_attention_heads\": 1,"
          " \"intermediate_size\": 4, \"attention_bias\": true}", NULL, NULL, NF_C_UNSUPPORTED},
@@ -671,6 +683,15 @@ static void test_hostile(void)
                     NULL, &p, &d);
     CHECK(rc == -1 && d.n && strcmp(d.v[0].pointer, "/components/text/config/vocab_size") == 0,
           "hostile config: the pointer names the missing field");
+    nf_diags_free(&d);
+    rc = derive("text", "{\"architectures\": [\"Qwen3MoeForCausalLM\"], \"hidden_size\": 4,"
+                " \"vocab_size\": 4, \"num_hidden_layers\": 1, \"num_attention_heads\": 1,"
+                " \"intermediate_size\": 4, \"num_experts\": 4, \"num_experts_per_tok\": 100,"
+                " \"moe_intermediate_size\": 4}", NULL, NULL, &p, &d);
+    CHECK(rc == -1 && d.n == 1 &&
+              strcmp(d.v[0].pointer, "/components/text/config/num_experts_per_tok") == 0 &&
+              strcmp(d.v[0].message, "num_experts_per_tok 100 is more than num_experts 4") == 0,
+          "hostile config: num_experts_per_tok 100 of 4 experts names the key and both counts");
     nf_diags_free(&d);
     rc = derive("text", "{\"architectures\": [\"GPT2LMHeadModel\"]}", NULL, NULL, &p, &d);
     CHECK(rc == -1 && d.n &&
