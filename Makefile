@@ -11,8 +11,17 @@ DESTDIR ?=
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-NF_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -Icommon -MMD -MP
-NF_LIBS := -ljson-c -lzstd -lcrypto -lpthread -lm
+# json-c, zstd and libcrypto as pkg-config describes them (the plain -l
+# flags when pkg-config is missing or the packages are not installed yet)
+PKG_CONFIG ?= pkg-config
+NF_PKGS    := json-c libzstd libcrypto
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(NF_PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(NF_PKGS) 2>/dev/null)
+ifeq ($(strip $(PKG_LIBS)),)
+PKG_LIBS   := -ljson-c -lzstd -lcrypto
+endif
+NF_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -Icommon $(PKG_CFLAGS) -MMD -MP
+NF_LIBS := $(PKG_LIBS) -lpthread -lm
 
 ifeq ($(SANITIZE),1)
 NF_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -72,10 +81,13 @@ all: deps-check $(LIB) $(CMDS)
 
 .PHONY: all deps-check test test-long unit bats demo install uninstall clean fuzz bench
 
-# Stop early, with the exact command to run, when a library is missing; when
-# we may install (root, or sudo without a password), do it.
+# Stop early, with the exact command to run, when a library is missing.
+# `make` (building) never installs anything; `make test`, `make demo` and
+# `make fuzz` install the missing Debian packages when we may (root, or sudo
+# without a password), as .ci/run does.
+DEPS_MODE := $(if $(filter test demo fuzz bats unit,$(MAKECMDGOALS)),--check-or-install,--check)
 deps-check:
-	$(Q)scripts/install-deps.sh --check-or-install
+	$(Q)scripts/install-deps.sh $(DEPS_MODE)
 
 # deps-check first, even under -j: nothing compiles before the headers exist
 $(BUILD)/%.o: %.c | deps-check

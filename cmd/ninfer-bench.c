@@ -403,6 +403,7 @@ int main(int argc, char **argv)
     uint64_t N = 0, K = 0, div = 1, v;
     bool act_set = false;
     int c;
+    opterr = 0; /* nf_bad_option says it, once */
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
         case O_FORMAT: fmt = optarg; break;
@@ -453,7 +454,7 @@ int main(int argc, char **argv)
         case O_LLC: llc = optarg; break;
         case 'h': print_usage(); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_usage_error("unknown option");
+        default: return nf_bad_option(argc, argv, lo);
         }
     }
     if (llc && (!nf_parse_size(llc, &opt.llc) || opt.llc == 0 || opt.llc > (64ull << 30)))

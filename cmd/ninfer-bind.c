@@ -424,6 +424,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     int c, modes = 0;
     bool dtype_given = false;
+    opterr = 0; /* nf_bad_option says it, once */
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
         switch (c) {
         case O_CHECK: o.mode = M_CHECK; modes++; break;
@@ -452,7 +453,7 @@ int main(int argc, char **argv)
         case 'q': o.quiet = true; break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_usage_error("unknown option (see --help)");
+        default: return nf_bad_option(argc, argv, lo);
         }
     }
     if (modes > 1)

@@ -399,6 +399,7 @@ int main(int argc, char **argv)
     nf_prog = "ninfer-cat";
     int c, bad = 0;
     uint64_t v;
+    opterr = 0; /* nf_bad_option says it, once */
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
         case O_HEADER: bad |= set_sel(S_HEADER, NULL); break;
@@ -432,7 +433,7 @@ int main(int argc, char **argv)
             break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_usage_error("unknown option");
+        default: return nf_bad_option(argc, argv, lo);
         }
     }
     if (bad)

@@ -75,6 +75,7 @@ int main(int argc, char **argv)
     const char *out = NULL;
     bool quiet = false;
     int c;
+    opterr = 0; /* nf_bad_option says it, once */
     while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
         case 'q': quiet = true; break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_usage_error("unknown option (see --help)");
+        default: return nf_bad_option(argc, argv, lo);
         }
     }
     if (optind + 1 != argc)

@@ -50,6 +50,7 @@ int main(int argc, char **argv)
     nf_pack_opts po = {&wc, false, false, 0};
     uint64_t maxj = 256ull << 20, v;
     int c, r;
+    opterr = 0; /* nf_bad_option says it, once */
     while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
         if ((r = nf_writer_cli_opt(&wc, c, optarg)) != 0) {
             if (r != 1)
@@ -71,7 +72,7 @@ int main(int argc, char **argv)
             break;
         case 'h': printf(usage, nf_writer_usage); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_usage_error("unknown option");
+        default: return nf_bad_option(argc, argv, lo);
         }
     }
     if (optind + 1 != argc)

@@ -117,6 +117,7 @@ int main(int argc, char **argv)
     bool force = false, allow_unmatched = false;
     uint64_t maxj = NF_DEFAULT_MAX_JSON;
     int c;
+    opterr = 0; /* nf_bad_option says it, once */
     while ((c = getopt_long(argc, argv, "r:i:o:h", lo, NULL)) != -1) {
         switch (c) {
         case 'r': recipe = optarg; break;
@@ -130,7 +131,7 @@ int main(int argc, char **argv)
             break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_usage_error("unknown option");
+        default: return nf_bad_option(argc, argv, lo);
         }
     }
     if (outp && strcmp(outp, "-") == 0)

@@ -112,6 +112,7 @@ int main(int argc, char **argv)
     bool json = false;
     uint64_t v;
     int c;
+    opterr = 0; /* nf_bad_option says it, once */
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
         case O_DEVICE:
@@ -144,7 +145,7 @@ int main(int argc, char **argv)
             break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_usage_error("unknown option");
+        default: return nf_bad_option(argc, argv, lo);
         }
     }
     if (optind + 1 != argc)

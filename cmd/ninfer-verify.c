@@ -454,6 +454,7 @@ int main(int argc, char **argv)
     opt.open.check_fill = true;
     int c;
     uint64_t v;
+    opterr = 0; /* nf_bad_option says it, once */
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
         switch (c) {
         case O_JSON: opt.json = true; break;
@@ -476,7 +477,7 @@ int main(int argc, char **argv)
         case O_PROG: opt.progress = 1; break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_usage_error("unknown option");
+        default: return nf_bad_option(argc, argv, lo);
         }
     }
     if (optind >= argc)

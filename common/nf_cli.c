@@ -17,12 +17,39 @@ const char *nf_prog = "ninfer";
 int nf_usage_error(const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", nf_prog);
+    char *msg = NULL;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
     va_end(ap);
+    /* the message quotes the user's words: control characters escaped */
+    fprintf(stderr, "%s: usage: ", nf_prog);
+    nf_fput_text(msg ? msg : "(out of memory)", stderr);
     fprintf(stderr, " (see '%s --help')\n", nf_prog);
+    free(msg);
     return NF_EXIT_USAGE;
+}
+
+int nf_bad_option(int argc, char **argv, const struct option *lo)
+{
+    /* getopt has moved optind past the word it refused */
+    const char *w = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+    bool is_long = strncmp(w, "--", 2) == 0;
+    const struct option *o = lo;
+    while (o && o->name && !(optopt && !o->flag && o->val == optopt))
+        o++;
+    if (optopt && o && o->name) {
+        if (o->has_arg == required_argument) {
+            if (is_long)
+                return nf_usage_error("option '--%s' needs an argument", o->name);
+            return nf_usage_error("option '-%c' needs an argument", optopt);
+        }
+        if (is_long)
+            return nf_usage_error("option '--%s' takes no argument", o->name);
+    }
+    if (!is_long && optopt > ' ' && optopt < 127)
+        return nf_usage_error("invalid option '-%c'", optopt);
+    return nf_usage_error("unrecognized option '%.*s'", (int)strcspn(w, "="), w);
 }
 
 void nf_print_version(void)

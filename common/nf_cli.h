@@ -12,6 +12,7 @@
 #include "nf_artifact.h"
 #include "nf_diag.h"
 #include "nf_io.h"
+#include <getopt.h>
 #include "nf_json.h"
 #include "nf_writer.h"
 
@@ -21,8 +22,15 @@ extern "C" {
 
 extern const char *nf_prog;
 
-/* Print "prog: message" to stderr and return NF_EXIT_USAGE (2). */
+/* Print "prog: usage: message (see 'prog --help')" to stderr, one line,
+ * and return NF_EXIT_USAGE (2). */
 int nf_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The usage error for the option getopt_long just refused (call it for the
+ * '?' it returns; commands set opterr = 0 so getopt prints nothing itself):
+ * "unrecognized option '--x'", "option '--x' needs an argument", or
+ * "invalid option '-x'". Returns NF_EXIT_USAGE. */
+int nf_bad_option(int argc, char **argv, const struct option *lo);
 
 /* Print "prog version" to stdout. */
 void nf_print_version(void);

@@ -1,11 +1,12 @@
 #!/bin/sh
 # install-deps.sh — install the Debian packages ninfer needs to build and test.
 #   scripts/install-deps.sh                 install what is missing (root or sudo)
-#   scripts/install-deps.sh --check         exit 1 listing what is missing
+#   scripts/install-deps.sh --check         exit 1 listing what is missing and
+#       the command that installs it (what `make` runs: building never installs)
 #   scripts/install-deps.sh --check-or-install
-#       what `make` runs: nothing to do when all is there; else install when
-#       we are root or sudo works without a password; else stop with the
-#       exact command to run.
+#       what `make test`, `make demo` and `make fuzz` run: nothing to do when
+#       all is there; else install when we are root or sudo works without a
+#       password; else stop with the exact command to run.
 set -u
 PKGS="build-essential pkg-config libjson-c-dev libzstd-dev libssl-dev bats zstd openssl time"
 mode=${1:-install}
@@ -34,6 +35,8 @@ fi
 case "$mode" in
 --check)
     echo "ninfer: missing Debian packages:$missing" >&2
+    echo "ninfer: run: sudo apt-get update && sudo apt-get install -y$missing" >&2
+    echo "ninfer: (or scripts/install-deps.sh; make test and make demo install them too)" >&2
     exit 1 ;;
 esac
 

@@ -504,7 +504,7 @@ K=64
 
 @test "--device cuda with a stream is a usage error before any device is probed; the default takes the CPU for a stream" {
     run -2 --separate-stderr bash -c 'ninfer-cat "$1" | ninfer-run --device cuda -' _ "$BATS_FILE_TMPDIR/mtp/m.ninfer"
-    [ "$stderr" = "ninfer-run: --device cuda reads an artifact file, not a stream (see 'ninfer-run --help')" ]
+    [ "$stderr" = "ninfer-run: usage: --device cuda reads an artifact file, not a stream (see 'ninfer-run --help')" ]
     [ -z "$output" ]
     run -0 --separate-stderr bash -c 'ninfer-cat "$1" | ninfer-run --iters 1 -' _ "$BATS_FILE_TMPDIR/mtp/m.ninfer"
     [ "$stderr" = "ninfer-run: running on the CPU (a stream)" ]

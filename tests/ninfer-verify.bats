@@ -850,3 +850,19 @@ big_catalog() {
     expect_only_codes reference
     grep -qF 'bad.ninfer: /bindings/text~1p99999/object: reference: no object "o100000"' <<< "$stderr"
 }
+
+@test "every command: a bad option is one usage line (no getopt line with the binary's path), exit 2" {
+    local c
+    for c in bench bind cat import pack quant run split verify; do
+        run -2 --separate-stderr "ninfer-$c" --bogus
+        [ "$stderr" = "ninfer-$c: usage: unrecognized option '--bogus' (see 'ninfer-$c --help')" ]
+        run -2 --separate-stderr "ninfer-$c" -Z
+        [ "$stderr" = "ninfer-$c: usage: invalid option '-Z' (see 'ninfer-$c --help')" ]
+        run -2 --separate-stderr "ninfer-$c" --help=1
+        [ "$stderr" = "ninfer-$c: usage: option '--help' takes no argument (see 'ninfer-$c --help')" ]
+    done
+    run -2 --separate-stderr ninfer-split -o
+    [ "$stderr" = "ninfer-split: usage: option '-o' needs an argument (see 'ninfer-split --help')" ]
+    run -2 --separate-stderr ninfer-verify --max-json-bytes
+    [ "$stderr" = "ninfer-verify: usage: option '--max-json-bytes' needs an argument (see 'ninfer-verify --help')" ]
+}
