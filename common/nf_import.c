@@ -53,6 +53,23 @@ static bool is_file(const char *p)
     return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* Why the checkpoint file p cannot be read as one: NULL for a regular file
+ * (or a symlink to one); else what it is, as a message tail. A shard or
+ * model.safetensors that is a FIFO, a device or a directory is no more
+ * "missing" than a regular file is (DESIGN 3: such a path is io, exit 3,
+ * said as what it is). */
+static const char *file_problem(const char *p)
+{
+    struct stat sb, lb;
+    if (stat(p, &sb) == 0)
+        return S_ISREG(sb.st_mode) ? NULL
+               : S_ISDIR(sb.st_mode) ? "is a directory"
+                                     : "is not a regular file (a FIFO, socket or device)";
+    if (errno == ENOENT && lstat(p, &lb) == 0)
+        return "is missing (a dangling symbolic link)";
+    return errno == ENOENT ? "is missing" : "cannot be read";
+}
+
 static bool is_dir(const char *p)
 {
     struct stat sb;
@@ -298,17 +315,21 @@ static bool open_index(ckpt *c, const char *index_path, nf_diags *d)
     if (ok)
         qsort(shards, n, sizeof *shards, str_cmp);
     size_t missing = 0, first_missing = 0;
+    const char *why = NULL;
     for (size_t i = 0; ok && i < n; i++) {
         char *p = nf_path_join(c->dir, shards[i]);
-        if (p && !is_file(p) && missing++ == 0)
+        const char *w = p ? file_problem(p) : "cannot be read";
+        if (w && missing++ == 0) {
             first_missing = i;
+            why = w;
+        }
         free(p);
     }
     if (missing) {
         char *p = nf_path_join(c->dir, shards[first_missing]);
         nf_diag_addf(&local, NF_C_IO, p ? p : shards[first_missing], "",
-                     "shard \"%s\" of %s is missing%s", shards[first_missing],
-                     nf_basename(index_path), missing > 1 ? " (and others)" : "");
+                     "shard \"%s\" of %s %s%s", shards[first_missing],
+                     nf_basename(index_path), why, missing > 1 ? " (and others)" : "");
         free(p);
     }
     ok = ok && !nf_diags_exit(&local);
@@ -337,6 +358,61 @@ static bool open_index(ckpt *c, const char *index_path, nf_diags *d)
         }
     }
     free(shards);
+    nf_jdoc_free(doc);
+    nf_diags_move(d, &local);
+    nf_diags_free(&local);
+    return ok;
+}
+
+/* An index beside model.safetensors. The single file is what is imported,
+ * as transformers loads it when both are there (SAFE_WEIGHTS_NAME before
+ * SAFE_WEIGHTS_INDEX_NAME); the index is still read, never ignored
+ * silently: a malformed one (json, schema) or one that is no regular file
+ * (io) is an error, one that maps every tensor to model.safetensors must
+ * agree with it (reference), and one naming other shards gets a warning
+ * that they are not imported. c holds model.safetensors as its only shard. */
+static bool index_beside_single(ckpt *c, const nf_import_opts *o, const char *index_path,
+                                nf_diags *d)
+{
+    const char *why = file_problem(index_path);
+    if (why) {
+        nf_diag_addf(d, NF_C_IO, index_path, "", "%s beside model.safetensors %s",
+                     nf_basename(index_path), why);
+        return false;
+    }
+    size_t len;
+    char *text = slurp(index_path, MAX_INDEX_BYTES, &len, d);
+    if (!text)
+        return false;
+    nf_diags local = NF_DIAGS_INIT;
+    local.file = index_path;
+    nf_jdoc *doc = nf_jdoc_parse(text, len, 0, &local);
+    free(text);
+    nf_jval *wm = doc ? nf_jobj_get(nf_jdoc_root(doc), "weight_map") : NULL;
+    if (doc && nf_jtype_of(wm) != NF_J_OBJECT)
+        nf_diag_add(&local, NF_C_SCHEMA, "/weight_map", "the index needs a \"weight_map\" object");
+    const char *other = NULL;
+    nf_jiter it = nf_jobj_iter(wm);
+    const char *k;
+    nf_jval *v;
+    while (doc && nf_jtype_of(wm) == NF_J_OBJECT && !nf_diags_exit(&local) &&
+           nf_jobj_next(&it, &k, &v)) {
+        const char *f = nf_jstr(v, NULL);
+        char *q = nf_ptr_join("/weight_map", k, strlen(k));
+        if (!f || !*f || strchr(f, '/'))
+            nf_diag_add(&local, NF_C_SCHEMA, q ? q : "",
+                        "a shard must be a file name in the checkpoint's directory");
+        else if (strcmp(f, "model.safetensors") != 0)
+            other = other ? other : f;
+        else if (sm_get(&c->where, k) == SIZE_MAX)
+            nf_diag_add(&local, NF_C_REFERENCE, q ? q : "",
+                        "tensor \"%s\" is not in model.safetensors", k);
+        free(q);
+    }
+    bool ok = doc && !nf_diags_exit(&local);
+    if (ok && other)
+        warnf(o, "warning: %s names other shards (\"%s\"); model.safetensors beside it is "
+              "imported, as transformers loads it", index_path, other);
     nf_jdoc_free(doc);
     nf_diags_move(d, &local);
     nf_diags_free(&local);
@@ -1476,13 +1552,27 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
         config_path = o->config ? strdup(o->config) : nf_path_join(cp, "config.json");
         char *single = nf_path_join(cp, "model.safetensors");
         index_path = nf_path_join(cp, "model.safetensors.index.json");
-        if (single && is_file(single)) {
-            free(index_path);
-            index_path = NULL;
-            if (!ck_add_shard(&c, single, d)) {
+        const char *sw = single ? file_problem(single) : "cannot be read";
+        struct stat ib;
+        bool index_there = index_path && lstat(index_path, &ib) == 0;
+        const char *iw = index_there ? file_problem(index_path) : NULL;
+        if (sw && strcmp(sw, "is missing") != 0) {
+            /* there, but a FIFO, a device, a directory: not "absent" */
+            nf_diag_addf(d, NF_C_IO, single ? single : cp, "", "model.safetensors %s", sw);
+            free(single);
+            goto done;
+        } else if (!sw) {
+            if (!ck_add_shard(&c, single, d) ||
+                (index_there && !index_beside_single(&c, o, index_path, d))) {
                 free(single);
                 goto done;
             }
+            free(index_path);
+            index_path = NULL;
+        } else if (iw) {
+            nf_diag_addf(d, NF_C_IO, index_path, "", "model.safetensors.index.json %s", iw);
+            free(single);
+            goto done;
         } else if (!index_path || !is_file(index_path)) {
             nf_diag_addf(d, NF_C_IO, cp, "",
                          "no model.safetensors or model.safetensors.index.json in the directory");

@@ -338,6 +338,77 @@ kv_value_at() {
     [[ "$stderr" == *"io: frontend file cannot be read"* ]]
 }
 
+# sharded CK SHARD — move CK's weights aside (CK/weights.bin) and write an
+# index mapping every tensor to SHARD.
+sharded() {
+    local names
+    names=$(nf-st2manifest --list "$1" | cut -f1)
+    mv "$1/model.safetensors" "$1/weights.bin"
+    {
+        echo '{"weight_map": {'
+        sed "s/.*/\"&\": \"$2\"/" <<< "$names" | paste -sd, -
+        echo '}}'
+    } > "$1/model.safetensors.index.json"
+}
+
+@test "a shard that is a FIFO, a link to /dev/zero, a directory or a dangling link is io (3) saying what it is, not 'missing'" {
+    nf-mkarch --arch qwen3 ck
+    sharded ck s1.safetensors
+    local pre="ninfer-import: $PWD/ck/s1.safetensors: io: shard \"s1.safetensors\" of model.safetensors.index.json"
+    mkfifo ck/s1.safetensors
+    run -3 --separate-stderr ninfer-import ck
+    [ "$stderr" = "$pre is not a regular file (a FIFO, socket or device)" ]
+    rm ck/s1.safetensors && ln -s /dev/zero ck/s1.safetensors
+    run -3 --separate-stderr ninfer-import ck
+    [ "$stderr" = "$pre is not a regular file (a FIFO, socket or device)" ]
+    rm ck/s1.safetensors && mkdir ck/s1.safetensors
+    run -3 --separate-stderr ninfer-import ck
+    [ "$stderr" = "$pre is a directory" ]
+    rmdir ck/s1.safetensors && ln -s ../blobs/gone ck/s1.safetensors
+    run -3 --separate-stderr ninfer-import ck
+    [ "$stderr" = "$pre is missing (a dangling symbolic link)" ]
+    rm ck/s1.safetensors
+    run -3 --separate-stderr ninfer-import ck
+    [ "$stderr" = "$pre is missing" ]
+    # model.safetensors itself as a link to /dev/zero: io, not "no model.safetensors"
+    ln -s /dev/zero ck/model.safetensors
+    run -3 --separate-stderr ninfer-import ck
+    [ "$stderr" = "ninfer-import: ck/model.safetensors: io: model.safetensors is not a regular file (a FIFO, socket or device)" ]
+    [ -z "$output" ]
+}
+
+@test "model.safetensors beside an index: the single file is imported (as transformers does); the index is read, never ignored silently" {
+    nf-mkarch --arch qwen3 ck
+    import_pack ck want
+    sharded ck model-00001-of-00002.safetensors
+    mv ck/weights.bin ck/model.safetensors
+    # an index naming other shards: a warning, the single file imported
+    run -0 --separate-stderr ninfer-import -o a.json ck
+    [ "$stderr" = 'ninfer-import: warning: ck/model.safetensors.index.json names other shards ("model-00001-of-00002.safetensors"); model.safetensors beside it is imported, as transformers loads it' ]
+    cmp <(grep -v '"sha256"\|"path"' a.json) <(grep -v '"sha256"\|"path"' want.json)
+    # an index that maps everything to model.safetensors: no word; one that names a tensor the file lacks: reference
+    sed -i 's/model-00001-of-00002.safetensors/model.safetensors/g' ck/model.safetensors.index.json
+    run -0 --separate-stderr ninfer-import -o b.json ck
+    [ -z "$stderr" ]
+    sed -i 's/"weight_map": {/"weight_map": {"model.extra.weight": "model.safetensors", /' ck/model.safetensors.index.json
+    run -1 --separate-stderr ninfer-import ck
+    [ "$stderr" = 'ninfer-import: ck/model.safetensors.index.json: /weight_map/model.extra.weight: reference: tensor "model.extra.weight" is not in model.safetensors' ]
+    # malformed: schema or json (1), not ignored
+    echo '{"weight_map": {"a": 5}}' > ck/model.safetensors.index.json
+    run -1 --separate-stderr ninfer-import ck
+    [ "$stderr" = "ninfer-import: ck/model.safetensors.index.json: /weight_map/a: schema: a shard must be a file name in the checkpoint's directory" ]
+    echo '{"weight_map":' > ck/model.safetensors.index.json
+    run -1 --separate-stderr ninfer-import ck
+    expect_only_codes json
+    echo '{"metadata": {}}' > ck/model.safetensors.index.json
+    run -1 --separate-stderr ninfer-import ck
+    expect_only_codes schema
+    rm ck/model.safetensors.index.json && mkfifo ck/model.safetensors.index.json
+    run -3 --separate-stderr ninfer-import ck
+    [ "$stderr" = 'ninfer-import: ck/model.safetensors.index.json: io: model.safetensors.index.json beside model.safetensors is not a regular file (a FIFO, socket or device)' ]
+    [ -z "$output" ]
+}
+
 @test "a single .safetensors file with --config; without a config it is a usage error" {
     nf-mkarch --arch llama ck
     mkdir other
