@@ -34,6 +34,10 @@ typedef struct {
     const nf_object *check; /* a's object these bytes are, when a digest of it
                                is carried: checked as they pass (DESIGN 3) */
     size_t check_index;     /* its index in a's catalog */
+    bool values;     /* bytes of values of a declared dtype (safetensors, GGUF,
+                        a file with "dtype"), not bytes declared to be the
+                        encoding already (a file without dtype, an artifact's
+                        object): NaN/Inf is checked in bf16/fp32 (DESIGN 7.4) */
 } seg;
 
 typedef struct {
@@ -72,6 +76,64 @@ typedef struct {
     nf_strmap in_by_path; /* resolved path -> index into in */
 } pack_ctx;
 
+/* NaN/Inf in the bytes of a bf16 or fp32 object that are copied, not
+ * transcoded, from values of a declared dtype (DESIGN 7.4 holds for every
+ * value source alike: an F32 safetensors tensor or GGUF norm copied into
+ * fp32 is checked as an f64 file converted to it is). Such segments hold
+ * whole elements and pass in chunks of a multiple of 8 bytes; an element
+ * that is not wholly inside one chunk (which they never make) is not
+ * looked at. */
+static bool elem_nonfinite(const unsigned char *q, unsigned eb)
+{
+    if (eb == 2)
+        return (q[1] & 0x7f) == 0x7f && (q[0] & 0x80);
+    return (q[3] & 0x7f) == 0x7f && (q[2] & 0x80);
+}
+
+/* The index in the object of the first NaN/Inf element among the whole
+ * elements of p[0..n), which sits at object offset rel, or UINT64_MAX;
+ * *bits gets its raw little-endian bits. eb: 2 (bf16) or 4 (fp32). */
+static uint64_t nonfinite_at(unsigned eb, uint64_t rel, const unsigned char *p, size_t n,
+                             uint32_t *bits)
+{
+    size_t i = rel % eb ? eb - (size_t)(rel % eb) : 0;
+    if (i >= n)
+        return UINT64_MAX;
+    uint64_t first = (rel + i) / eb;
+    size_t whole = (n - i) / eb;
+    /* blocks of 1024 elements tested 64 bits at a time (an element is
+     * NaN/Inf when its exponent field is all ones: t = (x & M) ^ M has a
+     * zero lane, which the borrow of t - 1-per-lane shows; t's lanes stay
+     * below their top bit, so no lane is mistaken), then the exact element
+     * only where a block has one: memory speed */
+    const uint64_t M = eb == 2 ? 0x7f807f807f807f80ull : 0x7f8000007f800000ull;
+    const uint64_t ONE = eb == 2 ? 0x0001000100010001ull : 0x0000000100000001ull;
+    const uint64_t TOP = eb == 2 ? 0x8000800080008000ull : 0x8000000080000000ull;
+    for (size_t b = 0; b < whole; b += 1024) {
+        size_t m = whole - b < 1024 ? whole - b : 1024;
+        const unsigned char *q = p + i + b * eb;
+        size_t words = m * eb / 8;
+        uint64_t hit = 0;
+        for (size_t k = 0; k < words; k++) {
+            uint64_t x;
+            memcpy(&x, q + 8 * k, 8);
+            uint64_t t = (x & M) ^ M;
+            hit |= (t - ONE) & ~t & TOP;
+        }
+        for (size_t k = words * 8 / eb; k < m && !hit; k++)
+            hit = elem_nonfinite(q + k * eb, eb);
+        if (hit)
+            for (size_t k = 0; k < m; k++)
+                if (elem_nonfinite(q + k * eb, eb)) {
+                    uint32_t w = 0;
+                    memcpy(&w, q + k * eb, eb);
+                    *bits = w;
+                    return first + b + k;
+                }
+    }
+    return UINT64_MAX;
+}
+
 static bool segs_add(segs *s, seg g)
 {
     if (s->n == s->cap) {
@@ -89,7 +151,16 @@ static bool segs_add(segs *s, seg g)
 
 static bool segs_push(segs *s, int fd, uint64_t off, uint64_t len, const char *path)
 {
-    return segs_add(s, (seg){fd, off, len, path, NULL, NULL, 0});
+    return segs_add(s, (seg){fd, off, len, path, NULL, NULL, 0, false});
+}
+
+/* The same for bytes of values of a declared dtype (seg.values). */
+static bool segs_push_values(segs *s, int fd, uint64_t off, uint64_t len, const char *path)
+{
+    if (!segs_push(s, fd, off, len, path))
+        return false;
+    s->v[s->n - 1].values = true;
+    return true;
 }
 
 /* A digest mismatch in a source artifact's object (DESIGN 3, issue 11: a
@@ -341,12 +412,13 @@ static int gguf_copy(pack_ctx *p, const nf_object *o, const nf_source *s, segs *
         return -1;
     uint64_t r0 = pc.row0, r1 = r0 + pc.elements / cols;
     if (!s->has_unpermute)
-        return segs_push(out, in->fd, t->offset + r0 * rb, (r1 - r0) * rb, in->path) ? 0 : -1;
+        return segs_push_values(out, in->fd, t->offset + r0 * rb, (r1 - r0) * rb, in->path) ? 0
+                                                                                           : -1;
     for (uint64_t l = r0; l < r1;) { /* runs of consecutive source rows */
         uint64_t a = nf_piece_src_row(&pc, l), n = 1;
         while (l + n < r1 && nf_piece_src_row(&pc, l + n) == a + n)
             n++;
-        if (!segs_push(out, in->fd, t->offset + a * rb, n * rb, in->path))
+        if (!segs_push_values(out, in->fd, t->offset + a * rb, n * rb, in->path))
             return -1;
         l += n;
     }
@@ -385,7 +457,8 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
             nf_diag_add(p->d, NF_C_RANGE, s->pointer, "source \"%s\" is empty", s->path);
             return -1;
         }
-        return segs_push(out, in->fd, s->offset, len, in->path) ? 0 : -1;
+        return (s->dtype ? segs_push_values : segs_push)(out, in->fd, s->offset, len, in->path)
+                   ? 0 : -1;
     }
     case NF_SRC_SAFETENSORS: {
         input *in = get_input(p, s->path, 1, s->pointer);
@@ -421,7 +494,7 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
             nf_diag_add(p->d, NF_C_RANGE, s->pointer, "tensor \"%s\" is empty", s->name);
             return -1;
         }
-        return segs_push(out, in->fd, off, len, in->path) ? 0 : -1;
+        return segs_push_values(out, in->fd, off, len, in->path) ? 0 : -1;
     }
     case NF_SRC_ARTIFACT: {
         input *in = get_input(p, s->path, 2, s->pointer);
@@ -456,7 +529,7 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
         if (bad)
             return -1;
         return segs_add(out, (seg){-1, so->offset, so->bytes, in->path, in->a,
-                                   so->has_digest ? so : NULL, i})
+                                   so->has_digest ? so : NULL, i, false})
                    ? 0
                    : -1;
     }
@@ -517,7 +590,7 @@ static int resolve_source(pack_ctx *p, const nf_object *o, const nf_source *s, s
                     r0 = it->rows[0];
                     r1 = it->rows[1];
                 }
-                if (!segs_push(out, in->fd, t->offset + r0 * rb, (r1 - r0) * rb, in->path))
+                if (!segs_push_values(out, in->fd, t->offset + r0 * rb, (r1 - r0) * rb, in->path))
                     return -1;
             } else {
                 (void)fake;
@@ -1309,6 +1382,11 @@ static int pack_catalog(nf_catalog *c, const char *base_dir, const nf_pack_opts 
         nf_object *o = &c->objects[i];
         nf_sha256 *h = wc->no_digests ? NULL : nf_sha256_new();
         uint64_t pos = o->offset;
+        unsigned scan_eb = 0; /* NaN/Inf check of copied values (DESIGN 7.4) */
+        if (!po->allow_nonfinite && !src[i].transcode && o->kind == NF_OBJ_TENSOR &&
+            o->layout == NF_LAY_CONTIGUOUS_LE_V1 &&
+            (o->format == NF_FMT_BF16 || o->format == NF_FMT_FP32))
+            scan_eb = o->format == NF_FMT_BF16 ? 2 : 4;
         if (src[i].transcode) {
             char ptr[64];
             snprintf(ptr, sizeof ptr, "/objects/%zu", i);
@@ -1404,6 +1482,25 @@ static int pack_catalog(nf_catalog *c, const char *base_dir, const nf_pack_opts 
                             goto done;
                         }
                     }
+                }
+                uint32_t bits = 0;
+                uint64_t bad = scan_eb && sg->values
+                                   ? nonfinite_at(scan_eb, pos - o->offset, data, n, &bits)
+                                   : UINT64_MAX;
+                if (bad != UINT64_MAX) {
+                    char ptr[64];
+                    float f;
+                    if (scan_eb == 2)
+                        bits <<= 16;
+                    memcpy(&f, &bits, 4);
+                    snprintf(ptr, sizeof ptr, "/objects/%zu", i);
+                    nf_diag_add(d, NF_C_RANGE, ptr,
+                                "object \"%s\": the source holds NaN or Inf at element %llu "
+                                "(%.9g; copied as %s) (--allow-nonfinite keeps them in bf16/fp32)",
+                                o->id, (unsigned long long)bad, (double)f, o->format_name);
+                    nf_sha256_free(sh);
+                    nf_sha256_free(h);
+                    goto done;
                 }
                 if (h)
                     nf_sha256_update(h, data, n);
