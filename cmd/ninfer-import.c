@@ -80,7 +80,6 @@ int main(int argc, char **argv)
         switch (c) {
         case 'o': out = optarg; break;
         case O_FORCE: o.force = true; break;
-        case O_CONFIG: o.config = optarg; break;
         case O_FUSE: o.fuse = true; break;
         case O_F16:
             if (strcmp(optarg, "fp32") == 0)
@@ -90,7 +89,17 @@ int main(int argc, char **argv)
             else
                 return nf_usage_error("bad --f16-as '%s' (fp32 or bf16)", optarg);
             break;
-        case O_RESDIR: o.resource_dir = optarg; break;
+        case O_RESDIR:
+            /* "" (an unset "$RES") would join as "/name": the root */
+            if (!*optarg)
+                return nf_usage_error("--resource-dir '': give a directory ('.' for this one)");
+            o.resource_dir = optarg;
+            break;
+        case O_CONFIG:
+            if (!*optarg)
+                return nf_usage_error("--config '': give the config.json to use");
+            o.config = optarg;
+            break;
         case 'q': quiet = true; break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);

@@ -99,7 +99,9 @@ char *nf_path_join(const char *dir, const char *name)
 {
     char *p = NULL;
     size_t dl = strlen(dir);
-    if (asprintf(&p, "%s%s%s", dir, (dl && dir[dl - 1] == '/') ? "" : "/", name) < 0)
+    if (!dl)
+        return strdup(name);
+    if (asprintf(&p, "%s%s%s", dir, dir[dl - 1] == '/' ? "" : "/", name) < 0)
         return NULL;
     return p;
 }

@@ -89,7 +89,8 @@ const char *nf_basename(const char *path);
  * Returns NULL on allocation failure. */
 char *nf_dirname_dup(const char *path);
 
-/* Join dir and name with one '/'. Returns a malloc'ed string or NULL. */
+/* Join dir and name with one '/'; an empty dir is the current directory
+ * (name alone, never "/name"). Returns a malloc'ed string or NULL. */
 char *nf_path_join(const char *dir, const char *name);
 
 /* The offset of the first byte of s[0..n) where valid UTF-8 stops (RFC
