@@ -953,6 +953,17 @@ static bool find_src(mb *m, const nf_arch_plan *plan, const nf_param *p, nf_nami
                         p->name);
         return false;
     }
+    /* a ggml tensor written with trailing 1 dimensions (ne = [64, 64, 1])
+     * is the same tensor as without them: same elements, same bytes */
+    if (t->gguf && t->rank > want->rank) {
+        unsigned extra = t->rank - want->rank, k = 0;
+        while (k < extra && t->dims[k] == 1)
+            k++;
+        if (k == extra) {
+            memmove(t->dims, t->dims + extra, want->rank * sizeof *t->dims);
+            t->rank = want->rank;
+        }
+    }
     if (t->rank != want->rank || memcmp(t->dims, want->dims, want->rank * sizeof *t->dims)) {
         char a[128], b[128];
         nf_shape_str(t->dims, t->rank, a, sizeof a);
@@ -1592,6 +1603,19 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
         nf_diags_free(&local);
         if (!c.g)
             goto done;
+        /* llama.cpp's gguf-split: the tensors are spread over split.count
+         * files; one of them alone is not the model (a coverage line per
+         * missing tensor told nothing) */
+        uint64_t sc = 0, sn = 0;
+        if (nf_gguf_kv_u64(c.g, nf_gguf_find_kv(c.g, "split.count"), &sc) && sc > 1) {
+            nf_gguf_kv_u64(c.g, nf_gguf_find_kv(c.g, "split.no"), &sn);
+            nf_diag_addf(d, NF_C_UNSUPPORTED, cp, "/kv/split.count",
+                         "a split GGUF (file %llu of split.count %llu, llama.cpp's gguf-split): "
+                         "this build imports single-file GGUFs (join them with "
+                         "llama-gguf-split --merge)",
+                         (unsigned long long)sn + 1, (unsigned long long)sc);
+            goto done;
+        }
         c.gguf_path = absdup(cp);
         char *dir = nf_dirname_dup(cp);
         c.dir = dir ? absdup(dir) : NULL;

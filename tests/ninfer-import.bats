@@ -243,6 +243,36 @@ kv_value_at() {
     run -0 --separate-stderr ninfer-import -q g.gguf
 }
 
+@test "--resource-dir '' (an unset variable) is a usage error, never the root directory; --config '' too" {
+    nf-mkarch --arch llama ck
+    nf-mkgguf ck g.gguf
+    run -2 --separate-stderr ninfer-import --resource-dir '' -o m.json g.gguf
+    [ "$stderr" = "ninfer-import: --resource-dir '': give a directory ('.' for this one) (see 'ninfer-import --help')" ]
+    [ ! -e m.json ] && [ ! -e /g.gguf_tokenizer.json ]
+    run -2 --separate-stderr ninfer-import --config '' ck
+    [ "$stderr" = "ninfer-import: --config '': give the config.json to use (see 'ninfer-import --help')" ]
+    # '.' is the current directory
+    run -0 ninfer-import -q --resource-dir . -o m.json g.gguf
+    [ -f g.gguf_tokenizer.json ]
+}
+
+@test "a split GGUF (gguf-split's split.count) is one unsupported line (4), not a coverage line per tensor; trailing 1 dimensions are the same tensor" {
+    nf-mkarch --arch llama ck
+    nf-mkgguf --kv-u32 split.no=0 --kv-u32 split.count=3 ck sp-00001-of-00003.gguf
+    run -4 --separate-stderr ninfer-import -o m.json sp-00001-of-00003.gguf
+    [ "$stderr" = "ninfer-import: sp-00001-of-00003.gguf: /kv/split.count: unsupported: a split GGUF (file 1 of split.count 3, llama.cpp's gguf-split): this build imports single-file GGUFs (join them with llama-gguf-split --merge)" ]
+    [ ! -e m.json ]
+    # split.count 1 is a whole model
+    nf-mkgguf --kv-u32 split.no=0 --kv-u32 split.count=1 ck one.gguf
+    run -0 --separate-stderr ninfer-import -q -o one.json one.gguf
+    # every matrix written as ne = [K, N, 1]: imports as the plain file does
+    nf-mkgguf ck plain.gguf
+    nf-mkgguf --trailing-one attn_ ck t1.gguf
+    import_pack plain.gguf plain
+    import_pack t1.gguf t1
+    same_params plain.ninfer t1.ninfer
+}
+
 @test "realdata: vocabulary-only GGUFs give resource-only artifacts" {
     need llamacpp-vocab-gguf/ggml-vocab-phi-3.gguf
     local v

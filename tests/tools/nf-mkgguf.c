@@ -4,7 +4,8 @@
  *
  *   nf-mkgguf [--alignment A] [--no-tokenizer] [--legacy-ssm-in]
  *             [--fuse-gate-up-exps] [--type q8_0|q4_0 [--only SUBSTR]
- *             [--type-id N]] CHECKPOINT_DIR OUT.gguf
+ *             [--type-id N]] [--kv-u32 KEY=N]... [--trailing-one SUBSTR]
+ *             CHECKPOINT_DIR OUT.gguf
  *
  * Families: llama, qwen2, qwen3, qwen3moe (plain tensors; llama's attn_q /
  * attn_k rows permuted into llama.cpp's rope order: within each head of R
@@ -36,6 +37,10 @@
  * general.alignment, and (unless --no-tokenizer) a small tokenizer with
  * every value type the importer turns into gguf_tokenizer.json, a chat
  * template and an embedded tokenizer.huggingface.json.
+ *
+ * --kv-u32 adds a u32 key/value (after the others; e.g. split.count for a
+ * hostile file); --trailing-one writes the tensors whose name contains
+ * SUBSTR with one more dimension of 1 (ne = [.., .., 1]: the same bytes).
  *
  * Written here independently of the library (its own JSON scraping, GGUF
  * writer and quantizers; the header-only nf_fp.h and nf_util.h only).
@@ -616,7 +621,12 @@ int main(int argc, char **argv)
     bool tok = true, legacy = false, gate_up = false;
     const char *qtype = NULL, *only = NULL;
     uint32_t type_id = 0;
+    const char *extra_k[16], *trailing = NULL;
+    uint32_t extra_v[16];
+    size_t n_extra = 0;
     static const struct option lo[] = {
+        {"kv-u32", required_argument, 0, 'k'},
+        {"trailing-one", required_argument, 0, 'T'},
         {"alignment", required_argument, 0, 'a'},
         {"no-tokenizer", no_argument, 0, 'n'},
         {"legacy-ssm-in", no_argument, 0, 'l'},
@@ -642,6 +652,13 @@ int main(int argc, char **argv)
             only = optarg;
         else if (c == 'i')
             type_id = (uint32_t)strtoul(optarg, NULL, 10);
+        else if (c == 'k' && n_extra < 16 && strchr(optarg, '=')) {
+            char *eq = strchr(optarg, '=');
+            *eq = 0;
+            extra_k[n_extra] = optarg;
+            extra_v[n_extra++] = (uint32_t)strtoul(eq + 1, NULL, 10);
+        } else if (c == 'T')
+            trailing = optarg;
         else
             return 2;
     }
@@ -754,7 +771,7 @@ int main(int argc, char **argv)
         return 3;
     }
     /* header and key/values */
-    uint64_t nkv = 12 + (f.E ? 3 : 0) + (tok ? 9 : 0) + (qtype ? 2 : 0);
+    uint64_t nkv = 12 + (f.E ? 3 : 0) + (tok ? 9 : 0) + (qtype ? 2 : 0) + n_extra;
     if (f.hybrid)
         nkv += 7 + (f.E && num(cfg, "shared_expert_intermediate_size", 0) ? 1 : 0) + (mtp ? 1 : 0) +
                (f.tiled ? 1 : 0);
@@ -840,14 +857,19 @@ int main(int argc, char **argv)
         kv_str("tokenizer.chat_template", "{% for m in messages %}{{ m.content }}{% endfor %}");
         kv_str("tokenizer.huggingface.json", "{\"version\": \"1.0\"}");
     }
+    for (size_t i = 0; i < n_extra; i++)
+        kv_u32(extra_k[i], extra_v[i]);
     /* tensor infos */
     uint64_t off = 0;
     for (size_t i = 0; i < nG; i++) {
         gt_t *g = &G[i];
         wstr(g->name);
-        w32(g->rank);
+        bool one = trailing && strstr(g->name, trailing);
+        w32(g->rank + one);
         for (unsigned d = 0; d < g->rank; d++)
             w64(g->dims[g->rank - 1 - d]);
+        if (one)
+            w64(1);
         w32(type_id && (g->type == T_Q8_0 || g->type == T_Q4_0) ? type_id : g->type);
         off = (off + align - 1) / align * align;
         g->off = off;
