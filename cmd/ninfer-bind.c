@@ -442,6 +442,8 @@ int main(int argc, char **argv)
                 return nf_usage_error("bad --dtype '%s' (f32, bf16 or i32)", optarg);
             break;
         case O_COMPONENT:
+            if (nf_component_arg_check(optarg))
+                return NF_EXIT_USAGE;
             if (parse_components(optarg, &o.bo) != 0)
                 return nf_usage_error("bad --component '%s'", optarg);
             break;

@@ -418,7 +418,11 @@ int main(int argc, char **argv)
                 return nf_usage_error("bad --range '%s:%s'", optarg, colon + 1);
             break;
         }
-        case O_COMPONENT: opt.component = optarg; break;
+        case O_COMPONENT:
+            if (nf_component_arg_check(optarg))
+                return NF_EXIT_USAGE;
+            opt.component = optarg;
+            break;
         case O_ZSTD:
             opt.zstd = 3;
             if (optarg && (!nf_parse_u64(optarg, &v) || v < 1 || v > 22))

@@ -107,6 +107,13 @@ int main(int argc, char **argv)
             len += k;
             if (k == 0)
                 break;
+            /* an artifact or a GGUF given as the manifest: say what it is
+             * at once, before reading up to the cap of it */
+            const char *hint = len >= 9 ? nf_not_manifest_hint(text, len) : NULL;
+            if (hint) {
+                nf_diag_add(&d, NF_C_JSON, "", "not JSON: %s", hint);
+                break;
+            }
         }
         if (ferror(f))
             nf_diag_add(&d, NF_C_IO, "", "read error");

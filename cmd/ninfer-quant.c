@@ -82,6 +82,12 @@ static char *read_manifest(FILE *f, uint64_t cap, size_t *len, nf_diags *d)
         n += k;
         if (k == 0)
             break;
+        const char *hint = n >= 9 ? nf_not_manifest_hint(t, n) : NULL;
+        if (hint) {
+            nf_diag_add(d, NF_C_JSON, "", "not JSON: %s", hint);
+            free(t);
+            return NULL;
+        }
     }
     if (ferror(f)) {
         nf_diag_add(d, NF_C_IO, "", "cannot read the manifest: %s", strerror(errno));

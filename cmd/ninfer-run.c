@@ -120,7 +120,11 @@ int main(int argc, char **argv)
                 return nf_usage_error("--device is cpu or cuda");
             device = optarg;
             break;
-        case O_COMPONENT: ro.components = optarg; break;
+        case O_COMPONENT:
+            if (nf_component_arg_check(optarg))
+                return NF_EXIT_USAGE;
+            ro.components = optarg;
+            break;
         case O_INPUT: input = optarg; break;
         case O_ITERS:
             if (!nf_parse_u64(optarg, &v) || !v || v > 1000)

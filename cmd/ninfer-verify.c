@@ -462,7 +462,11 @@ int main(int argc, char **argv)
         case O_CHECK: opt.check_sums = optarg; break;
         case O_NODIG: opt.no_digests = true; break;
         case O_DEEP: opt.deep = true; break;
-        case O_COMPONENT: opt.component = optarg; break;
+        case O_COMPONENT:
+            if (nf_component_arg_check(optarg))
+                return NF_EXIT_USAGE;
+            opt.component = optarg;
+            break;
         case O_MAXJ:
             if (!nf_parse_size(optarg, &v) || v == 0)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);

@@ -85,6 +85,28 @@ static const char *open_error(int e)
     return strerror(-e);
 }
 
+/* What a file that is no artifact most likely is, said as a next step for a
+ * newcomer (a GGUF or a checkpoint given to verify, a compressed stream
+ * given as a path, a manifest given where an artifact goes); "" else. */
+static const char *magic_hint(const unsigned char raw[32])
+{
+    if (memcmp(raw, "GGUF", 4) == 0)
+        return ": this is a GGUF file (import it with ninfer-import, then ninfer-pack)";
+    if (memcmp(raw, "\x28\xb5\x2f\xfd", 4) == 0)
+        return ": this is a zstd-compressed file (a compressed stream is read from standard "
+               "input: '- < FILE')";
+    /* safetensors: an 8-byte little-endian header length, then the JSON */
+    uint64_t hl = nf_load_le64(raw);
+    if (raw[8] == '{' && hl >= 2 && hl < ((uint64_t)1 << 40))
+        return ": this looks like a safetensors file (import its checkpoint with ninfer-import)";
+    size_t i = 0;
+    while (i < 32 && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r'))
+        i++;
+    if (i < 32 && raw[i] == '{')
+        return ": this looks like JSON (a manifest is packed into an artifact by ninfer-pack)";
+    return "";
+}
+
 int nf_header_parse(const unsigned char raw[32], uint64_t file_size, uint64_t max_json,
                     nf_header *h, nf_diags *d)
 {
@@ -94,7 +116,8 @@ int nf_header_parse(const unsigned char raw[32], uint64_t file_size, uint64_t ma
         else if (memcmp(raw, NF_ENTRY_MAGIC, 6) == 0)
             nf_diag_add(d, NF_C_MAGIC, "", "unsupported container version %u.%u", raw[6], raw[7]);
         else
-            nf_diag_add(d, NF_C_MAGIC, "", "not an NInfer v3 artifact (bad magic)");
+            nf_diag_add(d, NF_C_MAGIC, "", "not an NInfer v3 artifact (bad magic)%s",
+                        magic_hint(raw));
         return -1;
     }
     h->json_bytes = nf_load_le64(raw + 8);

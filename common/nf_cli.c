@@ -52,6 +52,35 @@ int nf_bad_option(int argc, char **argv, const struct option *lo)
     return nf_usage_error("unrecognized option '%.*s'", (int)strcspn(w, "="), w);
 }
 
+int nf_component_arg_check(const char *arg)
+{
+    size_t n = strlen(arg);
+    if (!n)
+        return nf_usage_error("--component '': a component ID is not empty (give C[,C...])");
+    if (arg[0] == ',' || arg[n - 1] == ',' || strstr(arg, ",,"))
+        return nf_usage_error("--component '%s': an empty component ID between commas (give "
+                              "C[,C...])", arg);
+    return 0;
+}
+
+const char *nf_not_manifest_hint(const void *vp, size_t n)
+{
+    const unsigned char *p = vp;
+    if (n >= 8 && memcmp(p, NF_ENTRY_MAGIC, 6) == 0)
+        return "this is an NInfer artifact, not a manifest (ninfer-cat --manifest prints its "
+               "manifest; ninfer-split copies or re-splits it)";
+    if (n >= 8 && memcmp(p, NF_PART_MAGIC, 6) == 0)
+        return "this is a continuation part of an NInfer artifact, not a manifest";
+    if (n >= 4 && memcmp(p, "GGUF", 4) == 0)
+        return "this is a GGUF file, not a manifest (ninfer-import makes its manifest)";
+    if (n >= 4 && memcmp(p, "\x28\xb5\x2f\xfd", 4) == 0)
+        return "this is zstd-compressed, not a manifest (decompress it first)";
+    if (n >= 9 && p[8] == '{' && p[0] != '{' && p[0] != ' ' && p[0] != '\n')
+        return "this looks like a safetensors file, not a manifest (ninfer-import makes a "
+               "manifest of its checkpoint)";
+    return NULL;
+}
+
 void nf_print_version(void)
 {
     printf("%s %s\n", nf_prog, NF_VERSION);

@@ -32,6 +32,18 @@ int nf_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "invalid option '-x'". Returns NF_EXIT_USAGE. */
 int nf_bad_option(int argc, char **argv, const struct option *lo);
 
+/* Check a --component C[,C...] argument: component IDs are non-empty
+ * (spec 2), so '' and an empty element (',', 'text,', 'a,,b') are usage
+ * errors, never "no component". Returns 0, or prints the usage error and
+ * returns NF_EXIT_USAGE. */
+int nf_component_arg_check(const char *arg);
+
+/* When the first n bytes of a would-be manifest (pack's operand, quant -i)
+ * are another kind of file, the one-line next step for the user ("this is
+ * an NInfer artifact: ninfer-cat --manifest prints its manifest", a part, a
+ * GGUF, a zstd frame); NULL when they may be JSON. Needs n >= 8 to tell. */
+const char *nf_not_manifest_hint(const void *p, size_t n);
+
 /* Print "prog version" to stdout. */
 void nf_print_version(void);
 
