@@ -90,9 +90,12 @@ static const char *open_error(int e)
  * given as a path, a manifest given where an artifact goes); "" else. */
 static const char *magic_hint(const unsigned char raw[32])
 {
+    if (memcmp(raw, "version https://git-lfs.github.", 31) == 0)
+        return ": this is a Git LFS pointer, not the file (fetch it: git lfs pull)";
     if (memcmp(raw, "GGUF", 4) == 0)
         return ": this is a GGUF file (import it with ninfer-import, then ninfer-pack)";
-    if (memcmp(raw, "\x28\xb5\x2f\xfd", 4) == 0)
+    if (memcmp(raw, "\x28\xb5\x2f\xfd", 4) == 0 ||
+        ((raw[0] & 0xf0) == 0x50 && memcmp(raw + 1, "\x2a\x4d\x18", 3) == 0))
         return ": this is a zstd-compressed file (a compressed stream is read from standard "
                "input: '- < FILE')";
     /* safetensors: an 8-byte little-endian header length, then the JSON */

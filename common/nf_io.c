@@ -72,7 +72,11 @@ nf_input *nf_input_open_fd(int fd, bool own_fd)
         in->raw_len += (size_t)r;
     }
     static const unsigned char magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
-    if (in->raw_len == 4 && memcmp(in->raw, magic, 4) == 0) {
+    /* or a skippable frame (0x184D2A50..5F LE) first, as pzstd and the
+     * seekable format write: zstd's decoder steps over it */
+    bool skippable = in->raw_len == 4 && (in->raw[0] & 0xf0) == 0x50 && in->raw[1] == 0x2a &&
+                     in->raw[2] == 0x4d && in->raw[3] == 0x18;
+    if (in->raw_len == 4 && (memcmp(in->raw, magic, 4) == 0 || skippable)) {
         in->zstd = true;
         in->dctx = ZSTD_createDCtx();
         if (!in->dctx) {

@@ -455,6 +455,16 @@ nf_safetensors *nf_safetensors_open(const char *path, nf_diags *d)
         goto fail;
     }
     uint64_t hl = nf_load_le64(lenb);
+    /* a `git clone` without `git lfs pull` leaves a pointer in its place:
+     * the weights were never fetched (an I/O matter, exit 3) */
+    char lfs[41];
+    if (memcmp(lenb, "version ", 8) == 0 && nf_pread_full(fd, lfs, 40, 0) == 40 &&
+        memcmp(lfs, "version https://git-lfs.github.com/spec/", 40) == 0) {
+        nf_diag_add(&local, NF_C_IO, "",
+                    "this is a Git LFS pointer, not the safetensors file (fetch the weights: "
+                    "git lfs pull)");
+        goto fail;
+    }
     if (hl == 0 || hl > st->file_size - 8) {
         nf_diag_add(&local, NF_C_HEADER, "", "header length %llu does not fit the %llu-byte file",
                     (unsigned long long)hl, (unsigned long long)st->file_size);

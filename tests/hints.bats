@@ -56,13 +56,30 @@ load helper
     for c in "ninfer-bind" "ninfer-bind --check" "ninfer-verify" "ninfer-run --device cpu" \
         "ninfer-cat --resource tokenizer.json"; do
         run -2 --separate-stderr $c --component '' a.ninfer
-        [ "$stderr" = "${c%% *}: --component '': a component ID is not empty (give C[,C...]) (see '${c%% *} --help')" ]
+        [ "$stderr" = "${c%% *}: usage: --component '': a component ID is not empty (give C[,C...]) (see '${c%% *} --help')" ]
         [ -z "$output" ]
         for v in , text, ,text 'text,,text'; do
             run -2 --separate-stderr $c --component "$v" a.ninfer
-            [ "$stderr" = "${c%% *}: --component '$v': an empty component ID between commas (give C[,C...]) (see '${c%% *} --help')" ]
+            [ "$stderr" = "${c%% *}: usage: --component '$v': an empty component ID between commas (give C[,C...]) (see '${c%% *} --help')" ]
         done
     done
     # a real list still works
     run -0 ninfer-verify -q --component text a.ninfer
+}
+
+@test "a bad option is one line in the form of every diagnostic (prog: usage: ...), for every command" {
+    local c
+    for c in bench bind cat import pack quant run split verify; do
+        run -2 --separate-stderr "ninfer-$c" --bogus x
+        [ "$stderr" = "ninfer-$c: usage: unrecognized option '--bogus' (see 'ninfer-$c --help')" ]
+        [ -z "$output" ]
+        run -2 --separate-stderr "ninfer-$c" -Z x
+        [ "$stderr" = "ninfer-$c: usage: invalid option '-Z' (see 'ninfer-$c --help')" ]
+    done
+    # a long option without its argument
+    run -2 --separate-stderr ninfer-run --device
+    [ "$stderr" = "ninfer-run: usage: option '--device' needs an argument (see 'ninfer-run --help')" ]
+    # the command's own usage errors take the same form, with control characters escaped
+    run -2 --separate-stderr ninfer-cat --range "$(printf '5:\033[2J')" x
+    [ "$stderr" = "ninfer-cat: usage: bad --range '5:\\x1b[2J' (see 'ninfer-cat --help')" ]
 }

@@ -247,10 +247,10 @@ kv_value_at() {
     nf-mkarch --arch llama ck
     nf-mkgguf ck g.gguf
     run -2 --separate-stderr ninfer-import --resource-dir '' -o m.json g.gguf
-    [ "$stderr" = "ninfer-import: --resource-dir '': give a directory ('.' for this one) (see 'ninfer-import --help')" ]
+    [ "$stderr" = "ninfer-import: usage: --resource-dir '': give a directory ('.' for this one) (see 'ninfer-import --help')" ]
     [ ! -e m.json ] && [ ! -e /g.gguf_tokenizer.json ]
     run -2 --separate-stderr ninfer-import --config '' ck
-    [ "$stderr" = "ninfer-import: --config '': give the config.json to use (see 'ninfer-import --help')" ]
+    [ "$stderr" = "ninfer-import: usage: --config '': give the config.json to use (see 'ninfer-import --help')" ]
     # '.' is the current directory
     run -0 ninfer-import -q --resource-dir . -o m.json g.gguf
     [ -f g.gguf_tokenizer.json ]
@@ -271,6 +271,30 @@ kv_value_at() {
     import_pack plain.gguf plain
     import_pack t1.gguf t1
     same_params plain.ninfer t1.ninfer
+}
+
+@test "a Git LFS pointer in place of the weights says so (io, 3), not a nonsense header length" {
+    nf-mkarch --arch llama ck
+    printf 'version https://git-lfs.github.com/spec/v1\noid sha256:%064d\nsize 5367324112\n' 0 > ck/model.safetensors
+    run -3 --separate-stderr ninfer-import ck
+    [ "$stderr" = "ninfer-import: ck/model.safetensors: io: this is a Git LFS pointer, not the safetensors file (fetch the weights: git lfs pull)" ]
+    # an artifact that is a pointer: the magic diagnostic says it
+    cp ck/model.safetensors m.ninfer
+    run -1 --separate-stderr ninfer-verify m.ninfer
+    [ "$stderr" = "ninfer-verify: m.ninfer: magic: not an NInfer v3 artifact (bad magic): this is a Git LFS pointer, not the file (fetch it: git lfs pull)" ]
+}
+
+@test "realdata: qwen3.5-moe-frontend's LFS pointers as the index's shards: io naming the first as a pointer" {
+    need qwen3.5-moe-frontend/lfs-pointers/model-00001-of-00007.safetensors.lfs-pointer
+    local f src="$REALDATA/qwen3.5-moe-frontend"
+    mkdir ck
+    cp "$src/config.json" "$src/model.safetensors.index.json" ck/
+    for f in "$src"/lfs-pointers/model-*.lfs-pointer; do
+        ln -s "$f" "ck/$(basename "$f" .lfs-pointer)"
+    done
+    run -3 --separate-stderr ninfer-import ck
+    [[ "$stderr" == *"ck/model-00001-of-00007.safetensors: io: this is a Git LFS pointer, not the safetensors file (fetch the weights: git lfs pull)" ]]
+    [ -z "$output" ]
 }
 
 @test "realdata: vocabulary-only GGUFs give resource-only artifacts" {

@@ -70,6 +70,20 @@ every_reader() {
     run -0 --separate-stderr ninfer-verify s.ninfer
 }
 
+@test "a zstd stream that begins with a skippable frame (pzstd, the seekable format) is zstd (red-team E21)" {
+    # a skippable frame of 4 bytes (magic 0x184D2A5E, size 4), then the frames
+    { printf '\x5e\x2a\x4d\x18\x04\x00\x00\x00abcd'; cat a.zst; } > skip.zst
+    run -0 --separate-stderr ninfer-verify - < skip.zst
+    run -0 --separate-stderr bash -c 'ninfer-cat - < skip.zst | cmp - a.ninfer'
+    if command -v pzstd > /dev/null; then
+        pzstd -q -p 2 -c < a.ninfer > p.zst
+        run -0 --separate-stderr bash -c 'ninfer-cat - < p.zst | cmp - a.ninfer'
+    fi
+    # given as a path instead: the magic diagnostic says to read it as a stream
+    run -1 --separate-stderr ninfer-verify skip.zst
+    [[ "$stderr" == *'this is a zstd-compressed file (a compressed stream is read from standard input'* ]]
+}
+
 need_time() {
     [ -x /usr/bin/time ] || skip "/usr/bin/time is missing (Debian package time)"
     [ -z "${NF_WRAPPER:-}" ] || skip "memory is not measured under NF_WRAPPER"
