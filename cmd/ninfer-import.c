@@ -111,6 +111,7 @@ int main(int argc, char **argv)
     if (out && strcmp(out, "-") == 0)
         out = NULL;
     o.checkpoint = argv[optind];
+    o.output = out;
     o.warn = warn;
     o.warn_ctx = &quiet;
     char *dir = NULL;
@@ -120,10 +121,13 @@ int main(int argc, char **argv)
     d.file = o.checkpoint;
     size_t len = 0;
     /* the output is checked before any work: nothing (no resource file
-     * either) is written when it would be refused (DESIGN 3) */
+     * either) is written when it would be refused (DESIGN 3). Here what the
+     * path is (a directory is usage); the importer compares it with every
+     * file it reads (usage), then checks that it does not exist unless
+     * --force (io), before it hashes or writes anything */
     const char *inputs[2] = {o.checkpoint, o.config};
     char *text = NULL;
-    if (!out || nf_output_file_check(out, o.force, inputs, 2, &d) == 0)
+    if (!out || nf_output_file_check(out, true, inputs, 2, &d) == 0)
         text = nf_import(&o, &len, &d);
     if (text) {
         int rc = 0;

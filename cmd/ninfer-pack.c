@@ -44,7 +44,6 @@ int main(int argc, char **argv)
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-pack";
-    nf_writer_set_prog(nf_prog);
     nf_writer_cli wc;
     nf_writer_cli_init(&wc);
     nf_pack_opts po = {&wc, false, false, 0};
@@ -126,11 +125,15 @@ int main(int argc, char **argv)
     /* the manifest is an input too: -o naming it is refused before anything
      * is written (DESIGN 3), as the writer refuses -o naming a source */
     struct stat sm, so;
-    if (!nf_diags_exit(&d) && strcmp(path, "-") != 0 && wc.out && strcmp(wc.out, "-") != 0 &&
-        stat(path, &sm) == 0 && stat(wc.out, &so) == 0 && sm.st_dev == so.st_dev &&
-        sm.st_ino == so.st_ino)
-        nf_diag_addf(&d, NF_C_USAGE, wc.out, "",
-                     "output names an input file (%s); refusing to write", path);
+    bool in_stdin = strcmp(path, "-") == 0;
+    if (!nf_diags_exit(&d) && wc.out && strcmp(wc.out, "-") != 0 &&
+        (in_stdin ? fstat(0, &sm) : stat(path, &sm)) == 0 && stat(wc.out, &so) == 0 &&
+        sm.st_dev == so.st_dev && sm.st_ino == so.st_ino)
+        nf_diag_addf(&d, NF_C_USAGE, wc.out, "", "output names an input file (%s); refusing to write",
+                     in_stdin ? "standard input" : path);
+    const char *manifest[1] = {path};
+    if (!nf_diags_exit(&d) && (!wc.out || strcmp(wc.out, "-") == 0) && !wc.dry_run)
+        nf_stdout_check(manifest, 1, &d);
     if (!nf_diags_exit(&d)) {
         char *base = strcmp(path, "-") == 0 ? strdup(".") : nf_dirname_dup(path);
         nf_pack_owned(text, len, base ? base : ".", &po, &d);

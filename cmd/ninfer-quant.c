@@ -148,9 +148,11 @@ int main(int argc, char **argv)
     nf_quant_rules rules = {0};
     rules.allow_unmatched = allow_unmatched;
     /* the output is checked before any work (DESIGN 3: one rule for all) */
-    const char *inputs[2] = {in, recipe};
+    const char *inputs[2] = {in ? in : "-", recipe};
     if (outp)
         nf_output_file_check(outp, force, inputs, 2, &d);
+    else
+        nf_stdout_check(inputs, 2, &d);
     if (recipe) {
         FILE *f = fopen(recipe, "r");
         size_t len = 0;

@@ -37,7 +37,6 @@ int main(int argc, char **argv)
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-split";
-    nf_writer_set_prog(nf_prog);
     nf_writer_cli wc;
     nf_writer_cli_init(&wc);
     nf_open_opts oo = {0};

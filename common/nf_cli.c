@@ -283,10 +283,21 @@ const char nf_writer_usage[] =
     "  --no-sync               do not fdatasync files before publishing them\n"
     "  --progress / -q, --quiet  force / silence the progress line\n";
 
+void nf_cli_warn(void *ctx, const char *path, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "%s: ", nf_prog);
+    nf_fput_text(path, stderr);
+    fputs(": ", stderr);
+    nf_fput_text(msg, stderr);
+    fputc('\n', stderr);
+}
+
 void nf_writer_cli_init(nf_writer_cli *wc)
 {
     memset(wc, 0, sizeof *wc);
     wc->w.sync = true;
+    wc->w.warn = nf_cli_warn;
 }
 
 int nf_writer_cli_opt(nf_writer_cli *wc, int c, const char *arg)

@@ -143,7 +143,10 @@ extern const char nf_writer_usage[];
 /* Handle one shared option. Returns 1 when c was one (wc updated), 0 when
  * not, or NF_EXIT_USAGE after printing a usage error. */
 int nf_writer_cli_opt(nf_writer_cli *wc, int c, const char *arg);
-/* Defaults (sync on, progress auto). */
+/* An nf_warn_fn that prints "prog: path: msg" on stderr (controls
+ * escaped, as diagnostics are). */
+void nf_cli_warn(void *ctx, const char *path, const char *msg);
+/* Defaults (sync on, progress auto, warnings by nf_cli_warn). */
 void nf_writer_cli_init(nf_writer_cli *wc);
 /* After parsing: a stream target can't be split. Returns 0 or exit 2. */
 int nf_writer_cli_check(const nf_writer_cli *wc);

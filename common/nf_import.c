@@ -1251,14 +1251,67 @@ static bool add_shares_and_uses(mb *m, const nf_arch_plan *plan)
 typedef struct {
     nf_jval *files;
     const char *dir;
+    const char *out;      /* the output (-o, or "(stdout)" when standard output
+                             is a regular file), NULL: none */
+    bool out_exists;      /* out names an existing file: */
+    dev_t out_dev;
+    ino_t out_ino;
 } prov;
 
+/* Is the existing file st the output? (DESIGN 3: an output naming an input
+ * is refused before anything is written, with or without --force.) */
+static bool is_output(const prov *pv, const struct stat *st)
+{
+    return pv->out_exists && st->st_dev == pv->out_dev && st->st_ino == pv->out_ino;
+}
+
+static void output_is_input(const prov *pv, const char *path, nf_diags *d)
+{
+    nf_diag_addf(d, NF_C_USAGE, pv->out, "", "%s names an input file (%s); refusing to write",
+                 strcmp(pv->out, "(stdout)") ? "output" : "standard output", path);
+}
+
+/* Is path (when it exists) the output? Then a `usage` diagnostic. */
+static bool not_output(const prov *pv, const char *path, nf_diags *d)
+{
+    struct stat sb;
+    if (path && stat(path, &sb) == 0 && is_output(pv, &sb)) {
+        output_is_input(pv, path, d);
+        return false;
+    }
+    return true;
+}
+
+/* Every input of the checkpoint c (the config, the index, the shards, the
+ * frontend files, the GGUF) against the output, by device and inode; then
+ * the output by the rules of nf_output_file_check. */
+static bool outputs_checked(const nf_import_opts *o, const prov *pv, const ckpt *c,
+                            const char *config_path, const char *index_path, nf_diags *d)
+{
+    bool ok = not_output(pv, c->gguf ? c->gguf_path : config_path, d) &&
+              not_output(pv, index_path, d);
+    for (size_t s = 0; ok && s < c->n_st; s++)
+        ok = not_output(pv, c->st_path[s], d);
+    for (const char *const *f = frontend_files; ok && !c->gguf && *f; f++) {
+        char *p = nf_path_join(c->dir, *f);
+        ok = not_output(pv, p, d);
+        free(p);
+    }
+    return ok && (!o->output || nf_output_file_check(o->output, o->force, NULL, 0, d) == 0);
+}
+
+/* Every file the import reads is recorded here, before anything is written
+ * (the side file of a GGUF is written after its GGUF is recorded). */
 static bool prov_file(prov *pv, const char *path, nf_diags *d)
 {
     struct stat sb;
     char hex[65];
     if (stat(path, &sb) != 0) {
         nf_diag_addf(d, NF_C_IO, path, "", "cannot stat: %s", strerror(errno));
+        return false;
+    }
+    if (is_output(pv, &sb)) {
+        output_is_input(pv, path, d);
         return false;
     }
     int rc = nf_digest_file(path, hex);
@@ -1331,11 +1384,38 @@ static bool same_bytes(const char *path, const char *text, size_t len)
     return same;
 }
 
+/* The file path names, for comparing two paths of which either may not
+ * exist yet: "dev:ino" when it exists, else the real path of its directory
+ * with its base name (the absolute path when the directory is missing too).
+ * NULL: out of memory. */
+static char *file_identity(const char *path)
+{
+    struct stat st;
+    char *r = NULL;
+    if (stat(path, &st) == 0) {
+        if (asprintf(&r, "%llu:%llu", (unsigned long long)st.st_dev,
+                     (unsigned long long)st.st_ino) < 0)
+            r = NULL;
+        return r;
+    }
+    char *dir = nf_dirname_dup(path), *rd = dir ? realpath(dir, NULL) : NULL;
+    if (rd)
+        r = nf_path_join(rd, nf_basename(path));
+    else
+        r = absdup(path);
+    free(rd);
+    free(dir);
+    return r;
+}
+
 /* Write text to dir/name by the output rules of DESIGN 3 (nf_write_file: an
  * existing file is kept unless force; the same bytes already there are no
- * conflict); returns the absolute path or NULL. */
+ * conflict; a path naming the input (the GGUF, the --config file) or the
+ * manifest's own output is refused,
+ * `usage`, before anything is written); returns the absolute path or NULL. */
 static char *write_side_file(const char *dir, const char *name, const char *text, size_t len,
-                             bool force, nf_diags *d)
+                             bool force, const prov *pv, const char *input,
+                             const char *config, nf_diags *d)
 {
     char *path = nf_path_join(dir, name), *adir = absdup(dir);
     if (!path || !adir) {
@@ -1354,7 +1434,30 @@ static char *write_side_file(const char *dir, const char *name, const char *text
         free(path);
         return NULL;
     }
-    if (!same_bytes(path, text, len) && nf_write_file(path, text, len, force, NULL, 0, d) < 0) {
+    if (pv->out) {
+        char *a = file_identity(path), *b = NULL;
+        if (pv->out_exists) {
+            if (asprintf(&b, "%llu:%llu", (unsigned long long)pv->out_dev,
+                         (unsigned long long)pv->out_ino) < 0)
+                b = NULL;
+        } else {
+            b = file_identity(pv->out);
+        }
+        bool same = a && b && strcmp(a, b) == 0;
+        free(a);
+        free(b);
+        if (same) {
+            nf_diag_addf(d, NF_C_USAGE, pv->out, "",
+                         "%s is the generated resource file %s (see --resource-dir); "
+                         "refusing to write", strcmp(pv->out, "(stdout)") ? "output"
+                         : "standard output", path);
+            free(path);
+            return NULL;
+        }
+    }
+    const char *inputs[2] = {input, config};
+    if (!same_bytes(path, text, len) &&
+        nf_write_file(path, text, len, force, inputs, 2, d) < 0) {
         free(path);
         return NULL;
     }
@@ -1417,7 +1520,8 @@ static bool gguf_resources(mb *m, const nf_gguf *g, nf_jval *res, prov *pv)
             bl -= 5;
         snprintf(name, sizeof name, "%.*s.gguf_tokenizer.json", (int)bl, base);
         char *path = write_side_file(m->o->resource_dir ? m->o->resource_dir : ".", name, buf,
-                                     blen, m->o->force, m->d);
+                                     blen, m->o->force, pv, m->c->gguf_path, m->o->config,
+                                     m->d);
         if (path) {
             add_resource(m, res, "gguf_tokenizer.json",
                          resource_obj("gguf_tokenizer.json", path, false, 0, 0));
@@ -1546,8 +1650,23 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
     bool have_plan = false, have_mtp = false;
     nf_jval *root = NULL, *res = nf_jnew_object(), *comps = NULL, *meta = NULL;
     nf_jval *resource_objs = NULL;
-    prov pv = {nf_jnew_array(), NULL};
+    prov pv = {nf_jnew_array(), NULL, NULL, false, 0, 0};
     const char *cp = o->checkpoint;
+    /* the output, compared with every file read (prov_file) */
+    struct stat ost;
+    if (o->output && stat(o->output, &ost) == 0) {
+        pv.out = o->output;
+        pv.out_exists = true;
+    } else if (o->output) {
+        pv.out = o->output;
+    } else if (fstat(1, &ost) == 0 && S_ISREG(ost.st_mode)) {
+        pv.out = "(stdout)";
+        pv.out_exists = true;
+    }
+    if (pv.out_exists) {
+        pv.out_dev = ost.st_dev;
+        pv.out_ino = ost.st_ino;
+    }
     m.objects = nf_jnew_array();
     m.bindings = nf_jnew_object();
     m.uses = nf_jnew_array();
@@ -1688,6 +1807,12 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
         if (!config)
             goto done;
     }
+
+    /* an output naming any file the import reads is refused before the
+     * files are hashed or anything is written (DESIGN 3); then an existing
+     * output without force */
+    if (!outputs_checked(o, &pv, &c, config_path, index_path, d))
+        goto done;
 
     /* resources and provenance files first (they do not depend on the arch) */
     if (!c.gguf) {

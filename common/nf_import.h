@@ -83,6 +83,15 @@ typedef struct {
                                   banks gguf_f16, other F16 tensors fp32;
                                   NF_FMT_FP32 (lossless) or NF_FMT_BF16: all */
     bool force;                /* replace existing output and resource files */
+    const char *output;        /* the manifest's output path (NULL: standard output):
+                                  a file the import reads that is the output (by
+                                  device and inode: a symlink or hard link too;
+                                  standard output when it is a regular file), or
+                                  a generated resource file at the output's path,
+                                  is `usage` before anything is hashed or written
+                                  (DESIGN 3), with or without force; then an
+                                  existing output without force is `io`
+                                  (nf_output_file_check) */
     const char *resource_dir;  /* where generated resources are written (GGUF
                                   gguf_tokenizer.json); NULL: "." */
     void (*warn)(void *ctx, const char *msg); /* may be NULL */
@@ -91,7 +100,8 @@ typedef struct {
 
 /* Import the checkpoint and return the manifest as pretty JSON text (a
  * malloc'ed, NUL-terminated string; *len its length). NULL with
- * diagnostics: io (unreadable files, a missing shard: exit 3), json/schema
+ * diagnostics: usage (o->output names an input; a generated resource file
+ * names an input or the output), io (unreadable files, a missing shard: exit 3), json/schema
  * (bad config or index), coverage (a parameter's tensor missing, or a
  * tensor whose shape is not the one the config implies), unsupported (an
  * unknown architecture, a dtype or GGUF tensor type import cannot take,

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1043,9 +1044,21 @@ static bool tc_pool_start(tc_pool *P, unsigned nt)
     pthread_cond_init(&P->done, NULL);
     if (nt > 16)
         nt = 16;
+    /* the workers start with every asynchronous signal blocked (they inherit
+     * this mask): a Ctrl-C then runs the writer's handler in the main
+     * thread, which changes the list of temporaries only with them blocked
+     * (nf_writer.c) */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     for (unsigned t = 0; t < nt; t++)
         if (pthread_create(&P->tid[P->n], NULL, tc_worker, P) == 0)
             P->n++;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return P->n > 0;
 }
 
@@ -1332,22 +1345,27 @@ static int pack_catalog(nf_catalog *c, const char *base_dir, const nf_pack_opts 
         free(t);
         goto done;
     }
+    /* every file read: an output naming one is refused (DESIGN 3) */
+    size_t ni = 0, cap = p.n_in + 1;
+    for (size_t i = 0; i < p.n_in; i++)
+        if (p.in[i].a)
+            cap += nf_artifact_catalog(p.in[i].a)->n_files;
+    inputs = calloc(cap, sizeof *inputs);
+    if (!inputs) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < p.n_in; i++) {
+        if (p.in[i].a)
+            for (size_t k = 0; k < nf_artifact_catalog(p.in[i].a)->n_files; k++)
+                inputs[ni++] = nf_artifact_file_path(p.in[i].a, k);
+        else
+            inputs[ni++] = p.in[i].path;
+    }
     if (stream_out) {
-        out = nf_output_open_fd(1, wc->zstd, false);
+        out = nf_stdout_check(inputs, ni, d) == 0 ? nf_output_open_fd(1, wc->zstd, false) : NULL;
         w = out ? nf_writer_open_stream(out, &plan, d) : NULL;
     } else {
-        size_t ni = 0, cap = p.n_in + 1;
-        for (size_t i = 0; i < p.n_in; i++)
-            if (p.in[i].a)
-                cap += nf_artifact_catalog(p.in[i].a)->n_files;
-        inputs = calloc(cap, sizeof *inputs);
-        for (size_t i = 0; inputs && i < p.n_in; i++) {
-            if (p.in[i].a)
-                for (size_t k = 0; k < nf_artifact_catalog(p.in[i].a)->n_files; k++)
-                    inputs[ni++] = nf_artifact_file_path(p.in[i].a, k);
-            else
-                inputs[ni++] = p.in[i].path;
-        }
         w = nf_writer_open_files(wc->out, &plan, &wo, inputs, ni, d);
     }
     if (!w)

@@ -97,21 +97,24 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
         free(t);
         goto out;
     }
-    if (stream_out) {
-        out_stream = nf_output_open_fd(1, wc->zstd, false);
-        w = out_stream ? nf_writer_open_stream(out_stream, &plan, d) : NULL;
-        if (!w)
-            goto out;
-    } else {
-        const char **inputs = calloc(c->n_files ? c->n_files : 1, sizeof *inputs);
-        size_t ni = 0;
-        for (size_t i = 0; inputs && !stream_in && i < c->n_files; i++)
-            inputs[ni++] = nf_artifact_file_path(src, i);
+    /* the files read: an output naming one is refused (DESIGN 3) */
+    const char **inputs = calloc(c->n_files + 1, sizeof *inputs);
+    size_t ni = 0;
+    for (size_t i = 0; inputs && !stream_in && i < c->n_files; i++)
+        inputs[ni++] = nf_artifact_file_path(src, i);
+    if (inputs && stream_in)
+        inputs[ni++] = "-"; /* a file redirected to standard input */
+    if (!inputs)
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    else if (stream_out && nf_stdout_check(inputs, ni, d) == 0)
+        w = (out_stream = nf_output_open_fd(1, wc->zstd, false))
+                ? nf_writer_open_stream(out_stream, &plan, d)
+                : NULL;
+    else if (!stream_out)
         w = nf_writer_open_files(wc->out, &plan, &wc->w, inputs, ni, d);
-        free(inputs);
-        if (!w)
-            goto out;
-    }
+    free(inputs);
+    if (!w)
+        goto out;
     /* the writer has what it needs of the plan's text */
     free(plan.json);
     plan.json = NULL;

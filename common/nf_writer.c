@@ -17,8 +17,6 @@
 #include "nf_json.h"
 #include "nf_util.h"
 
-static const char *g_prog = "ninfer";
-void nf_writer_set_prog(const char *prog) { g_prog = prog; }
 
 /* ---- planning ---- */
 
@@ -247,6 +245,9 @@ static void on_signal(int sig)
     }
     if (g_single_tmp)
         unlink(g_single_tmp);
+    /* then the default action (the exit status is the signal's, with a core
+     * where the default dumps one): raised now, delivered on return, when
+     * the signal is unblocked */
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -266,6 +267,34 @@ static void block_signals(sigset_t *old)
     sigprocmask(SIG_BLOCK, &s, old);
 }
 
+/* Every catchable signal whose default action ends the process (SIGXFSZ
+ * aside: writers ignore it, so an over-large file is an EFBIG error). The
+ * faults are here too: a handler that finds memory too broken to walk
+ * faults again with the signal blocked, which the kernel ends by default. */
+static const int g_term_sigs[] = {
+    SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGUSR1, SIGSEGV,
+    SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGXCPU, SIGVTALRM, SIGPROF, SIGSYS,
+#ifdef SIGSTKFLT
+    SIGSTKFLT,
+#endif
+#ifdef SIGPOLL
+    SIGPOLL,
+#endif
+#ifdef SIGPWR
+    SIGPWR,
+#endif
+};
+
+static void catch_one(int sig, const struct sigaction *sa)
+{
+    struct sigaction prev;
+    /* a disposition someone chose (ignored, a sanitizer's fault handler, a
+     * library user's own) is left alone */
+    if (sigaction(sig, NULL, &prev) == 0 && !(prev.sa_flags & SA_SIGINFO) &&
+        prev.sa_handler == SIG_DFL)
+        sigaction(sig, sa, NULL);
+}
+
 static void install_handlers(void)
 {
     if (g_handlers)
@@ -274,13 +303,12 @@ static void install_handlers(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-    for (int i = 0; i < 4; i++) {
-        struct sigaction prev;
-        sigaction(sigs[i], NULL, &prev);
-        if (prev.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-    }
+    for (size_t i = 0; i < sizeof g_term_sigs / sizeof *g_term_sigs; i++)
+        catch_one(g_term_sigs[i], &sa);
+#ifdef SIGRTMIN
+    for (int s = SIGRTMIN; s <= SIGRTMAX; s++) /* real-time signals end a process too */
+        catch_one(s, &sa);
+#endif
     g_handlers = true;
 }
 
@@ -297,9 +325,11 @@ static int writer_register(nf_writer *w)
     return -1;
 }
 
-static void warn(const char *path, const char *what)
+/* A warning to the caller's callback (the library prints nothing). */
+static void warn(const nf_writer *w, const char *path, const char *what)
 {
-    fprintf(stderr, "%s: %s: %s\n", g_prog, path, what);
+    if (w->o.warn)
+        w->o.warn(w->o.warn_ctx, path, what);
 }
 
 /* ---- the writer ---- */
@@ -455,6 +485,12 @@ static const char *is_input(const nf_writer *w, const struct stat *st)
     return f ? f->name : NULL;
 }
 
+/* stat an input: "-" is standard input (a file redirected to it). */
+static int stat_input(const char *path, struct stat *st)
+{
+    return strcmp(path, "-") == 0 ? fstat(0, st) : stat(path, st);
+}
+
 static int set_inputs(nf_writer *w, const char *const *inputs, size_t n)
 {
     w->inputs = calloc(n ? n : 1, sizeof *w->inputs);
@@ -462,8 +498,10 @@ static int set_inputs(nf_writer *w, const char *const *inputs, size_t n)
         return -1;
     for (size_t k = 0; k < n; k++) {
         struct stat si;
-        if (inputs[k] && stat(inputs[k], &si) == 0)
-            w->inputs[w->n_inputs++] = (struct devino){si.st_dev, si.st_ino, inputs[k]};
+        if (inputs[k] && stat_input(inputs[k], &si) == 0)
+            w->inputs[w->n_inputs++] = (struct devino){si.st_dev, si.st_ino,
+                                                       strcmp(inputs[k], "-") ? inputs[k]
+                                                                              : "standard input"};
     }
     qsort(w->inputs, w->n_inputs, sizeof *w->inputs, devino_cmp);
     return 0;
@@ -1073,15 +1111,24 @@ static int lock_dir(const char *dir)
 }
 
 /* After publication: the replaced set's surplus, and (when there was no
- * entry) leftover parts named like ours beyond the new set. */
+ * entry) leftover parts named like ours beyond the new set. Of the replaced
+ * set only parts at this entry's own part names ("<entry>.part-N") go: a
+ * part the old entry names under another entry's name is that entry's too
+ * (a copied or renamed entry shares its parts: red-team B3), so it stays,
+ * with a warning. */
 static void remove_surplus(nf_writer *w)
 {
     for (size_t j = 0; w->have_old && j < w->n_old_parts; j++) {
         bool keep = false;
         for (size_t i = 1; i < w->n_files && !keep; i++)
             keep = strcmp(w->old_parts[j], w->final[i]) == 0;
-        if (!keep && proven_part(w, w->old_parts[j], w->old_index[j], w->old_id))
+        if (keep || !proven_part(w, w->old_parts[j], w->old_index[j], w->old_id))
+            continue;
+        if (part_suffix(nf_basename(w->old_parts[j]), w->entry_name))
             unlink(w->old_parts[j]);
+        else
+            warn(w, w->old_parts[j], "kept: a part of the replaced entry, but not named after "
+                                     "it (another entry may use it)");
     }
     if (w->entry_existed)
         return;
@@ -1106,7 +1153,7 @@ static void remove_surplus(nf_writer *w)
         if (full && lstat(full, &st) == 0 && S_ISREG(st.st_mode) && !is_input(w, &st) &&
             read_header(full, &st, h) == 0 && memcmp(h, NF_PART_MAGIC, 8) == 0 &&
             memcmp(h + 16, w->id, 16) != 0) {
-            warn(full, "removing a leftover part with no entry");
+            warn(w, full, "removing a leftover part with no entry");
             unlink(full);
         }
         free(full);
@@ -1222,7 +1269,7 @@ static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned ch
             break;
         }
         if (w->existed[i] && !w->entry_existed)
-            warn(w->final[i], "replacing a leftover part with no entry");
+            warn(w, w->final[i], "replacing a leftover part with no entry");
         free(w->tmp[i]);
         w->tmp[i] = NULL;
         done = i;
@@ -1320,10 +1367,11 @@ static int single_plan(const char *path, bool force, const char *const *inputs, 
     }
     for (size_t k = 0; k < n_inputs; k++) {
         struct stat si;
-        if (inputs[k] && stat(inputs[k], &si) == 0 && si.st_dev == st.st_dev &&
+        if (inputs[k] && stat_input(inputs[k], &si) == 0 && si.st_dev == st.st_dev &&
             si.st_ino == st.st_ino) {
             nf_diag_addf(d, NF_C_USAGE, path, "",
-                         "output names an input file (%s); refusing to write", inputs[k]);
+                         "output names an input file (%s); refusing to write",
+                         strcmp(inputs[k], "-") ? inputs[k] : "standard input");
             return -1;
         }
     }
@@ -1352,6 +1400,24 @@ done:
     if (!*real) {
         nf_diag_addf(d, NF_C_IO, path, "", "cannot resolve the output path: %s", strerror(errno));
         return -1;
+    }
+    return 0;
+}
+
+int nf_stdout_check(const char *const *inputs, size_t n_inputs, nf_diags *d)
+{
+    struct stat so;
+    if (fstat(1, &so) < 0 || !S_ISREG(so.st_mode))
+        return 0;
+    for (size_t k = 0; k < n_inputs; k++) {
+        struct stat si;
+        if (inputs[k] && stat_input(inputs[k], &si) == 0 && si.st_dev == so.st_dev &&
+            si.st_ino == so.st_ino) {
+            nf_diag_addf(d, NF_C_USAGE, "(stdout)", "",
+                         "standard output names an input file (%s); refusing to write",
+                         strcmp(inputs[k], "-") ? inputs[k] : "standard input");
+            return -1;
+        }
     }
     return 0;
 }

@@ -7,8 +7,15 @@
  * Writing to files (DESIGN 3, "what a writer may remove or replace"):
  * every file is first a temporary in the target's directory
  * (".NAME.tmp-PID-XXXXXX"), created with the umask's mode; temporaries are
- * removed on failure, on nf_writer_abort and on SIGINT/SIGTERM/SIGHUP/
- * SIGPIPE, however many there are. Only a few temporaries are open at a
+ * removed on failure, on nf_writer_abort and on every catchable signal
+ * whose default action ends the process (SIGINT, SIGTERM, SIGHUP, SIGPIPE,
+ * SIGQUIT, SIGUSR1/2, SIGALRM, SIGXCPU, SIGVTALRM, SIGPROF, SIGABRT, the
+ * real-time signals, ...; not SIGXFSZ, which writers ignore so that an
+ * over-large file is EFBIG), however many there are, and the signal is then
+ * re-raised with its default action; a signal whose disposition is not the
+ * default when the first writer opens is left alone. Threads that run while
+ * a writer is open must block asynchronous signals (pack's encoding pool
+ * does). Only a few temporaries are open at a
  * time (least recently used ones are closed and reopened by name), so any
  * part count works within a small `ulimit -n`. Publication is serialized by
  * an exclusive flock(2) on the target's directory: under it the writer
@@ -24,8 +31,11 @@
  * it is a regular file carrying the part magic (a leftover, with a warning,
  * when no entry is beside it); after publication, the old set's parts that
  * prove to be its own (part magic, the old artifact_id, the part_index the
- * old files table gives them), and leftovers ("<entry>.part-N" with the part
- * magic, when there was no entry). Never an input, never a symlink, device,
+ * old files table gives them) at this entry's own part names
+ * ("<entry>.part-N": a part named after another entry is kept, with a
+ * warning, since a copy of an entry shares its parts), and leftovers
+ * ("<entry>.part-N" with the part magic, when there was no entry; each with a
+ * warning). Never an input, never a symlink, device,
  * FIFO or directory, never a file outside the target's directory.
  *
  * Writing to a stream (DESIGN 4): the single-file form, in order. A caller
@@ -46,11 +56,17 @@
 extern "C" {
 #endif
 
+/* A warning (not an error: the write goes on) about path: what a writer
+ * replaced or removed, or left in place, beside the files it writes. */
+typedef void (*nf_warn_fn)(void *ctx, const char *path, const char *msg);
+
 typedef struct {
     uint64_t max_file_bytes; /* split limit in bytes (0: one file, spec 2.3) */
     uint64_t json_bytes;     /* exact JSON reservation (0: as needed) */
     bool force;              /* replace an existing entry */
     bool sync;               /* fdatasync files before publishing */
+    nf_warn_fn warn;         /* NULL: warnings are dropped (the library prints nothing) */
+    void *warn_ctx;
 } nf_write_opts;
 
 typedef struct {
@@ -89,7 +105,8 @@ char *nf_plan_files_json(const nf_plan *plan, bool pretty);
 typedef struct nf_writer nf_writer;
 
 /* Begin writing files for target (the entry path). inputs: paths of files
- * being read (entry and parts of sources, manifests); an output path naming
+ * being read (entry and parts of sources, manifests; "-" is standard input,
+ * for a file redirected to it); an output path naming
  * one of them (through a symlink or a hard link too) is refused (`usage`,
  * exit 2) before anything is written, and so is an entry or part path that
  * is a directory, FIFO, device, socket or symlink (`usage`). An existing
@@ -139,8 +156,6 @@ void nf_writer_abort(nf_writer *w);
 /* The artifact_id the writer drew (16 raw bytes). */
 const unsigned char *nf_writer_artifact_id(const nf_writer *w);
 
-/* Print (to stderr, prefixed by prog) warnings about replaced leftovers. */
-void nf_writer_set_prog(const char *prog);
 
 /* ---- single-file outputs (DESIGN 3: outputs that are not regular files) ----
  *
@@ -154,8 +169,15 @@ void nf_writer_set_prog(const char *prog);
  * it: a symlink stays a symlink); a missing file is created the same way,
  * missing directories first, and published with RENAME_NOREPLACE (`io` when
  * something appeared there meanwhile). A path naming an input (inputs[],
- * compared by device and inode) is refused (`usage`). Diagnostics name the
+ * compared by device and inode; "-" is standard input) is refused (`usage`),
+ * with or without force. Diagnostics name the
  * path. */
+
+/* Standard output against the inputs (the same comparison, "-" too):
+ * when it is a regular file that is one of them (`>> input`, `1<> input`),
+ * `usage` naming "(stdout)" and -1, before anything is written (DESIGN 3);
+ * else 0 (a pipe, terminal or device is never an input). */
+int nf_stdout_check(const char *const *inputs, size_t n_inputs, nf_diags *d);
 
 /* Check path as nf_write_file would, writing nothing (so a command can
  * refuse before doing its work). Returns 0 or -1 with a diagnostic. */

@@ -187,3 +187,33 @@ snapshot_but() {
     [ -e ".t.ninfer.tmp-$dead-StUvWx.bak" ]
     [ "$(cat precious.txt)" = "my thesis, chapter 1" ]
 }
+
+@test "--force onto a copy of an entry: the parts the original still uses stay, with a warning (red-team B3)" {
+    source_files
+    NF_P=20000 nf_make big.ninfer 4000 4000 4000 4000 4000
+    ninfer-split --max-file-bytes 8K -o t.ninfer big.ninfer
+    [ -e t.ninfer.part-0004 ] && [ ! -e t.ninfer.part-0005 ]
+    cp t.ninfer u.ninfer
+    run -0 ninfer-verify t.ninfer u.ninfer
+    local before
+    before=$(snapshot_but u.ninfer)
+    # u.ninfer names t.ninfer.part-0001..4, proven parts of u's set: not u's names
+    run -0 --separate-stderr ninfer-split --force -o u.ninfer a.ninfer
+    [ "$stderr" = "$(for i in 1 2 3 4; do echo "ninfer-split: ./t.ninfer.part-000$i: kept: a part of the replaced entry, but not named after it (another entry may use it)"; done)" ]
+    diff <(echo "$before") <(snapshot_but u.ninfer)
+    [ ! -e u.ninfer.part-0001 ]
+    run -0 --separate-stderr ninfer-verify t.ninfer u.ninfer
+    # the same into parts: u's own parts are new, t's stay
+    cp t.ninfer u.ninfer
+    run -0 --separate-stderr ninfer-split --force --max-file-bytes 8K -o u.ninfer a.ninfer
+    [ "${#stderr_lines[@]}" -eq 4 ]
+    diff <(echo "$before") <(snapshot_but u.ninfer)
+    [ -e u.ninfer.part-0001 ]
+    run -0 --separate-stderr ninfer-verify t.ninfer u.ninfer
+    # and u's own old parts do go when u is replaced again by one file
+    run -0 --separate-stderr ninfer-split --force -o u.ninfer a.ninfer
+    [ -z "$stderr" ]
+    [ ! -e u.ninfer.part-0001 ]
+    diff <(echo "$before") <(snapshot_but u.ninfer)
+    no_temporaries .
+}

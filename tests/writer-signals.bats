@@ -130,3 +130,56 @@ after_kill() {
         done
     done
 }
+
+# nocore CMD... — CMD without core files (SIGQUIT, SIGXCPU, SIGABRT dump one
+# by default).
+nocore() {
+    (
+        ulimit -c 0
+        "$@"
+    )
+}
+
+@test "every other signal whose default ends the process (QUIT, USR1/2, ALRM, XCPU, VTALRM, PROF, ABRT, real-time): temporaries removed, status 128+N" {
+    local sig num cmd
+    mkdir out
+    ninfer-pack -q -o out/keep.ninfer m.json
+    for sig in QUIT USR1 USR2 ALRM XCPU VTALRM PROF ABRT RTMIN RTMAX; do
+        num=$(kill -l "$sig")
+        for cmd in "ninfer-split --no-sync --max-file-bytes 8K -o out/t.ninfer a.ninfer" \
+            "ninfer-pack -q --no-sync --max-file-bytes 8K -o out/t.ninfer m.json"; do
+            run nocore nf_sigat write:6000 "$num" $cmd
+            echo "SIG$sig ($num), $cmd: status $status"
+            [ "$status" -eq $((128 + num)) ]
+            [ "$(ls -A out)" = keep.ninfer ]
+        done
+    done
+}
+
+@test "the single-file outputs (import -o, quant -o) and pack with its encoding threads: a signal mid-write leaves no temporary" {
+    local sig num
+    nf-mkckpt ck > /dev/null
+    ninfer-import -q ck > m2.json
+    mkdir out
+    for sig in INT QUIT USR1 ALRM XCPU PROF RTMIN; do
+        num=$(kill -l "$sig")
+        run nocore nf_sigat write:100 "$num" ninfer-import -q -o out/m.json ck
+        echo "import, SIG$sig: status $status"
+        [ "$status" -eq $((128 + num)) ]
+        [ -z "$(ls -A out)" ]
+        run nocore nf_sigat write:100 "$num" ninfer-quant -i m2.json -o out/q.json 'text/*=q8_g32_fp16'
+        echo "quant, SIG$sig: status $status"
+        [ "$status" -eq $((128 + num)) ]
+        [ -z "$(ls -A out)" ]
+    done
+    # pack while its encoding threads run (they block signals: the handler
+    # runs in the thread that owns the list of temporaries)
+    ninfer-quant -i m2.json -o q.json 'text/*=q4_g64_fp16'
+    for sig in TERM USR2 VTALRM; do
+        num=$(kill -l "$sig")
+        run nocore nf_sigat write:300000 "$num" ninfer-pack -q --no-sync --threads 4 --max-file-bytes 1M -o out/t.ninfer q.json
+        echo "pack --threads 4, SIG$sig: status $status"
+        [ "$status" -eq $((128 + num)) ]
+        [ -z "$(ls -A out)" ]
+    done
+}

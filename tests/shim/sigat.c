@@ -14,8 +14,8 @@
  *                      pread, pread64, copy_file_range's source);
  *            rename:K  just before the K-th rename, renameat, renameat2 or
  *                      link (1-based): the publication steps of a writer.
- * NF_SIG     INT, TERM, HUP, PIPE, KILL, STOP, or a decimal number
- *            (default TERM).
+ * NF_SIG     INT, TERM, HUP, PIPE, KILL, STOP, QUIT, USR1, USR2, ALRM,
+ *            XCPU, VTALRM, PROF, ABRT, or a decimal number (default TERM).
  *
  * The signal goes to the whole process with kill(getpid(), sig), once. A
  * signal the program blocks stays pending until it unblocks it, as a
@@ -64,8 +64,11 @@ __attribute__((constructor)) static void sa_init(void)
         static const struct {
             const char *name;
             int sig;
-        } names[] = {{"INT", SIGINT},   {"TERM", SIGTERM}, {"HUP", SIGHUP},
-                     {"PIPE", SIGPIPE}, {"KILL", SIGKILL}, {"STOP", SIGSTOP}};
+        } names[] = {{"INT", SIGINT},     {"TERM", SIGTERM},     {"HUP", SIGHUP},
+                     {"PIPE", SIGPIPE},   {"KILL", SIGKILL},     {"STOP", SIGSTOP},
+                     {"QUIT", SIGQUIT},   {"USR1", SIGUSR1},     {"USR2", SIGUSR2},
+                     {"ALRM", SIGALRM},   {"XCPU", SIGXCPU},     {"VTALRM", SIGVTALRM},
+                     {"PROF", SIGPROF},   {"ABRT", SIGABRT}};
         sa_sig = atoi(s) > 0 ? atoi(s) : SIGTERM;
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if (!strcmp(s, names[i].name))
