@@ -20,7 +20,12 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(NF_PKGS) 2>/dev/null)
 ifeq ($(strip $(PKG_LIBS)),)
 PKG_LIBS   := -ljson-c -lzstd -lcrypto
 endif
-NF_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -Icommon $(PKG_CFLAGS) -MMD -MP
+# The library's folders (common/*/: base, json, container, codec, model,
+# convert) and the commands' front end (cli/) are include directories:
+# sources say #include "nf_x.h" wherever the header lives.
+LIB_DIRS  := $(sort $(dir $(wildcard common/*/*.c)))
+NF_INC    := $(patsubst %/,-I%,$(LIB_DIRS)) -Icommon/model -Icli
+NF_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread $(NF_INC) $(PKG_CFLAGS) -MMD -MP
 NF_LIBS := $(PKG_LIBS) -lpthread -lm
 
 ifeq ($(SANITIZE),1)
@@ -39,8 +44,15 @@ else
 Q := @
 endif
 
-LIB_SRC  := $(sort $(wildcard common/*.c common/arch/*.c))
+LIB_SRC  := $(sort $(wildcard common/*/*.c common/model/arch/*.c))
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC))
+# the public headers `make install` installs: the library's, less its
+# internal ones (the front end cli/ is the commands' own, never installed)
+LIB_INTERNAL_H := nf_catalog_int.h nf_gemv_int.h nf_qsearch.h
+LIB_PUBLIC_H := $(filter-out $(addprefix %/,$(LIB_INTERNAL_H)),$(sort $(wildcard common/*/nf_*.h)))
+CLI_SRC  := $(sort $(wildcard cli/*.c))
+CLI_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRC))
+CLI      := $(BUILD)/libninfer-cli.a
 CU_SRC   := $(sort $(wildcard cuda/*.cu))
 LIB      := $(BUILD)/libninfer.a
 CMD_SRC  := $(sort $(wildcard cmd/ninfer-*.c))
@@ -75,7 +87,7 @@ GPU_TESTS := $(BUILD)/tests/gpu/t_device
 endif
 LIB_OBJ  += $(DEV_OBJ)
 
-all: deps-check $(LIB) $(CMDS)
+all: deps-check $(LIB) $(CLI) $(CMDS)
 
 .SECONDARY:
 
@@ -98,7 +110,7 @@ $(BUILD)/%.o: %.c | deps-check
 $(BUILD)/cuda/%.o: cuda/%.cu
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
-	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -Icommon -Xcompiler -Wall,-Wextra -MMD -MP -c $< -o $@
+	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) $(NF_INC) -Xcompiler -Wall,-Wextra -MMD -MP -c $< -o $@
 
 # The library remembers its backend: switching between CUDA=0 and an nvcc
 # build relinks it (and the commands) even when no object changed.
@@ -114,25 +126,33 @@ $(LIB): $(LIB_OBJ) $(BUILD)/backend
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $(filter %.o,$^)
 
-$(BIN)/%: $(BUILD)/cmd/%.o $(LIB)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
+$(CLI): $(CLI_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
+# commands, tools and tests link the front end before the library (and
+# after it, while library objects still call into the front end)
+LINK_LIBS = $(CLI) $(LIB) $(CLI) $(NF_LIBS)
 
-$(BUILD)/tests/gpu/%: $(BUILD)/tests/gpu/%.o $(LIB)
+$(BIN)/%: $(BUILD)/cmd/%.o $(LIB) $(CLI)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LINK_LIBS)
 
-$(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB) $(CLI)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LIB) $(NF_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LINK_LIBS)
+
+$(BUILD)/tests/gpu/%: $(BUILD)/tests/gpu/%.o $(LIB) $(CLI)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LINK_LIBS)
+
+$(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(LIB) $(CLI)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(NF_LDFLAGS) $(LDFLAGS) -pthread -o $@ $< $(LINK_LIBS)
 
 # LD_PRELOAD fault shims for the writer tests; never sanitized (ASan must come
 # first in the preload list, so a shim cannot ride along with it).
@@ -168,13 +188,13 @@ install: all
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(PCDIR)
 	install -m 755 $(CMDS) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/
-	install -m 644 common/nf_*.h $(DESTDIR)$(INCDIR)/
+	install -m 644 $(LIB_PUBLIC_H) $(DESTDIR)$(INCDIR)/
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(MANDIR)/man1/
 	$(if $(wildcard man/*.5),install -m 644 $(wildcard man/*.5) $(DESTDIR)$(MANDIR)/man5/)
 	$(if $(wildcard man/*.7),install -m 644 $(wildcard man/*.7) $(DESTDIR)$(MANDIR)/man7/)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
 	  -e 's|@EXTRA_LIBS@|$(CUDA_LIBS)|' \
-	  -e 's|@VERSION@|$(shell sed -n 's/^#define NF_VERSION "\(.*\)"/\1/p' common/nf_util.h)|' \
+	  -e 's|@VERSION@|$(shell sed -n 's/^#define NF_VERSION "\(.*\)"/\1/p' common/base/nf_util.h)|' \
 	  ninfer.pc.in > $(DESTDIR)$(PCDIR)/ninfer.pc
 
 uninstall:
@@ -188,19 +208,19 @@ uninstall:
 # `make fuzz`: the libFuzzer harnesses tests/fuzz/fuzz_*.c, built by clang
 # with ASan and UBSan into build/fuzz (library objects too, so the normal
 # build is untouched); scripts/fuzz.sh SECONDS runs them. fuzz_gguf waits for
-# common/nf_gguf.c.
+# common/convert/nf_gguf.c.
 FUZZ_CC    ?= clang
 FUZZ_BUILD := build/fuzz
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -Icommon -Itests/fuzz -g -O1 \
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread $(NF_INC) -Itests/fuzz -g -O1 \
   -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-bitwise-instead-of-logical -MMD -MP
-FUZZ_SRC   := $(filter-out $(if $(wildcard common/nf_gguf.c),,tests/fuzz/fuzz_gguf.c), \
+FUZZ_SRC   := $(filter-out $(if $(wildcard common/convert/nf_gguf.c),,tests/fuzz/fuzz_gguf.c), \
   $(sort $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
-FUZZ_OBJ   := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(LIB_SRC))
+FUZZ_OBJ   := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(LIB_SRC) $(CLI_SRC))
 
 fuzz: deps-check $(FUZZERS)
 
-$(FUZZ_BUILD)/common/%.o: common/%.c
+$(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $< (fuzz)")
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
@@ -215,7 +235,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libninfer.a
 clean:
 	rm -rf build bin tests/tmp
 
--include $(LIB_OBJ:.o=.d) $(patsubst %,$(BUILD)/cmd/%.d,$(notdir $(CMDS))) \
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(patsubst %,$(BUILD)/cmd/%.d,$(notdir $(CMDS))) \
   $(patsubst $(BUILD)/tests/%,$(BUILD)/tests/unit/%.d,$(UNITS)) $(GPU_TESTS:=.d) \
   $(patsubst $(BUILD)/tools/%,$(BUILD)/tests/tools/%.d,$(TOOLS)) \
   $(FUZZ_OBJ:.o=.d) $(FUZZERS:=.d)

@@ -29,7 +29,7 @@
  * a quantized GGUF of the checkpoint decodes to its values bit for bit.
  *
  * The tensor names and shapes are written here from the Hugging Face
- * modelling code, independently of the binder (common/arch/), so the tests
+ * modelling code, independently of the binder (common/model/arch/), so the tests
  * check the binder against a second reading. Standalone: libc and the
  * header-only nf_fp.h / nf_util.h.
  *

@@ -1,4 +1,4 @@
-/* t_arch.c — the architecture modules (common/arch/, nf_binder.h): real
+/* t_arch.c — the architecture modules (common/model/arch/, nf_binder.h): real
  * configs of ../shared/realdata against what they imply (Qwen2.5-14B's
  * index names one to one and its total_size; Qwen3-Next's layer kinds,
  * experts and totals computed by hand below), spec 12.1's small Text

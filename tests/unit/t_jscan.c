@@ -1,4 +1,4 @@
-/* t_jscan.c — the strict JSON pre-pass (common/nf_jscan.h).
+/* t_jscan.c — the strict JSON pre-pass (common/json/nf_jscan.h).
  *
  * Every scan runs over an exactly-sized heap copy of its text, never
  * NUL-terminated, so that AddressSanitizer catches any read past the end. */

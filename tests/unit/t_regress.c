@@ -26,7 +26,7 @@
 #include "../fuzz/fuzz_reader.c"
 #include "../fuzz/fuzz_safetensors.c"
 #if defined(__has_include)
-#if __has_include("../../common/nf_gguf.c") && __has_include("../fuzz/fuzz_gguf.c")
+#if __has_include("../../common/convert/nf_gguf.c") && __has_include("../fuzz/fuzz_gguf.c")
 #include "../fuzz/fuzz_gguf.c"
 #define NF_HAVE_GGUF_FUZZ 1
 #endif

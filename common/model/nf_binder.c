@@ -1,5 +1,5 @@
 /* nf_binder.c — the architecture binder: the builder the modules in
- * common/arch/ fill, the dispatch on config.architectures[0], and the
+ * common/model/arch/ fill, the dispatch on config.architectures[0], and the
  * checks of spec 11.3 over an artifact's bindings and uses. */
 #include "nf_binder.h"
 

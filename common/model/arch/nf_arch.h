@@ -1,5 +1,5 @@
 /* nf_arch.h — the binder's internal interface between nf_binder.c and the
- * architecture modules under common/arch/ (not installed).
+ * architecture modules under common/model/arch/ (not installed).
  *
  * A module is one function that reads its config through an nf_ab builder
  * and adds, in a fixed order, the parameters of DESIGN 10's table with their

@@ -12,7 +12,7 @@
  * and uses against the architecture.
  *
  * Known architectures (config.architectures[0]), one module each under
- * common/arch/: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+ * common/model/arch/: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
  * Qwen3MoeForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM,
  * Qwen3_5MoeForCausalLM, and the mtp component's Qwen3NextMTP and
  * Qwen3_5MTP (target: the text component; Qwen3_5MTP targets Qwen3.5 or
