@@ -1557,22 +1557,19 @@ static bool rec_binding(rctx *r, nf_binding *b, size_t v, const lp *ptr)
 }
 
 /* One member of /bindings. */
-static void rec_named_binding(rctx *r, const char *name, size_t v)
+/* One member of /bindings: its record i was made (and entered in the map)
+ * when its name was read. */
+static void rec_named_binding(rctx *r, size_t i, size_t v)
 {
     nf_catalog *c = r->x->c;
-    nf_named_binding *nb = &c->bindings[c->n_bindings];
-    memset(nb, 0, sizeof *nb);
+    nf_named_binding *nb = &c->bindings[i];
+    const char *name = nb->name ? nb->name : "";
     lp B = LPK(NULL, "bindings"), P = LPK(&B, name);
     if (!name[0])
         diag_lp(r->x, NF_C_SCHEMA, &P, "%s must be a non-empty ID", "parameter name");
-    nb->name = nf_arena_strndup(c->arena, name, strlen(name));
-    nb->component = SIZE_MAX;
     if (!nb->name)
         diag_at_oom(r->x);
     rec_binding(r, &nb->b, v, &P);
-    if (nb->name && nf_catalog_index_add_binding(c, c->n_bindings) == SIZE_MAX - 1)
-        diag_at_oom(r->x);
-    c->n_bindings++;
 }
 
 /* A use's parameter: its binding's name when the binding is known. */
@@ -1791,6 +1788,16 @@ typedef struct {
     size_t n_pend, cap_pend;
     char *scratch;
     size_t scap;
+    size_t scratch_len;       /* pass_name's bytes before the cut at U+0000 */
+    /* member names the pass checks for duplicates itself (NF_JSCAN_OWN_NAMES:
+     * /bindings, and metadata.integrity.sha256 once the objects are read) */
+    nf_strmap nul_names;      /* names holding U+0000, exactly */
+    nf_strmap ghost_keys;     /* digest names that are no object, exactly */
+    uint8_t *dig_seen;        /* a bit per object: its digest name was read */
+    bool sha_own;
+    size_t cur_binding;       /* the binding whose value is being read */
+    bool cur_dup;             /* ... which is a duplicate (the scan fails) */
+    size_t dkey_obj;          /* the object of the digest being read */
 } pass;
 
 static void pass_diags_init(pass *s, nf_diags *d)
@@ -1820,6 +1827,9 @@ static void pass_free(pass *s)
         free(s->pend[i].id);
     free(s->pend);
     free(s->scratch);
+    nf_strmap_free(&s->nul_names);
+    nf_strmap_free(&s->ghost_keys);
+    free(s->dig_seen);
     tb_free(&s->t);
     nf_strmap_free(&s->fs.names);
 }
@@ -1858,6 +1868,7 @@ static const char *pass_name(pass *s, size_t start, size_t len, bool esc)
     else
         memcpy(s->scratch, s->text + start, len);
     s->scratch[n] = 0;
+    s->scratch_len = n;
     return s->scratch;
 }
 
@@ -1940,14 +1951,10 @@ static int finish_record(pass *s)
             return pass_oom(s);
         rec_use(&r, i, root);
         break;
-    case S_BINDINGS: {
-        const char *name = pass_name(s, s->key_start, s->key_len, s->key_esc);
-        if (!name || !grow_vec((void **)&c->bindings, &s->cap_binds, c->n_bindings + 1,
-                               sizeof *c->bindings))
-            return pass_oom(s);
-        rec_named_binding(&r, name, root);
+    case S_BINDINGS:
+        if (!s->cur_dup)
+            rec_named_binding(&r, s->cur_binding, root);
         break;
-    }
     case S_COMPONENTS: {
         const char *name = pass_name(s, s->key_start, s->key_len, s->key_esc);
         if (!name || !grow_vec((void **)&c->components, &s->cap_comps, c->n_components + 1,
@@ -2012,6 +2019,19 @@ static int digest_member(pass *s, const char *val, size_t n)
     nf_catalog *c = s->x.c;
     uint8_t dg[32];
     bool ok = val && hex_digest(val, n, dg);
+    if (s->sha_own && s->dkey_obj != SIZE_MAX) {
+        /* the name was looked up when it was read */
+        if (ok) {
+            memcpy(c->objects[s->dkey_obj].digest, dg, 32);
+            c->objects[s->dkey_obj].has_digest = true;
+            return 0;
+        }
+        const char *id = pass_name(s, s->key_start, s->key_len, s->key_esc);
+        if (!id)
+            return pass_oom(s);
+        digest_diag(s, id, false);
+        return 0;
+    }
     if (ok && !s->key_esc && s->sec_done[S_OBJECTS]) {
         /* the common case: look the name up in place */
         const char *k = s->text + s->key_start;
@@ -2072,6 +2092,88 @@ static void meta_finish(pass *s)
     nf_diags_move(d, &s->m_sha_d);
 }
 
+/* A /bindings member name: its record is made now and entered in the map,
+ * which tells a repeated name (NF_JSCAN_DUPLICATE: the scanner reports it;
+ * names with U+0000 are compared exactly in a set of their own, since the
+ * record keeps the name cut there, as json-c did). */
+static int binding_name(pass *s, size_t start, size_t len, bool esc)
+{
+    nf_catalog *c = s->x.c;
+    s->cur_dup = false;
+    const char *name = pass_name(s, start, len, esc);
+    if (!name || !grow_vec((void **)&c->bindings, &s->cap_binds, c->n_bindings + 1,
+                           sizeof *c->bindings))
+        return pass_oom(s);
+    size_t full = s->scratch_len, cut = strlen(name);
+    if (cut != full) {
+        size_t prev = nf_strmap_add(&s->nul_names, s->scratch, full, c->n_bindings);
+        if (prev == SIZE_MAX - 1)
+            return pass_oom(s);
+        if (prev != SIZE_MAX) {
+            s->cur_dup = true;
+            return NF_JSCAN_DUPLICATE;
+        }
+    }
+    nf_named_binding *nb = &c->bindings[c->n_bindings];
+    memset(nb, 0, sizeof *nb);
+    nb->name = nf_arena_strndup(c->arena, name, cut);
+    nb->component = SIZE_MAX;
+    nb->b.obj = SIZE_MAX;
+    if (!nb->name)
+        return pass_oom(s);
+    size_t prev = nf_catalog_index_add_binding(c, c->n_bindings);
+    if (prev == SIZE_MAX - 1)
+        return pass_oom(s);
+    if (prev != SIZE_MAX && cut == full) {
+        s->cur_dup = true;
+        return NF_JSCAN_DUPLICATE;
+    }
+    s->cur_binding = c->n_bindings++;
+    return 0;
+}
+
+/* A metadata.integrity.sha256 member name, the objects read: its object
+ * (a bit per object tells a repeat), or a name of none (kept exactly). */
+static int digest_name(pass *s)
+{
+    nf_catalog *c = s->x.c;
+    s->dkey_obj = SIZE_MAX;
+    const char *k = s->text + s->key_start;
+    size_t n = s->key_len;
+    bool nul = false;
+    if (s->key_esc) {
+        const char *id = pass_name(s, s->key_start, s->key_len, true);
+        if (!id)
+            return pass_oom(s);
+        k = s->scratch;
+        n = s->scratch_len;
+        nul = strlen(id) != n;
+    }
+    if (nul) {
+        /* json-c's name, cut at U+0000, finds the object; repeats are
+         * exact names */
+        size_t prev = nf_strmap_add(&s->nul_names, k, n, 0);
+        if (prev == SIZE_MAX - 1)
+            return pass_oom(s);
+        if (prev != SIZE_MAX)
+            return NF_JSCAN_DUPLICATE;
+        s->dkey_obj = nf_catalog_find(c, k);
+        return 0;
+    }
+    size_t oi = nf_catalog_index_find_object(c, k, n, &c->ix->hint_digest);
+    if (oi == SIZE_MAX) {
+        size_t prev = nf_strmap_add(&s->ghost_keys, k, n, 0);
+        if (prev == SIZE_MAX - 1)
+            return pass_oom(s);
+        return prev != SIZE_MAX ? NF_JSCAN_DUPLICATE : 0;
+    }
+    if (s->dig_seen[oi / 8] & (1u << (oi % 8)))
+        return NF_JSCAN_DUPLICATE;
+    s->dig_seen[oi / 8] |= (uint8_t)(1u << (oi % 8));
+    s->dkey_obj = oi;
+    return 0;
+}
+
 /* ---- events ---- */
 
 static int ev_open(void *ctx, bool obj, size_t off)
@@ -2116,6 +2218,9 @@ static int ev_open(void *ctx, bool obj, size_t off)
                 s->x.c->has_metadata = true;
                 s->mstate = M_NONE;
             }
+            /* the bindings map finds repeated names: no second table */
+            if (s->sec == S_BINDINGS)
+                return NF_JSCAN_OWN_NAMES;
         }
         return 0;
     }
@@ -2134,7 +2239,14 @@ static int ev_open(void *ctx, bool obj, size_t off)
         } else if (d == 3 && s->mstate == M_INTEGRITY && s->int_sha && obj) {
             s->sha_obj = true;
             s->mstate = M_SHA;
-            return 0;
+            /* with the objects read, a digest's name is found among them:
+             * they tell repeats too (a bit each), no second table */
+            nf_catalog *c = s->x.c;
+            free(s->dig_seen);
+            s->dig_seen = NULL;
+            s->sha_own = s->sec_done[S_OBJECTS] &&
+                         (s->dig_seen = calloc(c->n_objects / 8 + 1, 1)) != NULL;
+            return s->sha_own ? NF_JSCAN_OWN_NAMES : 0;
         } else if (d == 4 && s->mstate == M_SHA) {
             if (digest_member(s, NULL, 0))
                 return 1;
@@ -2236,6 +2348,8 @@ static int ev_close(void *ctx, size_t end)
             s->mstate = M_NONE;
             s->m_integrity = false;
         }
+        if (d == 3)
+            s->sha_own = false;
     }
     return 0;
 }
@@ -2267,6 +2381,22 @@ static int ev_key(void *ctx, size_t start, size_t len, bool esc)
             s->sec_done[s->sec] = true;
         }
         return 0;
+    }
+    if (d == 2 && s->sec_container && s->sec == S_BINDINGS) {
+        int r = binding_name(s, start, len, esc);
+        if (r != 0 && r != NF_JSCAN_DUPLICATE)
+            return r;
+        s->key_start = start;
+        s->key_len = len;
+        s->key_esc = esc;
+        if (esc && !s->nul_seen && raw_has_nul(s->text + start, len)) {
+            s->nul_seen = true;
+            char *p = nf_ptr_join("/bindings", s->text + start, len);
+            nf_diag_add(&s->sd[D_BIND_HEAD], NF_C_SCHEMA, p, "%s must not contain U+0000",
+                        "parameter name");
+            free(p);
+        }
+        return r;
     }
     if (d == 2 && s->sec_container) {
         s->key_start = start;
@@ -2321,6 +2451,8 @@ static int ev_key(void *ctx, size_t start, size_t len, bool esc)
         s->key_start = start;
         s->key_len = len;
         s->key_esc = esc;
+        if (s->sha_own)
+            return digest_name(s);
     }
     return 0;
 }

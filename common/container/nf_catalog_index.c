@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_jscan.h"
 #include "nf_util.h"
 
 /* ---- arena ---------------------------------------------------------------- */
@@ -124,6 +125,7 @@ static bool ix_alloc(nf_ixmap *m, size_t n)
     nf_ixslot *s = calloc(cap, sizeof *s);
     if (!s)
         return false;
+    nf_advise_huge(s, cap * sizeof *s); /* probed at random: fewer TLB misses */
     if (m->s) {
         for (size_t i = 0; i <= m->mask; i++) {
             if (!m->s[i].idx)

@@ -208,6 +208,7 @@ typedef struct {
     size_t arena_base;         /* object: arena length when it opened */
     unsigned char is_obj, has_key, key_esc;
     unsigned char hashed;      /* object: its names are in the table */
+    unsigned char own_names;   /* object: the sink finds its duplicate names */
 } nf_jlevel;
 
 /* A member name of an open object. Names without escapes point into the
@@ -1004,6 +1005,30 @@ static bool add_name(nf_jscanner *s, const uchar *at)
     return true;
 }
 
+/* A duplicate the sink found in an object whose names it checks: reported
+ * as add_name would have (the name unescaped for the message). */
+static bool report_own_duplicate(nf_jscanner *s, const nf_jlevel *l, const uchar *at)
+{
+    const uchar *name = s->text + l->key_start;
+    size_t len = l->key_len;
+    uchar *tmp = NULL;
+    if (l->key_esc) {
+        tmp = malloc(len ? len : 1);
+        if (!tmp) {
+            fail_oom(s, at);
+            return false;
+        }
+        size_t n = 0;
+        for (size_t i = 0; i < l->key_len;)
+            n += jdecode(name, l->key_len, &i, tmp + n);
+        name = tmp;
+        len = n;
+    }
+    report_duplicate(s, name, len, l);
+    free(tmp);
+    return true;
+}
+
 static void pop_names(nf_jscanner *s, const nf_jlevel *l)
 {
     size_t gone = s->n_names - l->name_base;
@@ -1056,6 +1081,7 @@ static bool push(nf_jscanner *s, const uchar *p, bool obj)
     l->has_key = 0;
     l->key_esc = 0;
     l->hashed = 0;
+    l->own_names = 0;
     l->index = 0;
     l->key_start = l->key_len = 0;
     l->name_base = s->n_names;
@@ -1163,7 +1189,15 @@ value:
     case '{':
         if (!push(&s, p, true))
             goto done;
-        SINK(open(sink->ctx, true, off_of(&s, p)));
+        if (sink) {
+            int r = sink->open(sink->ctx, true, off_of(&s, p));
+            if (r == NF_JSCAN_OWN_NAMES)
+                s.lv[s.depth - 1].own_names = 1;
+            else if (r != 0) {
+                s.problems++;
+                goto done;
+            }
+        }
         p = skip_ws(p + 1, end);
         if (p < end && *p == '}') {
             pop(&s);
@@ -1248,9 +1282,18 @@ key:
     top->key_len = (size_t)(q - p) - 2;
     top->key_esc = esc;
     top->has_key = 1;
-    if (!add_name(&s, p))
+    if (!top->own_names && !add_name(&s, p))
         goto done;
-    SINK(key(sink->ctx, top->key_start, top->key_len, esc));
+    if (sink) {
+        int r = sink->key(sink->ctx, top->key_start, top->key_len, esc);
+        if (r == NF_JSCAN_DUPLICATE && top->own_names) {
+            if (!report_own_duplicate(&s, top, p))
+                goto done;
+        } else if (r != 0) {
+            s.problems++;
+            goto done;
+        }
+    }
     p = skip_ws(q, end);
     if (p == end || *p != ':') {
         unexpected(&s, p, "':'");

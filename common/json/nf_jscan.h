@@ -84,6 +84,15 @@ typedef enum {
     NF_JS_NULL,
 } nf_jscalar;
 
+/* open() of an object may return this: the sink finds duplicate member
+ * names of that object itself (it keeps the names in a map of its own
+ * anyway), and key() returns NF_JSCAN_DUPLICATE for a name equal (after
+ * unescaping, byte for byte) to an earlier one of the same object; the
+ * scanner then reports it exactly as it reports its own duplicates and
+ * keeps no table of that object's names. */
+#define NF_JSCAN_OWN_NAMES 2
+#define NF_JSCAN_DUPLICATE 2
+
 typedef struct {
     void *ctx;
     int (*open)(void *ctx, bool is_object, size_t off);
