@@ -785,7 +785,8 @@ static void tb_close(tbuild *t, size_t end)
         t->oom = true;
         return;
     }
-    memcpy(t->kids + t->n_kids, t->pend + f.pend_base, k * sizeof *t->kids);
+    if (k)
+        memcpy(t->kids + t->n_kids, t->pend + f.pend_base, k * sizeof *t->kids);
     n->a = t->n_kids;
     n->b = k;
     n->n = f.obj ? (uint32_t)(k / 2) : f.count;

@@ -707,6 +707,7 @@ typedef struct {
     const nf_catalog *c;
     nf_artifact *a;
     nf_diags *d;
+    const nf_param **param; /* per binding: the parameter it binds, once checked */
 } chk;
 
 /* the catalog resolved its bindings by name when it was parsed */
@@ -753,12 +754,15 @@ static void check_param(chk *k, const nf_arch_plan *plan, const nf_param *p)
 {
     const nf_catalog *c = k->c;
     const nf_named_binding *nb = find_binding(k, p->name);
-    char *ptr = bptr(p->name);
-    char shape[128];
-    nf_shape_str(p->dims, p->rank, shape, sizeof shape);
+    if (nb && k->param)
+        k->param[nb - c->bindings] = p;
+    /* the pointer and the shape's text only when a problem needs them */
+    char *ptr = NULL, shape[128] = "";
+#define PTR (ptr ? ptr : (ptr = bptr(p->name)) ? ptr : "/bindings")
+#define SHAPE (shape[0] ? shape : (nf_shape_str(p->dims, p->rank, shape, sizeof shape), shape))
     if (!nb) {
         nf_diag_add(k->d, NF_C_COVERAGE, "/bindings", "parameter \"%s\" [%s] of %s is not bound",
-                    p->name, shape, plan->architecture);
+                    p->name, SHAPE, plan->architecture);
         free(ptr);
         return;
     }
@@ -768,17 +772,17 @@ static void check_param(chk *k, const nf_arch_plan *plan, const nf_param *p)
         return;
     }
     if (el != p->elements) {
-        nf_diag_add(k->d, NF_C_COVERAGE, ptr,
+        nf_diag_add(k->d, NF_C_COVERAGE, PTR,
                     "parameter \"%s\" needs %llu elements ([%s]); its binding covers %llu",
-                    p->name, (unsigned long long)p->elements, shape, (unsigned long long)el);
+                    p->name, (unsigned long long)p->elements, SHAPE, (unsigned long long)el);
     } else if (!nb->b.parts) {
         const nf_object *o = binding_obj(c, &nb->b, 0);
         if (o && (o->rank != p->rank || memcmp(o->dims, p->dims, p->rank * sizeof *p->dims))) {
             char os[128];
             nf_shape_str(o->dims, o->rank, os, sizeof os);
-            nf_diag_add(k->d, NF_C_COVERAGE, ptr,
+            nf_diag_add(k->d, NF_C_COVERAGE, PTR,
                         "whole-object binding of \"%s\" needs shape [%s]; object \"%s\" is [%s] "
-                        "(a reshape takes parts, spec 7.2)", p->name, shape, o->id, os);
+                        "(a reshape takes parts, spec 7.2)", p->name, SHAPE, o->id, os);
         }
     }
     if (p->want_format != NF_FMT_UNKNOWN) {
@@ -786,7 +790,7 @@ static void check_param(chk *k, const nf_arch_plan *plan, const nf_param *p)
         for (size_t i = 0; i < np; i++) {
             const nf_object *o = binding_obj(c, &nb->b, i);
             if (o && o->format != p->want_format) {
-                nf_diag_add(k->d, NF_C_COVERAGE, ptr, "parameter \"%s\" must be %s; object \"%s\" is %s",
+                nf_diag_add(k->d, NF_C_COVERAGE, PTR, "parameter \"%s\" must be %s; object \"%s\" is %s",
                             p->name, nf_format_name(p->want_format), o->id,
                             o->format_name ? o->format_name : "?");
                 break;
@@ -800,7 +804,7 @@ static void check_param(chk *k, const nf_arch_plan *plan, const nf_param *p)
             comp_of_name(p->name, &l1);
             comp_of_name(p->shares, &l2);
             bool cross = l1 != l2 || strncmp(p->name, p->shares, l1) != 0;
-            nf_diag_add(k->d, cross ? NF_C_TARGET : NF_C_COVERAGE, ptr,
+            nf_diag_add(k->d, cross ? NF_C_TARGET : NF_C_COVERAGE, PTR,
                         "parameter \"%s\" must bind the same objects as \"%s\" (%s)", p->name,
                         p->shares, cross ? "shared data, spec 5.3" : "tied, spec 12.4");
         }
@@ -812,6 +816,12 @@ static void check_param(chk *k, const nf_arch_plan *plan, const nf_param *p)
     for (size_t j = 0; j < nu; j++) {
         size_t ui = ul[j];
         const nf_use *u = &c->uses[ui];
+        bool bad = !p->input || strcmp(u->input, p->input) != 0 ||
+                   (p->needs_policy && !u->activation_policy);
+        if (p->input && !strcmp(u->input, p->input))
+            found = true;
+        if (!bad)
+            continue; /* the common case: no pointer to build */
         char *up = nf_ptr_index("/uses", ui);
         if (!p->input) {
             nf_diag_add(k->d, NF_C_UNKNOWN_PARAMETER, up,
@@ -833,10 +843,13 @@ static void check_param(chk *k, const nf_arch_plan *plan, const nf_param *p)
         free(up);
     }
     if (p->input && !found)
-        nf_diag_add(k->d, NF_C_COVERAGE, ptr, "%s \"%s\" has no use on input \"%s\"",
+        nf_diag_add(k->d, NF_C_COVERAGE, PTR, "%s \"%s\" has no use on input \"%s\"",
                     p->needs_policy ? "projection" : "parameter", p->name, p->input);
     free(ptr);
+#undef PTR
+#undef SHAPE
 }
+
 
 /* Read the elements [b, e) of a binding's parts into buf (raw words of
  * `eb` bytes; every parent must be a contiguous_le_v1 object). */
@@ -1004,7 +1017,10 @@ int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, 
 {
     nf_diags local = NF_DIAGS_INIT;
     local.file = d->file;
-    chk k = {c, a, &local};
+    chk k = {c, a, &local, NULL};
+    /* each binding's parameter, found once by check_param: the loops over
+     * bindings and uses below then look nothing up by name */
+    k.param = calloc(c->n_bindings ? c->n_bindings : 1, sizeof *k.param);
     size_t nc = c->n_components ? c->n_components : 1;
     bool *sel = calloc(nc, sizeof *sel);
     nf_arch_plan *plans = calloc(nc, sizeof *plans);
@@ -1078,7 +1094,7 @@ int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, 
             }
             continue;
         }
-        if (!sel[w] || !have[w] || nf_arch_find(&plans[w], name))
+        if (!sel[w] || !have[w] || (k.param && k.param[i]) || nf_arch_find(&plans[w], name))
             continue;
         char *ptr = bptr(name);
         nf_diag_add(&local, NF_C_UNKNOWN_PARAMETER, ptr, "%s has no parameter \"%s\"",
@@ -1090,7 +1106,9 @@ int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, 
         ssize_t w = owner_idx(c, u->parameter, nf_catalog_owner(c, u->parameter));
         if (w < 0 || !sel[w])
             continue;
-        const nf_param *p = have[w] ? nf_arch_find(&plans[w], u->parameter) : NULL;
+        const nf_param *p = u->binding < c->n_bindings && k.param && k.param[u->binding]
+                                ? k.param[u->binding]
+                            : have[w] ? nf_arch_find(&plans[w], u->parameter) : NULL;
         if (have[w] && !p) {
             char *up = nf_ptr_index("/uses", i);
             nf_diag_add(&local, NF_C_UNKNOWN_PARAMETER, up, "use of \"%s\", which %s does not have",
@@ -1106,6 +1124,7 @@ done:
     free(plans);
     free(have);
     free(sel);
+    free(k.param);
     int rc = nf_diags_exit(&local);
     nf_diags_move(d, &local);
     nf_diags_free(&local);
