@@ -96,6 +96,29 @@ check_fails() {
     [[ "$stderr" == *'whole-object binding of "text/layers/0/mlp/gate" needs shape [96x64]; object "model.layers.0.mlp.down_proj.weight" is [64x96]'* ]]
 }
 
+@test "parts whose element count passes 2^64-1 -> range (1), never a wrapped sum that fits (red-team A7)" {
+    base llama
+    # a stream (only its catalog is read): final_norm bound to 4 x 2^62 + 64
+    # elements of a huge object, which wrapped to the 64 it needs
+    ninfer-cat --catalog m.ninfer > c.json
+    local p='{"object":"huge","range":[0,4611686018427387904]}' pb
+    pb=$(grep -o '"payload_bytes":[0-9]*' c.json | head -n 1 | cut -d: -f2)
+    [ "$pb" -lt 1048576 ]
+    perl -pe 's|\],"bindings":|,{"id":"huge","kind":"tensor","shape":[2305843009213693952,2],"format":"bf16","layout":"contiguous_le_v1","offset":1048576,"bytes":9223372036854775808}],"bindings":|;
+              s|"payload_bytes":'"$pb"'|"payload_bytes":9223372036855824384|;
+              s|"text/final_norm":\{"object":"model.norm.weight"\}|"text/final_norm":{"parts":['"$p,$p,$p,$p"',{"object":"huge","range":[0,64]}]}|' c.json > o.json
+    nf-mkartifact --catalog o.json -o o.ninfer
+    run -1 --separate-stderr bash -c 'ninfer-bind --check - < o.ninfer'
+    expect_only_codes range
+    [ "$stderr" = "ninfer-bind: -: /bindings/text~1final_norm/parts: range: the parts cover more than 2^64-1 elements (spec 1: sums stay within U64)" ]
+    # 4 x (2^62 - 1) + 1 = 2^64 - 3 fits: the binder counts it
+    sed 's/4611686018427387904/4611686018427387903/g; s/"range":\[0,64\]/"range":[0,1]/' o.json > f.json
+    nf-mkartifact --catalog f.json -o f.ninfer
+    run -1 --separate-stderr bash -c 'ninfer-bind --check - < f.ninfer'
+    expect_only_codes coverage
+    [[ "$stderr" == *'/bindings/text~1final_norm: coverage: parameter "text/final_norm" needs 64 elements ([64]); its binding covers 18446744073709551613' ]]
+}
+
 @test "a parameter missing -> coverage; one the architecture lacks -> unknown-parameter" {
     base llama
     edit renamed 's|text/layers/1/mlp/up"|text/layers/1/mlp/upp"|g'

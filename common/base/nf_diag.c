@@ -84,10 +84,6 @@ int nf_exit_combine(int a, int b)
     return rank(a) >= rank(b) ? a : b;
 }
 
-/* A pointer, file or message longer than this (one that quotes a hostile
- * 50 MB name, say) is cut at a UTF-8 boundary and ends in "...": a full
- * list of records stays a few MB, never gigabytes (DESIGN 3). */
-#define NF_DIAG_MAX_TEXT 4096
 
 static size_t capped_len(const char *s, size_t n)
 {

@@ -137,6 +137,13 @@ void nf_diags_move(nf_diags *dst, nf_diags *src);
 void nf_diags_clear(nf_diags *d);
 void nf_diags_free(nf_diags *d);
 
+/* A pointer, file or message longer than this (one that quotes a hostile
+ * 50 MB name, say) is cut at a UTF-8 boundary and ends in "...": a full
+ * list of records stays a few MB, never gigabytes (DESIGN 3). A record's
+ * text depends only on its first NF_DIAG_MAX_TEXT + 1 bytes, so a builder
+ * may stop there. */
+#define NF_DIAG_MAX_TEXT 4096
+
 /* Build a JSON Pointer by appending one reference token to base, escaping
  * '~' as "~0" and '/' as "~1" (RFC 6901). tok_len bytes of tok are used
  * (tokens may contain NUL). Returns malloc'ed text or NULL. */

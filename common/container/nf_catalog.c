@@ -857,19 +857,44 @@ typedef struct lp {
 #define LPK(u, k) ((lp){(u), (k), strlen(k), 0})
 #define LPI(u, i) ((lp){(u), NULL, 0, (i)})
 
+/* The pointer's text, escaped as nf_ptr_join does, cut after
+ * NF_DIAG_MAX_TEXT + 1 bytes: a record keeps no more (nf_diag.h), so a
+ * diagnostic under a 5 MB name costs a few KB, not a copy of the name per
+ * token (hostile.bats: 1000 diagnostics under one name). */
 static char *lp_str(const lp *p)
 {
     const lp *chain[64];
     size_t n = 0;
     for (const lp *q = p; q && n < 64; q = q->up)
         chain[n++] = q;
-    char *s = strdup("");
-    while (s && n--) {
+    enum { CAP = NF_DIAG_MAX_TEXT + 1 };
+    char *s = malloc(CAP + 1);
+    if (!s)
+        return NULL;
+    size_t len = 0;
+#define PUT(ch) (len < CAP ? (void)(s[len++] = (ch)) : (void)0)
+    while (n-- && len < CAP) {
         const lp *q = chain[n];
-        char *t = q->key ? nf_ptr_join(s, q->key, q->klen) : nf_ptr_index(s, q->index);
-        free(s);
-        s = t;
+        PUT('/');
+        if (!q->key) {
+            char num[24];
+            int k = snprintf(num, sizeof num, "%zu", q->index);
+            for (int j = 0; j < k; j++)
+                PUT(num[j]);
+            continue;
+        }
+        for (size_t i = 0; i < q->klen && len < CAP; i++) {
+            char ch = q->key[i];
+            if (ch == '~' || ch == '/') {
+                PUT('~');
+                PUT(ch == '~' ? '0' : '1');
+            } else {
+                PUT(ch ? ch : '?'); /* NUL as nf_ptr_join shows it */
+            }
+        }
     }
+#undef PUT
+    s[len] = 0;
     return s;
 }
 
@@ -1147,11 +1172,17 @@ static void rec_resources(rctx *r, nf_component *comp, size_t v, const lp *ptr)
     }
     for (size_t k = 0; k < n; k++) {
         const char *role = tb_name(r->t, TN(r, t_mname(r, v, k)), 1);
-        lp P = LPK(ptr, role);
         char *rl = nf_catalog_intern(r->x->c, role, strlen(role));
+        if (!rl) {
+            diag_at_oom(r->x);
+            continue;
+        }
+        /* the pointer's key is the interned copy: scratch slot 1 is reused
+         * (and may move) while the value is read */
+        lp P = LPK(ptr, rl);
         size_t oi;
         char *id = t_ref(r, t_mval(r, v, k), &P, "a resource reference", &oi);
-        if (id && rl) {
+        if (id) {
             nf_resource_ref *rr = &comp->resources[comp->n_resources++];
             rr->role = rl;
             rr->object = id;
@@ -1198,10 +1229,11 @@ static void rec_component(rctx *r, const char *key, size_t m)
     static const uint8_t required[] = {F_CONFIG, 0};
     pctx *x = r->x;
     nf_catalog *c = x->c;
-    lp C = LPK(NULL, "components"), P = LPK(&C, key), Q;
     nf_component *comp = &c->components[c->n_components++];
     memset(comp, 0, sizeof *comp);
     comp->id = nf_arena_strndup(c->arena, key, strlen(key));
+    /* pointers keyed by the arena's copy, never by a scratch buffer */
+    lp C = LPK(NULL, "components"), P = LPK(&C, comp->id ? comp->id : key), Q;
     comp->config_text = "{}";
     comp->config_len = 2;
     comp->target_index = SIZE_MAX;
@@ -1643,9 +1675,15 @@ static void rec_use(rctx *r, size_t i, size_t e)
                 memset(ax, 0, sizeof *ax);
                 const char *role = tb_name(r->t, TN(r, t_mname(r, m, k)), 1);
                 ax->role = nf_catalog_intern(c, role, strlen(role));
-                if (!ax->role)
+                if (!ax->role) {
                     diag_at_oom(x);
-                lp RP = LPK(&Q, role);
+                    u->n_aux--;
+                    continue;
+                }
+                /* the key is the interned copy, not scratch slot 1: an
+                 * unknown member of the binding reuses (and may grow) that
+                 * slot while this pointer is still in use (red-team A0) */
+                lp RP = LPK(&Q, ax->role);
                 rec_binding(r, &ax->b, t_mval(r, m, k), &RP);
             }
         }
@@ -2370,13 +2408,25 @@ static int ev_key(void *ctx, size_t start, size_t len, bool esc)
         if (!name)
             return pass_oom(s);
         s->sec = S_UNKNOWN;
-        for (int k = 1; k < S_COUNT_; k++)
+        /* exact names: "objects\u0000x" is no section (it is unknown) */
+        bool whole = strlen(name) == s->scratch_len;
+        for (int k = 1; whole && k < S_COUNT_; k++)
             if (!strcmp(name, sec_names[k]))
                 s->sec = k;
-        if (s->sec == S_UNKNOWN) {
-            char *p = ptr_key("", name);
-            nf_diag_add(&s->sd[D_ROOT], NF_C_SCHEMA, p, "unknown member \"%s\" in the catalog",
-                        name);
+        if (s->sec != S_UNKNOWN && s->sec_done[s->sec]) {
+            /* a repeated section (the scanner reports duplicate-member):
+             * its value is skipped, so the records of the first stay whole
+             * and owned (red-team A6: the second "objects" overwrote the
+             * first's records and leaked their sources) */
+            s->sec = S_UNKNOWN;
+        } else if (s->sec == S_UNKNOWN) {
+            char *p = nf_ptr_join("", s->scratch, s->scratch_len);
+            if (whole)
+                nf_diag_add(&s->sd[D_ROOT], NF_C_SCHEMA, p,
+                            "unknown member \"%s\" in the catalog", name);
+            else
+                nf_diag_add(&s->sd[D_ROOT], NF_C_SCHEMA, p,
+                            "a catalog member name must not contain U+0000");
             free(p);
         } else {
             s->sec_done[s->sec] = true;
@@ -2601,8 +2651,11 @@ static bool binding_clean(const nf_catalog *c, nf_binding *b)
             b->obj = nf_catalog_find(c, b->object);
         return b->obj != SIZE_MAX && c->objects[b->obj].kind == NF_OBJ_TENSOR;
     }
+    uint64_t sum = 0;
     for (size_t i = 0; i < b->n_parts; i++) {
         nf_part *pt = &b->parts[i];
+        if (pt->end > pt->begin && !nf_add_u64(sum, pt->end - pt->begin, &sum))
+            ok = false;
         if (!pt->object)
             continue;
         if (pt->obj == SIZE_MAX)
@@ -2657,6 +2710,18 @@ static void resolve_binding(pctx *x, nf_binding *b, const char *ptr)
                 free(r);
             }
         }
+        free(p);
+    }
+    /* every sum is a U64 (spec 1): so is a binding's element count, the sum
+     * of its parts (red-team A7: 4 x 2^62 + 256 wrapped to 256) */
+    uint64_t sum = 0;
+    bool over = false;
+    for (size_t i = 0; i < b->n_parts && !over; i++)
+        if (b->parts[i].end > b->parts[i].begin)
+            over = !nf_add_u64(sum, b->parts[i].end - b->parts[i].begin, &sum);
+    if (over) {
+        char *p = ptr_key(ptr, "parts");
+        diag_at(x, NF_C_RANGE, p, "the parts cover more than 2^64-1 elements (spec 1: sums stay within U64)");
         free(p);
     }
 }

@@ -664,6 +664,148 @@ static void test_serializer(void)
     free(t);
 }
 
+/* The only record with this pointer, and its code and message. */
+static bool only_diag(const nf_diags *d, nf_code code, const char *ptr, const char *msg)
+{
+    return d->n == 1 && d->v[0].code == code && strcmp(d->v[0].pointer, ptr) == 0 &&
+           strcmp(d->v[0].message, msg) == 0;
+}
+
+/* A record's text as nf_diag keeps it: the first NF_DIAG_MAX_TEXT - 3
+ * bytes of want (all ASCII here) and "...". */
+static bool same_capped(const char *got, const char *want)
+{
+    size_t k = NF_DIAG_MAX_TEXT - 3;
+    return strlen(want) > NF_DIAG_MAX_TEXT && strlen(got) == NF_DIAG_MAX_TEXT &&
+           !strncmp(got, want, k) && !strcmp(got + k, "...");
+}
+
+/* Red-team findings A0, A5, A6 and A7 (findings.md), each with the exact
+ * record; under SANITIZE=1 these also prove no use-after-free, UB or leak. */
+static void test_hostile_records(void)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    char *long_name = malloc(5001);
+    memset(long_name, 'z', 5000);
+    long_name[5000] = 0;
+    char *t = NULL, *want = NULL;
+    nf_catalog *c;
+    /* A0: an unknown member in an auxiliary binding is keyed under its
+     * role, not under the member's own name (which reused the role's
+     * scratch buffer: /uses/0/auxiliaries/z/z) */
+    t = cat_min(OBJ_W, "{\"text/a\":{\"object\":\"w\"}}",
+                "[{\"parameter\":\"text/a\",\"input\":\"x\",\"auxiliaries\":{\"r\":{\"object\":\"w\",\"z\":1}}}]");
+    c = parse(t, &d);
+    CHECK(c && only_diag(&d, NF_C_SCHEMA, "/uses/0/auxiliaries/r/z", "unknown member \"z\" in binding"),
+          "A0: unknown member z of auxiliary r -> schema at /uses/0/auxiliaries/r/z (got %s)",
+          d.n ? d.v[0].pointer : "none");
+    nf_catalog_free(c);
+    free(t);
+    /* A0, the long name that made the buffer move (heap-use-after-free) */
+    if (asprintf(&t, "[{\"parameter\":\"text/a\",\"input\":\"x\",\"auxiliaries\":"
+                     "{\"activation_input_divisor\":{\"object\":\"w\",\"%s\":1}}}]", long_name) >= 0) {
+        char *u = t;
+        t = cat_min(OBJ_W, "{\"text/a\":{\"object\":\"w\"}}", u);
+        free(u);
+        c = parse(t, &d);
+        CHECK(asprintf(&want, "/uses/0/auxiliaries/activation_input_divisor/%s", long_name) >= 0 &&
+                  c && d.n == 1 && d.v[0].code == NF_C_SCHEMA && same_capped(d.v[0].pointer, want),
+              "A0: a 5000-byte unknown member: the pointer keeps the role");
+        free(want);
+        nf_catalog_free(c);
+        free(t);
+    }
+    /* A0, the same inside an auxiliary's parts */
+    if (asprintf(&t, "[{\"parameter\":\"text/a\",\"input\":\"x\",\"auxiliaries\":{\"hadamard_signs\":"
+                     "{\"parts\":[{\"object\":\"w\",\"range\":[0,1],\"%s\":1}]}}}]", long_name) >= 0) {
+        char *u = t;
+        t = cat_min(OBJ_W, "{\"text/a\":{\"object\":\"w\"}}", u);
+        free(u);
+        c = parse(t, &d);
+        CHECK(asprintf(&want, "/uses/0/auxiliaries/hadamard_signs/parts/0/%s", long_name) >= 0 &&
+                  c && d.n == 1 && d.v[0].code == NF_C_SCHEMA && same_capped(d.v[0].pointer, want),
+              "A0: an unknown member of an auxiliary's part: /uses/0/auxiliaries/hadamard_signs/parts/0/zzz...");
+        free(want);
+        nf_catalog_free(c);
+        free(t);
+    }
+    /* and a resource role whose reference is no string */
+    t = cat_text_c("{\"text\":{\"config\":{},\"resources\":{\"tok\":5}}}", OBJ_W, "{}", "[]", NULL);
+    c = parse(t, &d);
+    CHECK(c && only_diag(&d, NF_C_SCHEMA, "/components/text/resources/tok",
+                         "a resource reference must be a string, not integer"),
+          "a resource reference 5 -> schema at /components/text/resources/tok (got %s: %s)",
+          d.n ? d.v[0].pointer : "none", d.n ? d.v[0].message : "");
+    nf_catalog_free(c);
+    free(t);
+    /* A5: an empty resources map is valid (spec 4.2) */
+    t = cat_text_c("{\"text\":{\"config\":{},\"resources\":{}}}", OBJ_W, "{}", "[]", NULL);
+    c = parse(t, &d);
+    CHECK(c && d.n == 0 && c->n_components == 1 && c->components[0].n_resources == 0,
+          "A5: \"resources\": {} parses clean, no resources");
+    nf_catalog_free(c);
+    free(t);
+    /* A5: an empty component object lacks its config */
+    t = cat_text_c("{\"t\":{}}", OBJ_W, "{}", "[]", NULL);
+    c = parse(t, &d);
+    CHECK(c && only_diag(&d, NF_C_SCHEMA, "/components/t/config",
+                         "component lacks required member \"config\""),
+          "A5: a component {} -> schema at /components/t/config");
+    nf_catalog_free(c);
+    free(t);
+    /* A6: a repeated root "objects": duplicate-member; the first array's
+     * records stay (the sanitized build proves nothing of either leaks) */
+    const char *m6 = "{\"components\":{\"text\":{\"config\":{}}},"
+                     "\"objects\":[{\"id\":\"a\",\"kind\":\"resource\",\"encoding\":\"raw_bytes_v1\",\"source\":{\"file\":\"blob\"}}],"
+                     "\"objects\":[{\"id\":\"b\",\"kind\":\"resource\",\"encoding\":\"raw_bytes_v1\",\"source\":{\"file\":\"blob\"}},"
+                     "{\"id\":\"c\",\"kind\":\"resource\",\"encoding\":\"raw_bytes_v1\",\"source\":{\"file\":\"blob2\"}}],"
+                     "\"bindings\":{},\"uses\":[]}";
+    nf_diags_clear(&d);
+    c = nf_catalog_parse(m6, strlen(m6), NF_CAT_MANIFEST, "m.json", &d);
+    CHECK(!c && only_diag(&d, NF_C_DUPLICATE_MEMBER, "/objects", "duplicate member \"objects\""),
+          "A6: a second \"objects\" -> duplicate-member at /objects, no manifest (got %zu records, %s)",
+          d.n, d.n ? d.v[0].message : "");
+    nf_catalog_free(c);
+    /* the same in a stored catalog whose repeat would hold errors of its
+     * own: only the duplicate is reported (the repeat is not read) */
+    t = cat_text(OBJ_W "],\"objects\":[{\"id\":\"\"}," OBJ_R, "{}", "[]", NULL);
+    c = parse(t, &d);
+    CHECK(!c && only_diag(&d, NF_C_DUPLICATE_MEMBER, "/objects", "duplicate member \"objects\""),
+          "A6: a repeated \"objects\" in a catalog: duplicate-member only (%zu records)", d.n);
+    nf_catalog_free(c);
+    free(t);
+    /* a root member named "objects\u0000x" is no second "objects" */
+    t = cat_min(OBJ_W "],\"objects\\u0000x\":[" OBJ_V, "{}", "[]");
+    c = parse(t, &d);
+    CHECK(c && only_diag(&d, NF_C_SCHEMA, "/objects?x", "a catalog member name must not contain U+0000") &&
+              c->n_objects == 1 && !strcmp(c->objects[0].id, "w"),
+          "\"objects\\u0000x\" -> schema at /objects?x; the objects are /objects's");
+    nf_catalog_free(c);
+    free(t);
+    /* A7: parts whose element count passes 2^64-1: range at the parts */
+    const char *huge = "{\"id\":\"h\",\"kind\":\"tensor\",\"shape\":[2305843009213693952,2],\"format\":\"bf16\","
+                       "\"layout\":\"contiguous_le_v1\",\"offset\":0,\"bytes\":9223372036854775808}";
+    const char *part = "{\"object\":\"h\",\"range\":[0,4611686018427387904]}";
+    if (asprintf(&t, "{\"components\":{\"text\":{\"config\":{}}},\"objects\":[%s],\"bindings\":"
+                     "{\"text/b\":{\"parts\":[%s,%s,%s,%s,{\"object\":\"h\",\"range\":[0,256]}]},"
+                     "\"text/c\":{\"parts\":[%s,%s,%s,{\"object\":\"h\",\"range\":[0,4611686018427387903]}]}},"
+                     "\"uses\":[],\"files\":[{\"path\":null,\"payload_bytes\":9223372036854775808}]}",
+                 huge, part, part, part, part, part, part, part) >= 0) {
+        c = parse(t, &d);
+        CHECK(c && only_diag(&d, NF_C_RANGE, "/bindings/text~1b/parts",
+                             "the parts cover more than 2^64-1 elements (spec 1: sums stay within U64)"),
+              "A7: 4 x 2^62 + 256 elements -> range at /bindings/text~1b/parts, text/c (exactly 2^64-1) clean (got %zu: %s %s)",
+              d.n, d.n ? d.v[0].pointer : "", d.n ? d.v[0].message : "");
+        uint64_t el = 0;
+        CHECK(c && !nf_binding_elements(c, &c->bindings[0].b, &el),
+              "A7: nf_binding_elements says the sum does not fit");
+        nf_catalog_free(c);
+        free(t);
+    }
+    free(long_name);
+    nf_diags_free(&d);
+}
+
 int main(void)
 {
     test_lookups();
@@ -674,5 +816,6 @@ int main(void)
     test_records();
     test_serializer();
     test_compact();
+    test_hostile_records();
     return nf_test_done();
 }
