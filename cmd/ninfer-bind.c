@@ -202,10 +202,26 @@ static int seg_cb(void *ctx, size_t file, int fd, uint64_t file_off, uint64_t ra
     return 0;
 }
 
+/* One record of json-c's pretty text at level 0 written as it stands two
+ * levels deeper: 4 more spaces after each newline (strings hold none). */
+static void put_indented(const char *t)
+{
+    for (const char *nl; (nl = strchr(t, '\n')); t = nl + 1) {
+        fwrite(t, 1, (size_t)(nl + 1 - t), stdout);
+        fputs("    ", stdout);
+    }
+    fputs(t, stdout);
+}
+
+/* The plan is written one parameter at a time (each record built, written
+ * and freed), byte for byte what one json-c tree of the whole plan printed
+ * pretty: memory is the catalog's plus one record (red-team C1: the tree of
+ * a 74k-tensor plan took 19x the catalog, 8.2 GB for 1M bindings). */
 static int plan(nf_artifact *a, const nf_arch_plan *plans, size_t np, const opts *o, nf_diags *d)
 {
     const nf_catalog *c = nf_artifact_catalog(a);
-    nf_jval *root = nf_jnew_object(), *params = nf_jnew_array();
+    size_t written = 0;
+    fputs("{\n  \"parameters\": [", stdout);
     for (size_t i = 0; i < c->n_bindings; i++) {
         const nf_named_binding *nb = &c->bindings[i];
         if (!selected(plans, np, c, o, nb->name))
@@ -266,14 +282,17 @@ static int plan(nf_artifact *a, const nf_arch_plan *plans, size_t np, const opts
             nf_jarr_push(parts, pt);
         }
         nf_jobj_set(p, "parts", parts);
-        nf_jarr_push(params, p);
+        char *t = nf_jval_to_text(p, true, NULL);
+        nf_jval_free(p);
+        if (!t) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            break;
+        }
+        fputs(written++ ? ",\n    " : "\n    ", stdout);
+        put_indented(t);
+        free(t);
     }
-    nf_jobj_set(root, "parameters", params);
-    char *t = nf_jval_to_text(root, true, NULL);
-    if (t)
-        puts(t);
-    free(t);
-    nf_jval_free(root);
+    fputs("\n  ]\n}\n", stdout);
     nf_stdout_flush(d);
     return nf_diags_exit(d);
 }

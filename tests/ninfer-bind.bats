@@ -275,6 +275,43 @@ check_fails() {
     run -0 ninfer-bind --check -q s/m.ninfer
 }
 
+@test "--plan is written one parameter at a time, in json-c's pretty text: the exact frame, nested indentation, an empty plan" {
+    base llama
+    run -0 ninfer-bind --plan m.ninfer
+    # the head of the first record and the seam to the second, as one tree printed them
+    [ "$(sed -n '1,8p' <<< "$output")" = '{
+  "parameters": [
+    {
+      "name": "text/embedding",
+      "shape": [
+        128,
+        64
+      ],' ]
+    [[ "$output" == *'
+          ]
+        }
+      ]
+    },
+    {
+      "name": "text/layers/0/input_norm",
+      "shape": [
+        64
+      ],'* ]]
+    [ "$(tail -n 5 <<< "$output")" = '        }
+      ]
+    }
+  ]
+}' ]
+    [ "$(grep -c '^    {$' <<< "$output")" -eq "$(ninfer-bind m.ninfer | wc -l)" ]
+    # no parameter at all: json-c's empty array
+    NF_BINDINGS='{}' NF_USES='[]' nf_make e.ninfer
+    run -0 ninfer-bind --plan e.ninfer
+    [ "$output" = '{
+  "parameters": [
+  ]
+}' ]
+}
+
 @test "--plan: parts, planes and the file segments a loader reads" {
     base qwen3next
     ninfer-split -q --max-file-bytes 64K -o s/m.ninfer m.ninfer

@@ -416,8 +416,9 @@ static bool parse_source(pctx *x, nf_jval *v, const char *ptr, nf_source *s, uns
         m = nf_jobj_get(v, "rows");
         if (expect_type(x, m, NF_J_ARRAY, p, "rows") && nf_jarr_len(m) == 2) {
             char *q0 = nf_ptr_index(p, 0), *q1 = nf_ptr_index(p, 1);
-            bool r = read_u64(x, nf_jarr_get(m, 0), q0, "rows begin", false, &s->rows[0]) &
-                     read_u64(x, nf_jarr_get(m, 1), q1, "rows end", false, &s->rows[1]);
+            /* both read (both reported), then combined */
+            bool r0 = read_u64(x, nf_jarr_get(m, 0), q0, "rows begin", false, &s->rows[0]);
+            bool r = read_u64(x, nf_jarr_get(m, 1), q1, "rows end", false, &s->rows[1]) && r0;
             free(q0);
             free(q1);
             if (r && s->rows[0] >= s->rows[1]) {
@@ -1572,8 +1573,9 @@ static bool rec_binding(rctx *r, nf_binding *b, size_t v, const lp *ptr)
         size_t rg = t_get(r, e, F_RANGE);
         if (t_expect(r, rg, NF_J_ARRAY, &RP, "range") && t_len(r, rg) == 2) {
             lp R0 = LPI(&RP, 0), R1 = LPI(&RP, 1);
-            bool g = t_u64(r, t_at(r, rg, 0), &R0, "range begin", false, &pt->begin) &
-                     t_u64(r, t_at(r, rg, 1), &R1, "range end", false, &pt->end);
+            /* both read (both reported), then combined */
+            bool g0 = t_u64(r, t_at(r, rg, 0), &R0, "range begin", false, &pt->begin);
+            bool g = t_u64(r, t_at(r, rg, 1), &R1, "range end", false, &pt->end) && g0;
             if (g && pt->begin >= pt->end) {
                 diag_lp(x, NF_C_PART_RANGE, &RP, "range [%llu, %llu) is empty or reversed",
                         (unsigned long long)pt->begin, (unsigned long long)pt->end);
