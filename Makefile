@@ -53,6 +53,7 @@ LIB_PUBLIC_H := $(filter-out $(addprefix %/,$(LIB_INTERNAL_H)),$(sort $(wildcard
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 CLI_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRC))
 CLI      := $(BUILD)/libninfer-cli.a
+STAGE    := $(BUILD)/stage
 CU_SRC   := $(sort $(wildcard cuda/*.cu))
 LIB      := $(BUILD)/libninfer.a
 CMD_SRC  := $(sort $(wildcard cmd/ninfer-*.c))
@@ -168,9 +169,18 @@ $(BUILD)/tests/unit/%.o: tests/unit/%.c
 
 # `make test` builds everything and runs every C unit test and bats suite;
 # the last line is "N passed, N failed[, N skipped]".
-test: all $(UNITS) $(TOOLS) $(SHIMS)
+test: all $(UNITS) $(TOOLS) $(SHIMS) $(STAGE)/.installed
 	$(Q)NF_BIN=$(abspath $(BIN)) NF_TOOLS=$(abspath $(BUILD)/tools) NF_SANITIZE=$(filter 1,$(SANITIZE)) \
+	  NF_STAGE=$(abspath $(STAGE))/ninfer \
 	  scripts/run-tests.sh $(UNITS) -- $(sort $(wildcard tests/*.bats))
+
+# A `make install` staged under $(BUILD)/stage (PREFIX=/ninfer) for
+# tests/library.bats: a program built from the installed headers alone.
+$(STAGE)/.installed: $(LIB) $(CMDS) $(LIB_PUBLIC_H) ninfer.pc.in
+	@rm -rf $(STAGE)
+	@$(if $(Q),echo "  INSTALL $(STAGE)")
+	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(abspath $(STAGE)) PREFIX=/ninfer > /dev/null
+	@touch $@
 
 # The exhaustive conversions: every one of the 2^32 f32 patterns through each
 # encoder (DESIGN 12), about 6 minutes; not part of `make test`.

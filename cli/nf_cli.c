@@ -343,3 +343,22 @@ int nf_writer_cli_check(const nf_writer_cli *wc)
         return nf_usage_error("refusing to write an artifact to a terminal (use -o PATH)");
     return 0;
 }
+
+void nf_fput_text(const char *s, FILE *f)
+{
+    char *e = nf_text_escape(s);
+    fprintf(f, "%.*s", e ? (int)strlen(e) : 16, e ? e : "(out of memory)");
+    free(e);
+}
+
+void nf_diags_print(const nf_diags *d, const char *prog, FILE *f)
+{
+    for (size_t i = 0; i <= d->n; i++) {
+        char *line = nf_diag_line(d, i, prog);
+        if (line)
+            fprintf(f, "%s\n", line);
+        else if (i < d->n)
+            fprintf(f, "%s: out of memory\n", prog);
+        free(line);
+    }
+}

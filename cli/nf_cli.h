@@ -44,6 +44,15 @@ int nf_component_arg_check(const char *arg);
  * GGUF, a zstd frame); NULL when they may be JSON. Needs n >= 8 to tell. */
 const char *nf_not_manifest_hint(const void *p, size_t n);
 
+/* Print one line per record of d to f (nf_diag_line: "<prog>: <file>:
+ * <pointer>: <code>: <message>", escaped), then the line about dropped
+ * records if any. */
+void nf_diags_print(const nf_diags *d, const char *prog, FILE *f);
+
+/* Write s to f escaped as nf_text_escape does (control characters and
+ * invalid UTF-8 as \xHH). */
+void nf_fput_text(const char *s, FILE *f);
+
 /* Print "prog version" to stdout. */
 void nf_print_version(void);
 

@@ -118,18 +118,21 @@ size_t nf_diags_count(const nf_diags *d, nf_code code);
 /* Status implied by all records: 0 when empty, else the DESIGN 3 ranking. */
 int nf_diags_exit(const nf_diags *d);
 
-/* Print one line per record to f:
+/* Record i of d as one line of text, the form every command prints:
  *   "<prog>: <file>: <pointer>: <code>: <message>"
- * (the pointer part left out when empty), then a line about dropped ones.
- * File, pointer and message are written through nf_fput_text. */
-void nf_diags_print(const nf_diags *d, const char *prog, FILE *f);
+ * (file and pointer parts left out when empty), without a newline; with
+ * i == d->n and d->dropped, the closing "<prog>: <file>: N more problems
+ * not shown". File, pointer and message are escaped as nf_text_escape
+ * does. Returns malloc'ed text, or NULL for i past those lines or when
+ * out of memory. The library builds text; the caller writes it. */
+char *nf_diag_line(const nf_diags *d, size_t i, const char *prog);
 
-/* Write the NUL-terminated text s to f with C0 control characters (tab and
- * newline included), DEL, C1 controls (U+0080..U+009F) and bytes that are
- * not valid UTF-8 written as \xHH, so that names taken from a hostile
- * artifact can neither split a diagnostic line nor drive a terminal. Valid
- * UTF-8 otherwise passes unchanged. */
-void nf_fput_text(const char *s, FILE *f);
+/* s with C0 control characters (tab and newline included), DEL, C1
+ * controls (U+0080..U+009F) and bytes that are not valid UTF-8 written as
+ * \xHH, so that names taken from a hostile artifact can neither split a
+ * diagnostic line nor drive a terminal; valid UTF-8 otherwise unchanged.
+ * Returns malloc'ed text or NULL when out of memory. */
+char *nf_text_escape(const char *s);
 
 /* Move all records of src to the end of dst (src becomes empty). */
 void nf_diags_move(nf_diags *dst, nf_diags *src);

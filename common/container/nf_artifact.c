@@ -778,6 +778,20 @@ void nf_artifact_files_touched(const nf_artifact *a, uint64_t off, uint64_t len,
     }
 }
 
+bool nf_artifact_file_span(const nf_artifact *a, uint64_t off, uint64_t len, size_t *first,
+                           size_t *last)
+{
+    uint64_t end;
+    if (len == 0 || !nf_add_u64(off, len, &end))
+        return false;
+    size_t i = file_for(a, off), j = file_for(a, end - 1);
+    if (i >= a->n_files)
+        return false;
+    *first = i;
+    *last = j < a->n_files ? j : a->n_files - 1;
+    return true;
+}
+
 int nf_artifact_segments(nf_artifact *a, uint64_t off, uint64_t len, nf_segment_fn fn,
                          void *ctx, nf_diags *d)
 {
@@ -873,3 +887,11 @@ int nf_artifact_stream_finish(nf_artifact *a, nf_diags *d)
 }
 
 uint64_t nf_artifact_stream_pos(const nf_artifact *a) { return a->spos; }
+
+void nf_header_encode(unsigned char raw[32], size_t file_index, uint64_t json_bytes,
+                      const unsigned char artifact_id[16])
+{
+    memcpy(raw, file_index == 0 ? NF_ENTRY_MAGIC : NF_PART_MAGIC, 8);
+    nf_store_le64(raw + 8, file_index == 0 ? json_bytes : (uint64_t)file_index);
+    memcpy(raw + 16, artifact_id, 16);
+}

@@ -117,6 +117,12 @@ int nf_artifact_segments(nf_artifact *a, uint64_t off, uint64_t len, nf_segment_
 /* Which files does logical [off, off+len) touch: sets need[i] = true. */
 void nf_artifact_files_touched(const nf_artifact *a, uint64_t off, uint64_t len, bool *need);
 
+/* The files logical [off, off+len) touches, as the index range
+ * [*first, *last] (binary search: O(log files)). Returns false, leaving
+ * both unset, when len is 0, off+len overflows or off is past the payload. */
+bool nf_artifact_file_span(const nf_artifact *a, uint64_t off, uint64_t len, size_t *first,
+                           size_t *last);
+
 /* Streams: read the next n payload bytes. Returns bytes read (< n only when
  * the stream ended early, also reported as `length`) or -1 (`io`). */
 ssize_t nf_artifact_stream_read(nf_artifact *a, void *buf, size_t n, nf_diags *d);
@@ -135,6 +141,13 @@ int nf_artifact_check_fill(nf_artifact *a, size_t i, nf_diags *d);
  * known, as for a stream). max_json: the catalog cap in bytes. */
 int nf_header_parse(const unsigned char raw[32], uint64_t file_size, uint64_t max_json,
                     nf_header *h, nf_diags *d);
+
+/* Encode a 32-byte file header (spec 3.1, 3.2): for file_index 0 the
+ * entry's (entry magic, json_bytes, artifact_id), for a part its (part
+ * magic, file_index, artifact_id); json_bytes is ignored for parts. The
+ * inverse of nf_header_parse for the entry. */
+void nf_header_encode(unsigned char raw[32], size_t file_index, uint64_t json_bytes,
+                      const unsigned char artifact_id[16]);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 #include "nf_json.h"
 #include "nf_safetensors.h"
 #include "nf_util.h"
+#include "nf_cli.h" /* nf_diags_print */
 
 static char *slurp(const char *path, size_t *len)
 {

@@ -16,6 +16,7 @@
 #include "nf_json.h"
 #include "nf_realdata.h"
 #include "nf_test.h"
+#include "nf_cli.h" /* nf_diags_print */
 
 static char *slurp(const char *path, size_t *n)
 {

@@ -21,6 +21,7 @@
 #include "nf_safetensors.h"
 #include "nf_realdata.h"
 #include "nf_test.h"
+#include "nf_cli.h" /* nf_diags_print */
 
 #if defined(__SANITIZE_ADDRESS__)
 #define NF_ASAN 1

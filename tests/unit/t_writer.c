@@ -6,6 +6,7 @@
 #include "nf_test.h"
 #include "nf_util.h"
 #include "nf_writer.h"
+#include "nf_cli.h" /* nf_diags_print */
 
 static void test_plan_spec_example(void)
 {

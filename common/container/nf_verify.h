@@ -1,0 +1,78 @@
+/* nf_verify.h — what ninfer-verify checks, as one library call (spec 11.1,
+ * 11.2; DESIGN 3, 9, 13): the entry and catalog (done by nf_artifact_open),
+ * every file's header, length and fill, formats this build does not know,
+ * the object digests of metadata.integrity, and with `deep` every tensor's
+ * codes (the codec contract, DESIGN 7). Diagnostics only: nothing printed.
+ */
+#ifndef NF_VERIFY_H
+#define NF_VERIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nf_artifact.h"
+#include "nf_diag.h"
+#include "nf_digest.h" /* nf_progress_fn */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    /* NULL: the whole artifact. "C[,C...]": only what these components
+     * need (spec 4.2, 11.1: a partial download): the entry, the files that
+     * hold their objects and those objects' digests; targets come along
+     * (mtp brings text). Unknown IDs are `component` diagnostics. */
+    const char *component;
+    bool no_digests;      /* skip object digests: structure only */
+    bool deep;            /* also nf_codec_validate every tensor (files only) */
+    unsigned threads;     /* hashing threads; 0 = every CPU */
+    /* hashing progress, called with (progress_ctx, bytes hashed, total) from
+     * the hashing threads (rate-limit it yourself); NULL for none */
+    nf_progress_fn progress;
+    void *progress_ctx;
+} nf_verify_opts;
+
+/* One digest that did not match (a `digest` diagnostic): which diagnostic
+ * of d and which object (index into the catalog's objects). */
+typedef struct {
+    size_t diag;
+    size_t object;
+} nf_verify_mismatch;
+
+typedef struct {
+    size_t digests_checked;  /* digests computed and compared (equal or not) */
+    /* objects whose digest should have been checked and was not (a file
+     * missing or broken, a range error, a stream cut short), in catalog
+     * order: indices into the catalog's objects */
+    size_t *unchecked, n_unchecked;
+    nf_verify_mismatch *mismatch;
+    size_t n_mismatch;
+} nf_verify_result;
+
+/* Verify the artifact a (opened by nf_artifact_open with check_fill, or by
+ * nf_artifact_open_stream: a stream is read to its end once, hashing as it
+ * passes; files are not checked, `deep` is ignored). Adds every finding to
+ * d (file, JSON Pointer, code, message: the codes of DESIGN 3) and fills r
+ * (zeroed first; free it with nf_verify_result_free). Returns
+ * nf_diags_exit(d): 0 valid, 1 a rule broken, 3 I/O, 4 unsupported. Out of
+ * memory is an `io` diagnostic. */
+int nf_verify(nf_artifact *a, const nf_verify_opts *o, nf_verify_result *r, nf_diags *d);
+
+void nf_verify_result_free(nf_verify_result *r);
+
+/* Where the bytes of object o lie (spec 11.2's mapping of the logical
+ * payload to files): up to max segments {file index, offset in that file,
+ * bytes}, in order. Returns how many segments there are (which may exceed
+ * max: only max are written). Not for streams. */
+typedef struct {
+    size_t file;
+    uint64_t file_offset, bytes;
+} nf_segment;
+size_t nf_object_segments(const nf_artifact *a, const nf_object *o, nf_segment *seg, size_t max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
