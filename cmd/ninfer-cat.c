@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "nf_cli.h"
 #include "nf_select.h"
+#include "nf_stream.h"
 #include "nf_util.h"
 #include "nf_writer.h"
 
@@ -62,19 +62,6 @@ static int emit(const void *buf, size_t n)
     return 0;
 }
 
-static int emit_spaces(uint64_t n)
-{
-    char sp[4096];
-    memset(sp, ' ', sizeof sp);
-    while (n) {
-        size_t k = n > sizeof sp ? sizeof sp : (size_t)n;
-        if (emit(sp, k) < 0)
-            return -1;
-        n -= k;
-    }
-    return 0;
-}
-
 static int emit_text(char *t, size_t n)
 {
     if (!t) {
@@ -88,159 +75,31 @@ static int emit_text(char *t, size_t n)
     return rc;
 }
 
-/* Copy a file range to stdout: sendfile when nothing is compressed. */
-static int seg_out(void *ctx, size_t file, int fd, uint64_t foff, uint64_t roff, uint64_t len)
+/* The library writes the bytes (nf_stream.h); a failed write is stdout's. */
+static int lib_out(int rc, int out_err)
 {
-    (void)ctx;
-    (void)file;
-    (void)roff;
-    if (!opt.zstd) {
-        off_t o = (off_t)foff;
-        while (len) {
-            size_t k = len > (1u << 30) ? (1u << 30) : (size_t)len;
-            ssize_t w = sendfile(1, fd, &o, k);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w < 0 && (errno == EINVAL || errno == ENOSYS))
-                break; /* fall back to read/write */
-            if (w < 0) {
-                nf_diag_stdout(&d, errno);
-                return -1;
-            }
-            if (w == 0) {
-                nf_diag_add(&d, NF_C_LENGTH, "", "file ends inside the declared payload");
-                return -1;
-            }
-            len -= (uint64_t)w;
-        }
-        foff = (uint64_t)o;
-    }
-    static unsigned char *buf;
-    if (len && !buf && !(buf = malloc(1 << 20)))
-        return -1;
-    while (len) {
-        size_t k = len > (1u << 20) ? (1u << 20) : (size_t)len;
-        ssize_t r = nf_pread_full(fd, buf, k, foff);
-        if (r < 0 || (size_t)r != k) {
-            nf_diag_add(&d, r < 0 ? NF_C_IO : NF_C_LENGTH, "", "read error in the payload");
-            return -1;
-        }
-        if (emit(buf, k) < 0)
-            return -1;
-        len -= k;
-        foff += k;
-    }
-    return 0;
+    if (rc && out_err)
+        nf_diag_stdout(&d, out_err);
+    return rc ? -1 : 0;
 }
 
-/* Payload range from a file artifact or (in order) from a stream. */
+/* Payload range from a file artifact or (in order) from a stream, then, for
+ * a stream, the check that it ends where its catalog says. */
 static int range_out(nf_artifact *a, uint64_t off, uint64_t len)
 {
-    if (!nf_artifact_is_stream(a)) {
-        /* open (and check) every file the range needs before writing a byte */
-        const nf_catalog *c = nf_artifact_catalog(a);
-        bool *need = calloc(c->n_files, sizeof *need);
-        if (!need)
-            return -1;
-        nf_artifact_files_touched(a, off, len, need);
-        int bad = 0;
-        for (size_t i = 0; i < c->n_files; i++)
-            if (need[i] && nf_artifact_file_check(a, i, &d) < 0)
-                bad = 1;
-        free(need);
-        if (bad)
-            return -1;
-        return nf_artifact_segments(a, off, len, seg_out, NULL, &d) ? -1 : 0;
-    }
-    uint64_t end;
-    const nf_catalog *c = nf_artifact_catalog(a);
-    if (!nf_add_u64(off, len, &end) || end > c->payload_bytes) {
-        nf_diag_add(&d, NF_C_BOUNDS, "", "range is outside the %llu-byte payload",
-                    (unsigned long long)c->payload_bytes);
+    int err = 0, rc = nf_stream_write_range(a, off, len, out, &err, &d);
+    if (lib_out(rc, err) < 0)
         return -1;
-    }
-    unsigned char *buf = malloc(1 << 20);
-    if (!buf)
-        return -1;
-    int rc = 0;
-    while (rc == 0 && nf_artifact_stream_pos(a) < end) {
-        uint64_t pos = nf_artifact_stream_pos(a);
-        size_t k = end - pos > (1u << 20) ? (1u << 20) : (size_t)(end - pos);
-        if (pos < off && off - pos < k)
-            k = (size_t)(off - pos);
-        ssize_t r = nf_artifact_stream_read(a, buf, k, &d);
-        if (r < 0 || (size_t)r != k)
-            rc = -1;
-        else if (pos >= off)
-            rc = emit(buf, k);
-    }
-    free(buf);
-    return rc;
-}
-
-/* A stream read for its payload must end where its catalog says (DESIGN 3,
- * 4): read what is left and check nothing follows (`length` otherwise, and
- * a corrupt or unfinished zstd frame is found here too). */
-static int stream_end(nf_artifact *a)
-{
-    if (!nf_artifact_is_stream(a))
-        return 0;
-    const nf_catalog *c = nf_artifact_catalog(a);
-    unsigned char *buf = malloc(1 << 20);
-    if (!buf)
-        return -1;
-    int rc = 0;
-    while (rc == 0 && nf_artifact_stream_pos(a) < c->payload_bytes) {
-        uint64_t left = c->payload_bytes - nf_artifact_stream_pos(a);
-        size_t k = left > (1u << 20) ? (1u << 20) : (size_t)left;
-        ssize_t r = nf_artifact_stream_read(a, buf, k, &d);
-        if (r < 0 || (size_t)r != k)
-            rc = -1;
-    }
-    free(buf);
-    if (rc == 0 && nf_artifact_stream_finish(a, &d) < 0)
-        rc = -1;
-    return rc;
+    return nf_stream_drain(a, &d);
 }
 
 /* The whole artifact as a stream (DESIGN 4). */
 static int whole_out(nf_operand *op)
 {
-    nf_artifact *a = op->a;
-    const nf_catalog *c = nf_artifact_catalog(a);
-    const nf_header *h = nf_artifact_header(a);
-    if (c->n_files == 1) {
-        /* byte for byte: header, stored catalog, fill, payload */
-        unsigned char head[32];
-        memcpy(head, NF_ENTRY_MAGIC, 8);
-        nf_store_le64(head + 8, h->json_bytes);
-        memcpy(head + 16, h->artifact_id, 16);
-        size_t jl;
-        const char *j = nf_artifact_json(a, &jl);
-        static const unsigned char zero[NF_PAGE];
-        if (emit(head, 32) || emit(j, jl) || emit_spaces(nf_artifact_json_pad(a)) ||
-            emit(zero, (size_t)(h->entry_payload_start - h->metadata_end)))
-            return -1;
-        return range_out(a, 0, c->payload_bytes);
-    }
-    /* a new file set, so a new artifact_id (spec 11.4); digests carry over */
-    nf_write_opts wo = {0};
-    nf_plan plan;
-    if (nf_plan_make(c, &wo, "-", true, &plan, &d) < 0)
+    int err = 0, rc = nf_stream_write(op->a, out, &err, &d);
+    if (lib_out(rc, err) < 0)
         return -1;
-    unsigned char head[32];
-    memcpy(head, NF_ENTRY_MAGIC, 8);
-    nf_store_le64(head + 8, plan.json_bytes);
-    if (nf_random_bytes(head + 16, 16) < 0) {
-        nf_diag_add(&d, NF_C_IO, "", "cannot read the OS random source");
-        nf_plan_free(&plan);
-        return -1;
-    }
-    static const unsigned char zero[NF_PAGE];
-    int rc = emit(head, 32) || emit(plan.json, plan.json_len) ||
-             emit(zero, (size_t)(plan.entry_payload_start - 32 - plan.json_len));
-    nf_plan_free(&plan);
-    return rc ? -1 : range_out(a, 0, c->payload_bytes);
+    return nf_stream_drain(op->a, &d);
 }
 
 static int files_out(nf_artifact *a)
@@ -337,7 +196,7 @@ static int run(nf_operand *op)
             nf_diag_add(&d, NF_C_REFERENCE, "/objects", "no object \"%s\"", opt.arg);
             return -1;
         }
-        return range_out(a, c->objects[i].offset, c->objects[i].bytes) || stream_end(a) ? -1 : 0;
+        return range_out(a, c->objects[i].offset, c->objects[i].bytes);
     }
     case S_RESOURCE: {
         const char *comp = opt.component ? opt.component : "text";
@@ -347,10 +206,7 @@ static int run(nf_operand *op)
             for (size_t k = 0; k < c->components[i].n_resources; k++) {
                 const nf_resource_ref *r = &c->components[i].resources[k];
                 if (strcmp(r->role, opt.arg) == 0 && r->obj != SIZE_MAX)
-                    return range_out(a, c->objects[r->obj].offset, c->objects[r->obj].bytes) ||
-                                   stream_end(a)
-                               ? -1
-                               : 0;
+                    return range_out(a, c->objects[r->obj].offset, c->objects[r->obj].bytes);
             }
             nf_diag_add(&d, NF_C_REFERENCE, "", "component \"%s\" has no resource \"%s\"", comp,
                         opt.arg);
@@ -360,9 +216,9 @@ static int run(nf_operand *op)
         return -1;
     }
     case S_RANGE:
-        return range_out(a, opt.off, opt.len) || stream_end(a) ? -1 : 0;
+        return range_out(a, opt.off, opt.len);
     case S_STREAM:
-        return whole_out(op) || stream_end(op->a) ? -1 : 0;
+        return whole_out(op);
     default:
         return -1;
     }

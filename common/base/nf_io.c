@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <unistd.h>
 #include <zstd.h>
 #include <zstd_errors.h>
@@ -325,4 +326,48 @@ void nf_output_close(nf_output *o)
     ZSTD_freeCCtx(o->cctx);
     free(o->buf);
     free(o);
+}
+
+int nf_output_copy_from(nf_output *o, int in_fd, uint64_t off, uint64_t len)
+{
+    if (!o->cctx) {
+        /* the kernel copies: no pass through user space */
+        off_t at = (off_t)off;
+        while (len) {
+            size_t k = len > (1u << 30) ? (1u << 30) : (size_t)len;
+            ssize_t w = sendfile(o->fd, in_fd, &at, k);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0 && (errno == EINVAL || errno == ENOSYS))
+                break; /* not for this pair of files: read and write */
+            if (w < 0)
+                return -errno;
+            if (w == 0)
+                return NF_COPY_SHORT;
+            len -= (uint64_t)w;
+            o->pos += (uint64_t)w;
+        }
+        off = (uint64_t)at;
+    }
+    if (!len)
+        return 0;
+    size_t cap = len < (1u << 20) ? (size_t)len : (1u << 20);
+    unsigned char *buf = malloc(cap);
+    if (!buf)
+        return -ENOMEM;
+    int rc = 0;
+    while (!rc && len) {
+        size_t k = len > cap ? cap : (size_t)len;
+        ssize_t r = nf_pread_full(in_fd, buf, k, off);
+        if (r < 0)
+            rc = NF_COPY_READ;
+        else if ((size_t)r != k)
+            rc = NF_COPY_SHORT;
+        else
+            rc = nf_output_write(o, buf, k);
+        len -= k;
+        off += k;
+    }
+    free(buf);
+    return rc;
 }

@@ -60,6 +60,13 @@ int nf_output_finish(nf_output *out);
 uint64_t nf_output_pos(const nf_output *out); /* uncompressed bytes written */
 void nf_output_close(nf_output *out);
 
+/* Copy len bytes of in_fd, from offset off, to out: sendfile(2) when out
+ * is not compressed (the kernel copies), else read and compress. Returns 0;
+ * -errno when writing (or allocating) failed; NF_COPY_READ when reading
+ * in_fd failed; NF_COPY_SHORT when in_fd ended first. */
+enum { NF_COPY_READ = 1, NF_COPY_SHORT = 2 };
+int nf_output_copy_from(nf_output *out, int in_fd, uint64_t off, uint64_t len);
+
 /* Write all of buf to fd at the current position / at off, retrying short
  * writes and EINTR. Return 0 or -errno. */
 int nf_write_all(int fd, const void *buf, size_t n);

@@ -689,10 +689,7 @@ oom:
 
 static void make_header(const nf_writer *w, size_t i, unsigned char *h, uint64_t json_bytes)
 {
-    memset(h, 0, 32);
-    memcpy(h, i == 0 ? NF_ENTRY_MAGIC : NF_PART_MAGIC, 8);
-    nf_store_le64(h + 8, i == 0 ? json_bytes : (uint64_t)i);
-    memcpy(h + 16, w->id, 16);
+    nf_header_encode(h, i, json_bytes, w->id);
 }
 
 /* Close file i's descriptor if it is open. Returns 0 or -1 (`io`). */
