@@ -355,6 +355,368 @@ static bool skip_value(rd_t *r, nf_diags *d, const char *ptr, uint32_t t, unsign
     return true;
 }
 
+/* ---- nf_gguf_open's phases ------------------------------------------------- */
+/* Each phase reads or checks one part of the header (GGUF.md 2.1), adds its
+ * diagnostics to d and returns false when the file cannot be read further. */
+
+/* The indices 0..n-1 sorted by cmp over g (malloc'ed; NULL: out of memory). */
+static size_t *sorted_indices(const nf_gguf *g, size_t n,
+                              int (*cmp)(const void *, const void *, void *))
+{
+    size_t *ix = malloc((n ? n : 1) * sizeof(size_t));
+    if (!ix)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        ix[i] = i;
+    qsort_r(ix, n, sizeof(size_t), cmp, (void *)g);
+    return ix;
+}
+
+/* Open path as a regular file: pv->fd, g->file_size, r's fd and size. */
+static bool open_file(nf_gguf *g, gguf_priv *pv, rd_t *r, const char *path, nf_diags *d)
+{
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 || fstat(fd, &sb) < 0) {
+        nf_diag_add(d, NF_C_IO, "", "cannot open: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    pv->fd = fd;
+    if (!S_ISREG(sb.st_mode)) {
+        nf_diag_add(d, NF_C_IO, "", "not a regular file");
+        return false;
+    }
+    g->file_size = (uint64_t)sb.st_size;
+    r->fd = fd;
+    r->size = g->file_size;
+    return true;
+}
+
+/* The header: magic, version, counts; the counts checked against the file
+ * and the caps, and the kv/tensor arrays allocated for them. */
+static bool read_preamble(nf_gguf *g, rd_t *r, nf_diags *d, uint64_t *n_kv,
+                          uint64_t *n_tensors)
+{
+    const unsigned char *p = rd_need(r, 4);
+    if (!p) {
+        rd_fail(r, d, "", "the 4-byte magic");
+        return false;
+    }
+    if (memcmp(p, "GGUF", 4) != 0) {
+        nf_diag_add(d, NF_C_MAGIC, "", "not a GGUF file (magic is not \"GGUF\")");
+        return false;
+    }
+    r->pos = 4;
+    uint32_t ver;
+    if (!rd_u32(r, &ver)) {
+        rd_fail(r, d, "", "the version");
+        return false;
+    }
+    g->version = ver;
+    if (ver == 0x02000000u || ver == 0x03000000u) {
+        nf_diag_add(d, NF_C_UNSUPPORTED, "", "big-endian GGUF is not supported");
+        return false;
+    }
+    if (ver == 1 || ver > 3) {
+        nf_diag_add(d, NF_C_UNSUPPORTED, "", "GGUF version %" PRIu32
+                    " is not supported (versions 2 and 3 are)", ver);
+        return false;
+    }
+    if (ver == 0) {
+        nf_diag_add(d, NF_C_HEADER, "", "GGUF version 0 is not a version");
+        return false;
+    }
+    if (!rd_u64(r, n_tensors) || !rd_u64(r, n_kv)) {
+        rd_fail(r, d, "", "the tensor and key/value counts");
+        return false;
+    }
+    /* a key/value takes at least 8+4+1 bytes, a tensor info 8+4+8+4+8 */
+    uint64_t left = r->size - r->pos;
+    if (*n_kv > left / 13) {
+        nf_diag_add(d, NF_C_HEADER, "/kv", "file truncated: %" PRIu64
+                    " key/values cannot fit in the rest of the %" PRIu64 "-byte file",
+                    *n_kv, r->size);
+        return false;
+    }
+    if (*n_tensors > left / 32) {
+        nf_diag_add(d, NF_C_HEADER, "/tensors", "file truncated: %" PRIu64
+                    " tensor infos cannot fit in the rest of the %" PRIu64 "-byte file",
+                    *n_tensors, r->size);
+        return false;
+    }
+    /* Each record costs ~100 bytes of memory against 13 or 32 of file, and a
+     * sparse file makes any count that fits it cheap to send: cap them. */
+    if (*n_kv > NF_GGUF_MAX_KV) {
+        nf_diag_add(d, NF_C_UNSUPPORTED, "/kv", "%" PRIu64 " key/values are more than"
+                    " this reader takes (%u)", *n_kv, NF_GGUF_MAX_KV);
+        return false;
+    }
+    if (*n_tensors > NF_GGUF_MAX_TENSORS) {
+        nf_diag_add(d, NF_C_UNSUPPORTED, "/tensors", "%" PRIu64 " tensors are more than"
+                    " this reader takes (%u)", *n_tensors, NF_GGUF_MAX_TENSORS);
+        return false;
+    }
+    g->kv = calloc(*n_kv ? (size_t)*n_kv : 1, sizeof *g->kv);
+    g->tensors = calloc(*n_tensors ? (size_t)*n_tensors : 1, sizeof *g->tensors);
+    if (!g->kv || !g->tensors) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* One key/value at r's position into g->kv[g->n_kv++]: its key, type, array
+ * header and where its value lies (the value itself is skipped). */
+static bool read_kv(nf_gguf *g, rd_t *r, nf_diags *d, size_t i)
+{
+    char *ptr = nf_ptr_index("/kv", i);
+    char *key = read_name(r, d, ptr, "key");
+    free(ptr);
+    if (!key)
+        return false;
+    nf_gguf_kv *kv = &g->kv[g->n_kv++];
+    kv->key = key;
+    ptr = nf_ptr_join("/kv", key, strlen(key));
+    bool ok = false;
+    uint32_t t;
+    if (!rd_u32(r, &t)) {
+        rd_fail(r, d, ptr, "the value type");
+        goto out;
+    }
+    if (!vtype_known(t)) {
+        nf_diag_add(d, NF_C_UNSUPPORTED, ptr, "unknown value type %" PRIu32, t);
+        goto out;
+    }
+    kv->type = (nf_gguf_vtype)t;
+    if (t == NF_GGUF_ARRAY) {
+        uint64_t before = r->pos;
+        uint32_t et;
+        if (!rd_u32(r, &et) || !rd_u64(r, &kv->n_elems)) {
+            rd_fail(r, d, ptr, "array header");
+            goto out;
+        }
+        kv->elem_type = (nf_gguf_vtype)et;
+        r->pos = before;
+    }
+    kv->value_offset = r->pos;
+    if (!skip_value(r, d, ptr, t, 0))
+        goto out;
+    kv->value_bytes = r->pos - kv->value_offset;
+    ok = true;
+out:
+    free(ptr);
+    return ok;
+}
+
+/* After the key/values: no key twice (every one named), then
+ * general.alignment (default 32) into g->alignment. Builds pv->kv_sorted. */
+static bool check_kvs(nf_gguf *g, gguf_priv *pv, nf_diags *d)
+{
+    pv->kv_sorted = sorted_indices(g, g->n_kv, kv_cmp);
+    if (!pv->kv_sorted) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    for (size_t i = 1; i < g->n_kv; i++)
+        if (strcmp(g->kv[pv->kv_sorted[i]].key, g->kv[pv->kv_sorted[i - 1]].key) == 0) {
+            const char *k = g->kv[pv->kv_sorted[i]].key;
+            char *ptr = nf_ptr_join("/kv", k, strlen(k));
+            nf_diag_add(d, NF_C_DUPLICATE_MEMBER, ptr, "key \"%s\" appears twice", k);
+            free(ptr);
+        }
+    if (nf_diags_exit(d))
+        return false;
+    g->alignment = 32;
+    const nf_gguf_kv *al = nf_gguf_find_kv(g, "general.alignment");
+    if (al) {
+        uint64_t a = 0;
+        if (!nf_gguf_kv_u64(g, al, &a) || a == 0 || (a & (a - 1)) != 0 ||
+            a > NF_GGUF_MAX_ALIGNMENT) {
+            nf_diag_add(d, NF_C_SCHEMA, "/kv/general.alignment",
+                        "general.alignment must be a power of two up to %llu",
+                        (unsigned long long)NF_GGUF_MAX_ALIGNMENT);
+            return false;
+        }
+        g->alignment = a;
+    }
+    return true;
+}
+
+/* The dimensions of tensor t (named at ptr): n_dims, ne[] (1 past n_dims),
+ * elements; every ne in 1..2^63-1 and their product too. */
+static bool read_tensor_dims(nf_gguf_tensor *t, rd_t *r, nf_diags *d, const char *ptr)
+{
+    uint32_t nd;
+    if (!rd_u32(r, &nd)) {
+        rd_fail(r, d, ptr, "the tensor info");
+        return false;
+    }
+    if (nd < 1 || nd > 4) {
+        nf_diag_add(d, NF_C_SCHEMA, ptr, "tensor \"%s\" has %" PRIu32
+                    " dimensions (1 to 4 allowed)", t->name, nd);
+        return false;
+    }
+    t->n_dims = nd;
+    t->elements = 1;
+    for (unsigned k = 0; k < 4; k++)
+        t->ne[k] = 1;
+    for (unsigned k = 0; k < nd; k++) {
+        if (!rd_u64(r, &t->ne[k])) {
+            rd_fail(r, d, ptr, "the tensor info");
+            return false;
+        }
+        if (t->ne[k] == 0 || t->ne[k] > INT64_MAX) {
+            nf_diag_add(d, NF_C_RANGE, ptr, "tensor \"%s\": ne[%u] = %" PRIu64
+                        " is not in 1..2^63-1", t->name, k, t->ne[k]);
+            return false;
+        }
+        if (!nf_mul_u64(t->elements, t->ne[k], &t->elements) || t->elements > INT64_MAX) {
+            nf_diag_add(d, NF_C_RANGE, ptr, "tensor \"%s\": element count overflows",
+                        t->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The type and offset of tensor t (named at ptr), and its byte size from the
+ * type's block (ne[0] a whole number of blocks). */
+static bool read_tensor_type(nf_gguf_tensor *t, rd_t *r, nf_diags *d, const char *ptr)
+{
+    if (!rd_u32(r, &t->type) || !rd_u64(r, &t->offset)) {
+        rd_fail(r, d, ptr, "the tensor info");
+        return false;
+    }
+    char tb[32];
+    if (type_index(t->type) < 0) {
+        nf_diag_add(d, NF_C_UNSUPPORTED, ptr, "tensor \"%s\" has unknown ggml %s",
+                    t->name, nf_ggml_type_name(t->type, tb));
+        return false;
+    }
+    uint64_t be, bb;
+    if (nf_ggml_type_size(t->type, &be, &bb)) {
+        if (t->ne[0] % be != 0) {
+            nf_diag_add(d, NF_C_SCHEMA, ptr, "tensor \"%s\": ne[0] = %" PRIu64
+                        " is not a multiple of the %s block of %" PRIu64, t->name, t->ne[0],
+                        nf_ggml_type_name(t->type, tb), be);
+            return false;
+        }
+        if (!nf_mul_u64(t->elements / be, bb, &t->bytes)) {
+            nf_diag_add(d, NF_C_RANGE, ptr, "tensor \"%s\": byte size overflows", t->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One tensor info at r's position into g->tensors[g->n_tensors++]. */
+static bool read_tensor_info(nf_gguf *g, rd_t *r, nf_diags *d, size_t i)
+{
+    char *ptr = nf_ptr_index("/tensors", i);
+    char *name = read_name(r, d, ptr, "tensor name");
+    bool ok = false;
+    if (name) {
+        nf_gguf_tensor *t = &g->tensors[g->n_tensors++];
+        t->name = name;
+        ok = read_tensor_dims(t, r, d, ptr) && read_tensor_type(t, r, d, ptr);
+    }
+    free(ptr);
+    return ok;
+}
+
+/* After the tensor infos: no name twice (every one named). Builds
+ * pv->t_sorted, which nf_gguf_find_tensor searches. */
+static bool check_tensor_names(nf_gguf *g, gguf_priv *pv, nf_diags *d)
+{
+    pv->t_sorted = sorted_indices(g, g->n_tensors, t_cmp);
+    if (!pv->t_sorted) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    for (size_t i = 1; i < g->n_tensors; i++)
+        if (strcmp(g->tensors[pv->t_sorted[i]].name, g->tensors[pv->t_sorted[i - 1]].name) == 0) {
+            char *ptr = nf_ptr_index("/tensors", pv->t_sorted[i]);
+            nf_diag_add(d, NF_C_DUPLICATE_MEMBER, ptr, "tensor \"%s\" appears twice",
+                        g->tensors[pv->t_sorted[i]].name);
+            free(ptr);
+        }
+    return !nf_diags_exit(d);
+}
+
+/* The data section starts at the header's end (header_end) aligned up; every
+ * tensor aligned and inside it (each one named); offsets made absolute. */
+static bool place_tensors(nf_gguf *g, uint64_t header_end, nf_diags *d)
+{
+    if (!nf_align_up_u64(header_end, g->alignment, &g->data_start)) {
+        nf_diag_add(d, NF_C_RANGE, "", "data section offset overflows");
+        return false;
+    }
+    if (g->n_tensors && g->data_start > g->file_size) {
+        nf_diag_add(d, NF_C_HEADER, "", "file truncated: the data section would start at %"
+                    PRIu64 ", past the end of the %" PRIu64 "-byte file", g->data_start,
+                    g->file_size);
+        return false;
+    }
+    uint64_t data_len = g->data_start <= g->file_size ? g->file_size - g->data_start : 0;
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        nf_gguf_tensor *t = &g->tensors[i];
+        char *ptr = nf_ptr_index("/tensors", i);
+        if (t->offset % g->alignment != 0)
+            nf_diag_add(d, NF_C_ALIGNMENT, ptr, "tensor \"%s\": offset %" PRIu64
+                        " is not a multiple of the alignment %" PRIu64, t->name, t->offset,
+                        g->alignment);
+        else if (t->offset > data_len || t->bytes > data_len - t->offset)
+            nf_diag_add(d, NF_C_BOUNDS, ptr, "tensor \"%s\": data [%" PRIu64 ", +%" PRIu64
+                        ") lies outside the %" PRIu64 "-byte data section", t->name, t->offset,
+                        t->bytes, data_len);
+        else
+            t->offset += g->data_start;
+        free(ptr);
+    }
+    return !nf_diags_exit(d);
+}
+
+/* No two tensors share bytes (offsets absolute; each pair named). */
+static bool check_overlaps(nf_gguf *g, nf_diags *d)
+{
+    size_t *by_off = sorted_indices(g, g->n_tensors, t_off_cmp);
+    if (!by_off) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    for (size_t i = 1; i < g->n_tensors; i++) {
+        const nf_gguf_tensor *a = &g->tensors[by_off[i - 1]], *b = &g->tensors[by_off[i]];
+        if (a->bytes && b->bytes && a->offset + a->bytes > b->offset) {
+            char *ptr = nf_ptr_index("/tensors", by_off[i]);
+            nf_diag_add(d, NF_C_OVERLAP, ptr, "tensors \"%s\" and \"%s\" overlap",
+                        a->name, b->name);
+            free(ptr);
+        }
+    }
+    free(by_off);
+    return !nf_diags_exit(d);
+}
+
+/* The phases in order, over an allocated g whose file is not yet open. */
+static bool read_header(nf_gguf *g, gguf_priv *pv, rd_t *r, const char *path, nf_diags *d)
+{
+    uint64_t n_kv, n_tensors;
+    if (!open_file(g, pv, r, path, d) || !read_preamble(g, r, d, &n_kv, &n_tensors))
+        return false;
+    for (uint64_t i = 0; i < n_kv; i++)
+        if (!read_kv(g, r, d, (size_t)i))
+            return false;
+    if (!check_kvs(g, pv, d))
+        return false;
+    for (uint64_t i = 0; i < n_tensors; i++)
+        if (!read_tensor_info(g, r, d, (size_t)i))
+            return false;
+    return check_tensor_names(g, pv, d) && place_tensors(g, r->pos, d) &&
+           check_overlaps(g, d);
+}
+
 nf_gguf *nf_gguf_open(const char *path, nf_diags *d)
 {
     nf_diags local = NF_DIAGS_INIT;
@@ -362,325 +724,29 @@ nf_gguf *nf_gguf_open(const char *path, nf_diags *d)
     nf_gguf *g = calloc(1, sizeof *g);
     gguf_priv *pv = calloc(1, sizeof *pv);
     rd_t r = {.fd = -1};
-    char *ptr = NULL;
-    if (!g || !pv || !(g->path = strdup(path)) || !(r.buf = malloc(RD_BUF))) {
+    bool ok = false;
+    if (pv)
+        pv->fd = -1;
+    if (!g || !pv || !(g->path = strdup(path)) || !(r.buf = malloc(RD_BUF)))
         nf_diag_add(&local, NF_C_IO, "", "out of memory");
-        if (g && !g->priv) {
-            g->priv = pv;
-            pv = NULL;
-        }
-        goto fail;
+    else {
+        g->priv = pv;
+        ok = read_header(g, pv, &r, path, &local);
     }
-    g->priv = pv;
-    pv->fd = -1;
-    struct stat sb;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0 || fstat(fd, &sb) < 0) {
-        nf_diag_add(&local, NF_C_IO, "", "cannot open: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        goto fail;
-    }
-    pv->fd = fd;
-    if (!S_ISREG(sb.st_mode)) {
-        nf_diag_add(&local, NF_C_IO, "", "not a regular file");
-        goto fail;
-    }
-    g->file_size = (uint64_t)sb.st_size;
-    r.fd = fd;
-    r.size = g->file_size;
-
-    /* header: magic, version, counts */
-    const unsigned char *p = rd_need(&r, 4);
-    if (!p) {
-        rd_fail(&r, &local, "", "the 4-byte magic");
-        goto fail;
-    }
-    if (memcmp(p, "GGUF", 4) != 0) {
-        nf_diag_add(&local, NF_C_MAGIC, "", "not a GGUF file (magic is not \"GGUF\")");
-        goto fail;
-    }
-    r.pos = 4;
-    uint32_t ver;
-    uint64_t n_tensors, n_kv;
-    if (!rd_u32(&r, &ver)) {
-        rd_fail(&r, &local, "", "the version");
-        goto fail;
-    }
-    g->version = ver;
-    if (ver == 0x02000000u || ver == 0x03000000u) {
-        nf_diag_add(&local, NF_C_UNSUPPORTED, "", "big-endian GGUF is not supported");
-        goto fail;
-    }
-    if (ver == 1 || ver > 3) {
-        nf_diag_add(&local, NF_C_UNSUPPORTED, "", "GGUF version %" PRIu32
-                    " is not supported (versions 2 and 3 are)", ver);
-        goto fail;
-    }
-    if (ver == 0) {
-        nf_diag_add(&local, NF_C_HEADER, "", "GGUF version 0 is not a version");
-        goto fail;
-    }
-    if (!rd_u64(&r, &n_tensors) || !rd_u64(&r, &n_kv)) {
-        rd_fail(&r, &local, "", "the tensor and key/value counts");
-        goto fail;
-    }
-    /* a key/value takes at least 8+4+1 bytes, a tensor info 8+4+8+4+8 */
-    uint64_t left = r.size - r.pos;
-    if (n_kv > left / 13) {
-        nf_diag_add(&local, NF_C_HEADER, "/kv", "file truncated: %" PRIu64
-                    " key/values cannot fit in the rest of the %" PRIu64 "-byte file",
-                    n_kv, r.size);
-        goto fail;
-    }
-    if (n_tensors > left / 32) {
-        nf_diag_add(&local, NF_C_HEADER, "/tensors", "file truncated: %" PRIu64
-                    " tensor infos cannot fit in the rest of the %" PRIu64 "-byte file",
-                    n_tensors, r.size);
-        goto fail;
-    }
-    /* Each record costs ~100 bytes of memory against 13 or 32 of file, and a
-     * sparse file makes any count that fits it cheap to send: cap them. */
-    if (n_kv > NF_GGUF_MAX_KV) {
-        nf_diag_add(&local, NF_C_UNSUPPORTED, "/kv", "%" PRIu64 " key/values are more than"
-                    " this reader takes (%u)", n_kv, NF_GGUF_MAX_KV);
-        goto fail;
-    }
-    if (n_tensors > NF_GGUF_MAX_TENSORS) {
-        nf_diag_add(&local, NF_C_UNSUPPORTED, "/tensors", "%" PRIu64 " tensors are more than"
-                    " this reader takes (%u)", n_tensors, NF_GGUF_MAX_TENSORS);
-        goto fail;
-    }
-    g->kv = calloc(n_kv ? (size_t)n_kv : 1, sizeof *g->kv);
-    g->tensors = calloc(n_tensors ? (size_t)n_tensors : 1, sizeof *g->tensors);
-    if (!g->kv || !g->tensors) {
-        nf_diag_add(&local, NF_C_IO, "", "out of memory");
-        goto fail;
-    }
-
-    /* key/values */
-    g->alignment = 32;
-    for (uint64_t i = 0; i < n_kv; i++) {
-        free(ptr);
-        ptr = nf_ptr_index("/kv", (size_t)i);
-        char *key = read_name(&r, &local, ptr, "key");
-        if (!key)
-            goto fail;
-        nf_gguf_kv *kv = &g->kv[g->n_kv++];
-        kv->key = key;
-        free(ptr);
-        ptr = nf_ptr_join("/kv", key, strlen(key));
-        uint32_t t;
-        if (!rd_u32(&r, &t)) {
-            rd_fail(&r, &local, ptr, "the value type");
-            goto fail;
-        }
-        if (!vtype_known(t)) {
-            nf_diag_add(&local, NF_C_UNSUPPORTED, ptr, "unknown value type %" PRIu32, t);
-            goto fail;
-        }
-        kv->type = (nf_gguf_vtype)t;
-        if (t == NF_GGUF_ARRAY) {
-            uint64_t before = r.pos;
-            uint32_t et;
-            if (!rd_u32(&r, &et) || !rd_u64(&r, &kv->n_elems)) {
-                rd_fail(&r, &local, ptr, "array header");
-                goto fail;
-            }
-            kv->elem_type = (nf_gguf_vtype)et;
-            r.pos = before;
-        }
-        kv->value_offset = r.pos;
-        if (!skip_value(&r, &local, ptr, t, 0))
-            goto fail;
-        kv->value_bytes = r.pos - kv->value_offset;
-    }
-
-    /* duplicate keys */
-    pv->kv_sorted = malloc((g->n_kv ? g->n_kv : 1) * sizeof(size_t));
-    if (!pv->kv_sorted) {
-        nf_diag_add(&local, NF_C_IO, "", "out of memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < g->n_kv; i++)
-        pv->kv_sorted[i] = i;
-    qsort_r(pv->kv_sorted, g->n_kv, sizeof(size_t), kv_cmp, g);
-    for (size_t i = 1; i < g->n_kv; i++)
-        if (strcmp(g->kv[pv->kv_sorted[i]].key, g->kv[pv->kv_sorted[i - 1]].key) == 0) {
-            const char *k = g->kv[pv->kv_sorted[i]].key;
-            free(ptr);
-            ptr = nf_ptr_join("/kv", k, strlen(k));
-            nf_diag_add(&local, NF_C_DUPLICATE_MEMBER, ptr, "key \"%s\" appears twice", k);
-        }
-    if (nf_diags_exit(&local))
-        goto fail;
-
-    const nf_gguf_kv *al = nf_gguf_find_kv(g, "general.alignment");
-    if (al) {
-        uint64_t a = 0;
-        if (!nf_gguf_kv_u64(g, al, &a) || a == 0 || (a & (a - 1)) != 0 ||
-            a > NF_GGUF_MAX_ALIGNMENT) {
-            nf_diag_add(&local, NF_C_SCHEMA, "/kv/general.alignment",
-                        "general.alignment must be a power of two up to %llu",
-                        (unsigned long long)NF_GGUF_MAX_ALIGNMENT);
-            goto fail;
-        }
-        g->alignment = a;
-    }
-
-    /* tensor infos */
-    for (uint64_t i = 0; i < n_tensors; i++) {
-        free(ptr);
-        ptr = nf_ptr_index("/tensors", (size_t)i);
-        char *name = read_name(&r, &local, ptr, "tensor name");
-        if (!name)
-            goto fail;
-        nf_gguf_tensor *t = &g->tensors[g->n_tensors++];
-        t->name = name;
-        uint32_t nd;
-        if (!rd_u32(&r, &nd)) {
-            rd_fail(&r, &local, ptr, "the tensor info");
-            goto fail;
-        }
-        if (nd < 1 || nd > 4) {
-            nf_diag_add(&local, NF_C_SCHEMA, ptr, "tensor \"%s\" has %" PRIu32
-                        " dimensions (1 to 4 allowed)", name, nd);
-            goto fail;
-        }
-        t->n_dims = nd;
-        t->elements = 1;
-        for (unsigned k = 0; k < 4; k++)
-            t->ne[k] = 1;
-        for (unsigned k = 0; k < nd; k++) {
-            if (!rd_u64(&r, &t->ne[k])) {
-                rd_fail(&r, &local, ptr, "the tensor info");
-                goto fail;
-            }
-            if (t->ne[k] == 0 || t->ne[k] > INT64_MAX) {
-                nf_diag_add(&local, NF_C_RANGE, ptr, "tensor \"%s\": ne[%u] = %" PRIu64
-                            " is not in 1..2^63-1", name, k, t->ne[k]);
-                goto fail;
-            }
-            if (!nf_mul_u64(t->elements, t->ne[k], &t->elements) || t->elements > INT64_MAX) {
-                nf_diag_add(&local, NF_C_RANGE, ptr, "tensor \"%s\": element count overflows",
-                            name);
-                goto fail;
-            }
-        }
-        if (!rd_u32(&r, &t->type) || !rd_u64(&r, &t->offset)) {
-            rd_fail(&r, &local, ptr, "the tensor info");
-            goto fail;
-        }
-        char tb[32];
-        if (type_index(t->type) < 0) {
-            nf_diag_add(&local, NF_C_UNSUPPORTED, ptr, "tensor \"%s\" has unknown ggml %s",
-                        name, nf_ggml_type_name(t->type, tb));
-            goto fail;
-        }
-        uint64_t be, bb;
-        if (nf_ggml_type_size(t->type, &be, &bb)) {
-            if (t->ne[0] % be != 0) {
-                nf_diag_add(&local, NF_C_SCHEMA, ptr, "tensor \"%s\": ne[0] = %" PRIu64
-                            " is not a multiple of the %s block of %" PRIu64, name, t->ne[0],
-                            nf_ggml_type_name(t->type, tb), be);
-                goto fail;
-            }
-            if (!nf_mul_u64(t->elements / be, bb, &t->bytes)) {
-                nf_diag_add(&local, NF_C_RANGE, ptr, "tensor \"%s\": byte size overflows", name);
-                goto fail;
-            }
-        }
-    }
-
-    /* duplicate tensor names */
-    pv->t_sorted = malloc((g->n_tensors ? g->n_tensors : 1) * sizeof(size_t));
-    if (!pv->t_sorted) {
-        nf_diag_add(&local, NF_C_IO, "", "out of memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < g->n_tensors; i++)
-        pv->t_sorted[i] = i;
-    qsort_r(pv->t_sorted, g->n_tensors, sizeof(size_t), t_cmp, g);
-    for (size_t i = 1; i < g->n_tensors; i++)
-        if (strcmp(g->tensors[pv->t_sorted[i]].name, g->tensors[pv->t_sorted[i - 1]].name) == 0) {
-            free(ptr);
-            ptr = nf_ptr_index("/tensors", pv->t_sorted[i]);
-            nf_diag_add(&local, NF_C_DUPLICATE_MEMBER, ptr, "tensor \"%s\" appears twice",
-                        g->tensors[pv->t_sorted[i]].name);
-        }
-    if (nf_diags_exit(&local))
-        goto fail;
-
-    /* data section and every tensor inside the file */
-    if (!nf_align_up_u64(r.pos, g->alignment, &g->data_start)) {
-        nf_diag_add(&local, NF_C_RANGE, "", "data section offset overflows");
-        goto fail;
-    }
-    if (g->n_tensors && g->data_start > g->file_size) {
-        nf_diag_add(&local, NF_C_HEADER, "", "file truncated: the data section would start at %"
-                    PRIu64 ", past the end of the %" PRIu64 "-byte file", g->data_start,
-                    g->file_size);
-        goto fail;
-    }
-    uint64_t data_len = g->data_start <= g->file_size ? g->file_size - g->data_start : 0;
-    for (size_t i = 0; i < g->n_tensors; i++) {
-        nf_gguf_tensor *t = &g->tensors[i];
-        free(ptr);
-        ptr = nf_ptr_index("/tensors", i);
-        if (t->offset % g->alignment != 0) {
-            nf_diag_add(&local, NF_C_ALIGNMENT, ptr, "tensor \"%s\": offset %" PRIu64
-                        " is not a multiple of the alignment %" PRIu64, t->name, t->offset,
-                        g->alignment);
-            continue;
-        }
-        if (t->offset > data_len || t->bytes > data_len - t->offset) {
-            nf_diag_add(&local, NF_C_BOUNDS, ptr, "tensor \"%s\": data [%" PRIu64 ", +%" PRIu64
-                        ") lies outside the %" PRIu64 "-byte data section", t->name, t->offset,
-                        t->bytes, data_len);
-            continue;
-        }
-        t->offset += g->data_start;
-    }
-    if (nf_diags_exit(&local))
-        goto fail;
-    /* no two tensors share bytes (offsets now absolute) */
-    size_t *by_off = malloc((g->n_tensors ? g->n_tensors : 1) * sizeof(size_t));
-    if (!by_off) {
-        nf_diag_add(&local, NF_C_IO, "", "out of memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < g->n_tensors; i++)
-        by_off[i] = i;
-    qsort_r(by_off, g->n_tensors, sizeof(size_t), t_off_cmp, g);
-    for (size_t i = 1; i < g->n_tensors; i++) {
-        const nf_gguf_tensor *a = &g->tensors[by_off[i - 1]], *b = &g->tensors[by_off[i]];
-        if (a->bytes && b->bytes && a->offset + a->bytes > b->offset) {
-            free(ptr);
-            ptr = nf_ptr_index("/tensors", by_off[i]);
-            nf_diag_add(&local, NF_C_OVERLAP, ptr, "tensors \"%s\" and \"%s\" overlap",
-                        a->name, b->name);
-        }
-    }
-    free(by_off);
-    if (nf_diags_exit(&local))
-        goto fail;
-    free(ptr);
     free(r.buf);
+    if (!ok) {
+        if (!nf_diags_exit(&local))
+            nf_diag_add(&local, NF_C_IO, "", "cannot read the GGUF header");
+        if (g && !g->priv)
+            g->priv = pv; /* freed with g */
+        else if (!g)
+            free(pv);
+        nf_gguf_free(g);
+        g = NULL;
+    }
     nf_diags_move(d, &local);
     nf_diags_free(&local);
     return g;
-
-fail:
-    if (!nf_diags_exit(&local))
-        nf_diag_add(&local, NF_C_IO, "", "cannot read the GGUF header");
-    free(ptr);
-    free(r.buf);
-    if (g && !g->priv)
-        free(pv);
-    nf_gguf_free(g);
-    nf_diags_move(d, &local);
-    nf_diags_free(&local);
-    return NULL;
 }
 
 /* ---- lookups --------------------------------------------------------------- */
