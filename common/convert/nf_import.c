@@ -1636,330 +1636,378 @@ static void warn_unused(const nf_import_opts *o, ckpt *c)
               n == 1 ? "" : "s", first, n > 1 ? " and others" : "");
 }
 
-char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
-{
+/* What nf_import carries from one phase to the next (imp_free frees it). */
+typedef struct {
+    const nf_import_opts *o;
+    nf_diags *d;
+    const char *cp;           /* o->checkpoint */
     ckpt c;
-    memset(&c, 0, sizeof c);
     mb m;
-    memset(&m, 0, sizeof m);
-    m.o = o;
-    m.d = d;
-    m.c = &c;
-    char *config = NULL, *config_path = NULL, *out = NULL, *index_path = NULL;
+    char *config;             /* the text component's config (JSON text) */
+    char *config_path;        /* Hugging Face: config.json (or --config) */
+    char *index_path;         /* model.safetensors.index.json, when read */
+    char *gguf_arch;          /* GGUF: general.architecture */
     nf_arch_plan plan, mtp;
-    bool have_plan = false, have_mtp = false;
-    nf_jval *root = NULL, *res = nf_jnew_object(), *comps = NULL, *meta = NULL;
-    nf_jval *resource_objs = NULL;
-    prov pv = {nf_jnew_array(), NULL, NULL, false, 0, 0};
-    const char *cp = o->checkpoint;
-    /* the output, compared with every file read (prov_file) */
-    struct stat ost;
-    if (o->output && stat(o->output, &ost) == 0) {
-        pv.out = o->output;
-        pv.out_exists = true;
-    } else if (o->output) {
-        pv.out = o->output;
-    } else if (fstat(1, &ost) == 0 && S_ISREG(ost.st_mode)) {
-        pv.out = "(stdout)";
-        pv.out_exists = true;
-    }
-    if (pv.out_exists) {
-        pv.out_dev = ost.st_dev;
-        pv.out_ino = ost.st_ino;
-    }
-    m.objects = nf_jnew_array();
-    m.bindings = nf_jnew_object();
-    m.uses = nf_jnew_array();
-    comps = nf_jnew_object();
-    if (!res || !pv.files || !m.objects || !m.bindings || !m.uses || !comps) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-        goto done;
-    }
+    bool have_plan, have_mtp;
+    char mtp_cfg[96];         /* the mtp component's config */
+    nf_jval *res;             /* the text component's resources (role -> ID) */
+    nf_jval *comps, *meta;    /* components; metadata (GGUF general.name) */
+    nf_jval *resource_objs;   /* the resource objects, set apart (they go last) */
+    size_t n_resources;
+    prov pv;
+} imp;
 
-    /* what kind of checkpoint */
+static void imp_free(imp *s)
+{
+    mb *m = &s->m;
+    nf_jval_free(s->resource_objs);
+    nf_jval_free(s->comps);
+    nf_jval_free(s->meta);
+    nf_jval_free(s->res);
+    nf_jval_free(s->pv.files);
+    nf_jval_free(m->objects);
+    nf_jval_free(m->bindings);
+    nf_jval_free(m->uses);
+    for (size_t i = 0; i < m->n_b; i++)
+        nf_jval_free(m->bjson[i]);
+    free(m->bjson);
+    nf_strmap_free(&m->objs);
+    nf_strmap_free(&m->colsaux);
+    free(m->colsaux_id);
+    nf_jval_free(m->row_copies);
+    nf_jval_free(m->transformed);
+    nf_strmap_free(&m->bound);
+    nf_strmap_free(&m->bidx);
+    if (s->have_plan)
+        nf_arch_plan_free(&s->plan);
+    if (s->have_mtp)
+        nf_arch_plan_free(&s->mtp);
+    free(s->config);
+    free(s->config_path);
+    free(s->index_path);
+    free(s->gguf_arch);
+    ck_free(&s->c);
+}
+
+/* A Hugging Face checkpoint directory: model.safetensors, or the shards of
+ * model.safetensors.index.json. */
+static bool open_hf_dir(imp *s)
+{
+    const char *cp = s->cp;
+    ckpt *c = &s->c;
+    c->dir = absdup(cp);
+    s->config_path = s->o->config ? strdup(s->o->config) : nf_path_join(cp, "config.json");
+    char *single = nf_path_join(cp, "model.safetensors");
+    s->index_path = nf_path_join(cp, "model.safetensors.index.json");
+    const char *sw = single ? file_problem(single) : "cannot be read";
+    struct stat ib;
+    bool index_there = s->index_path && lstat(s->index_path, &ib) == 0;
+    const char *iw = index_there ? file_problem(s->index_path) : NULL;
+    bool ok;
+    if (sw && strcmp(sw, "is missing") != 0) {
+        /* there, but a FIFO, a device, a directory: not "absent" */
+        nf_diag_addf(s->d, NF_C_IO, single ? single : cp, "", "model.safetensors %s", sw);
+        ok = false;
+    } else if (!sw) {
+        ok = ck_add_shard(c, single, s->d) &&
+             (!index_there || index_beside_single(c, s->o, s->index_path, s->d));
+        free(s->index_path);
+        s->index_path = NULL;
+    } else if (iw) {
+        nf_diag_addf(s->d, NF_C_IO, s->index_path, "", "model.safetensors.index.json %s", iw);
+        ok = false;
+    } else if (!s->index_path || !is_file(s->index_path)) {
+        nf_diag_addf(s->d, NF_C_IO, cp, "",
+                     "no model.safetensors or model.safetensors.index.json in the directory");
+        ok = false;
+    } else {
+        ok = open_index(c, s->index_path, s->d);
+    }
+    free(single);
+    return ok;
+}
+
+/* A .gguf file: its header read and checked (nf_gguf_open). */
+static bool open_gguf_file(imp *s)
+{
+    const char *cp = s->cp;
+    ckpt *c = &s->c;
+    nf_diags local = NF_DIAGS_INIT;
+    local.file = cp;
+    c->gguf = true;
+    c->g = nf_gguf_open(cp, &local);
+    nf_diags_move(s->d, &local);
+    nf_diags_free(&local);
+    if (!c->g)
+        return false;
+    /* llama.cpp's gguf-split: the tensors are spread over split.count
+     * files; one of them alone is not the model (a coverage line per
+     * missing tensor told nothing) */
+    uint64_t sc = 0, sn = 0;
+    if (nf_gguf_kv_u64(c->g, nf_gguf_find_kv(c->g, "split.count"), &sc) && sc > 1) {
+        nf_gguf_kv_u64(c->g, nf_gguf_find_kv(c->g, "split.no"), &sn);
+        nf_diag_addf(s->d, NF_C_UNSUPPORTED, cp, "/kv/split.count",
+                     "a split GGUF (file %llu of split.count %llu, llama.cpp's gguf-split): "
+                     "this build imports single-file GGUFs (join them with "
+                     "llama-gguf-split --merge)",
+                     (unsigned long long)sn + 1, (unsigned long long)sc);
+        return false;
+    }
+    c->gguf_path = absdup(cp);
+    char *dir = nf_dirname_dup(cp);
+    c->dir = dir ? absdup(dir) : NULL;
+    free(dir);
+    c->used = calloc(1, sizeof *c->used);
+    if (!c->used || !(c->used[0] = calloc(c->g->n_tensors + 1, 1))) {
+        nf_diag_add(s->d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* Phase 1, what kind of checkpoint: a directory, a .gguf file or a single
+ * .safetensors file (with a config beside it or --config). */
+static bool open_checkpoint(imp *s)
+{
+    const char *cp = s->cp;
+    bool ok;
     if (is_dir(cp)) {
-        c.dir = absdup(cp);
-        config_path = o->config ? strdup(o->config) : nf_path_join(cp, "config.json");
-        char *single = nf_path_join(cp, "model.safetensors");
-        index_path = nf_path_join(cp, "model.safetensors.index.json");
-        const char *sw = single ? file_problem(single) : "cannot be read";
-        struct stat ib;
-        bool index_there = index_path && lstat(index_path, &ib) == 0;
-        const char *iw = index_there ? file_problem(index_path) : NULL;
-        if (sw && strcmp(sw, "is missing") != 0) {
-            /* there, but a FIFO, a device, a directory: not "absent" */
-            nf_diag_addf(d, NF_C_IO, single ? single : cp, "", "model.safetensors %s", sw);
-            free(single);
-            goto done;
-        } else if (!sw) {
-            if (!ck_add_shard(&c, single, d) ||
-                (index_there && !index_beside_single(&c, o, index_path, d))) {
-                free(single);
-                goto done;
-            }
-            free(index_path);
-            index_path = NULL;
-        } else if (iw) {
-            nf_diag_addf(d, NF_C_IO, index_path, "", "model.safetensors.index.json %s", iw);
-            free(single);
-            goto done;
-        } else if (!index_path || !is_file(index_path)) {
-            nf_diag_addf(d, NF_C_IO, cp, "",
-                         "no model.safetensors or model.safetensors.index.json in the directory");
-            free(single);
-            goto done;
-        } else if (!open_index(&c, index_path, d)) {
-            free(single);
-            goto done;
-        }
-        free(single);
+        ok = open_hf_dir(s);
     } else if (ends_with(cp, ".gguf") || ends_with(cp, ".GGUF")) {
-        nf_diags local = NF_DIAGS_INIT;
-        local.file = cp;
-        c.gguf = true;
-        c.g = nf_gguf_open(cp, &local);
-        nf_diags_move(d, &local);
-        nf_diags_free(&local);
-        if (!c.g)
-            goto done;
-        /* llama.cpp's gguf-split: the tensors are spread over split.count
-         * files; one of them alone is not the model (a coverage line per
-         * missing tensor told nothing) */
-        uint64_t sc = 0, sn = 0;
-        if (nf_gguf_kv_u64(c.g, nf_gguf_find_kv(c.g, "split.count"), &sc) && sc > 1) {
-            nf_gguf_kv_u64(c.g, nf_gguf_find_kv(c.g, "split.no"), &sn);
-            nf_diag_addf(d, NF_C_UNSUPPORTED, cp, "/kv/split.count",
-                         "a split GGUF (file %llu of split.count %llu, llama.cpp's gguf-split): "
-                         "this build imports single-file GGUFs (join them with "
-                         "llama-gguf-split --merge)",
-                         (unsigned long long)sn + 1, (unsigned long long)sc);
-            goto done;
-        }
-        c.gguf_path = absdup(cp);
-        char *dir = nf_dirname_dup(cp);
-        c.dir = dir ? absdup(dir) : NULL;
-        free(dir);
-        c.used = calloc(1, sizeof *c.used);
-        if (!c.used || !(c.used[0] = calloc(c.g->n_tensors + 1, 1))) {
-            nf_diag_add(d, NF_C_IO, "", "out of memory");
-            goto done;
-        }
+        ok = open_gguf_file(s);
     } else if (ends_with(cp, ".safetensors")) {
         char *dir = nf_dirname_dup(cp);
-        c.dir = dir ? absdup(dir) : NULL;
+        s->c.dir = dir ? absdup(dir) : NULL;
         free(dir);
-        config_path = o->config ? strdup(o->config) : nf_path_join(c.dir, "config.json");
-        if (!o->config && (!config_path || !is_file(config_path))) {
-            nf_diag_addf(d, NF_C_USAGE, cp, "", "a single .safetensors file needs --config FILE");
-            goto done;
-        }
-        if (!ck_add_shard(&c, cp, d))
-            goto done;
+        s->config_path = s->o->config ? strdup(s->o->config) : nf_path_join(s->c.dir, "config.json");
+        ok = s->o->config || (s->config_path && is_file(s->config_path));
+        if (!ok)
+            nf_diag_addf(s->d, NF_C_USAGE, cp, "", "a single .safetensors file needs --config FILE");
+        ok = ok && ck_add_shard(&s->c, cp, s->d);
     } else if (!is_file(cp)) {
-        nf_diag_addf(d, NF_C_IO, cp, "", "no such checkpoint: %s", strerror(errno ? errno : ENOENT));
-        goto done;
+        nf_diag_addf(s->d, NF_C_IO, cp, "", "no such checkpoint: %s", strerror(errno ? errno : ENOENT));
+        ok = false;
     } else {
-        nf_diag_addf(d, NF_C_UNSUPPORTED, cp, "",
+        nf_diag_addf(s->d, NF_C_UNSUPPORTED, cp, "",
                      "not a checkpoint this build reads (a Hugging Face directory, a .safetensors "
                      "file with --config, or a .gguf file)");
-        goto done;
+        ok = false;
     }
-    pv.dir = c.dir;
+    s->pv.dir = s->c.dir;
+    return ok;
+}
 
-    /* the config */
-    const char *gguf_arch = NULL;
-    char *garch_buf = NULL;
-    if (c.gguf) {
-        size_t alen = 0, nlen = 0;
-        garch_buf = nf_gguf_kv_string(c.g, nf_gguf_find_kv(c.g, "general.architecture"), &alen);
-        gguf_arch = garch_buf;
-        if (!gguf_arch) {
-            nf_diag_addf(d, NF_C_SCHEMA, cp, "/kv/general.architecture",
-                         "the GGUF has no general.architecture string");
-            goto done;
-        }
-        if (nf_utf8_invalid_at(gguf_arch, alen) != alen || strlen(gguf_arch) != alen) {
-            nf_diag_addf(d, NF_C_UTF8, cp, "/kv/general.architecture",
-                         "general.architecture is not a UTF-8 string (GGUF strings are UTF-8)");
-            free(garch_buf);
-            goto done;
-        }
-        config = gguf_config(c.g, gguf_arch, d);
-        if (!config) {
-            free(garch_buf);
-            goto done;
-        }
-        char *name = nf_gguf_kv_string(c.g, nf_gguf_find_kv(c.g, "general.name"), &nlen);
-        if (name && (nf_utf8_invalid_at(name, nlen) != nlen || strlen(name) != nlen)) {
-            nf_diag_addf(d, NF_C_UTF8, cp, "/kv/general.name",
-                         "general.name is not a UTF-8 string (GGUF strings are UTF-8)");
-            free(name);
-            free(garch_buf);
-            goto done;
-        }
-        if (name && *name) {
-            meta = nf_jnew_object();
-            nf_jobj_set(meta, "name", nf_jnew_string(name));
-        }
+/* A GGUF's config: general.architecture (a UTF-8 string), the Hugging
+ * Face-style config of its keys (gguf_config) and general.name as the
+ * manifest's metadata.name. */
+static bool read_gguf_config(imp *s)
+{
+    const nf_gguf *g = s->c.g;
+    const char *cp = s->cp;
+    size_t alen = 0, nlen = 0;
+    s->gguf_arch = nf_gguf_kv_string(g, nf_gguf_find_kv(g, "general.architecture"), &alen);
+    if (!s->gguf_arch) {
+        nf_diag_addf(s->d, NF_C_SCHEMA, cp, "/kv/general.architecture",
+                     "the GGUF has no general.architecture string");
+        return false;
+    }
+    if (nf_utf8_invalid_at(s->gguf_arch, alen) != alen || strlen(s->gguf_arch) != alen) {
+        nf_diag_addf(s->d, NF_C_UTF8, cp, "/kv/general.architecture",
+                     "general.architecture is not a UTF-8 string (GGUF strings are UTF-8)");
+        return false;
+    }
+    s->config = gguf_config(g, s->gguf_arch, s->d);
+    if (!s->config)
+        return false;
+    char *name = nf_gguf_kv_string(g, nf_gguf_find_kv(g, "general.name"), &nlen);
+    if (name && (nf_utf8_invalid_at(name, nlen) != nlen || strlen(name) != nlen)) {
+        nf_diag_addf(s->d, NF_C_UTF8, cp, "/kv/general.name",
+                     "general.name is not a UTF-8 string (GGUF strings are UTF-8)");
         free(name);
-    } else {
-        config = hf_config(config_path, d);
-        if (!config)
-            goto done;
+        return false;
     }
+    if (name && *name) {
+        s->meta = nf_jnew_object();
+        nf_jobj_set(s->meta, "name", nf_jnew_string(name));
+    }
+    free(name);
+    return true;
+}
 
-    /* an output naming any file the import reads is refused before the
-     * files are hashed or anything is written (DESIGN 3); then an existing
-     * output without force */
-    if (!outputs_checked(o, &pv, &c, config_path, index_path, d))
-        goto done;
+/* Phase 2, the config: a GGUF's from its keys, else config.json. */
+static bool read_config(imp *s)
+{
+    if (s->c.gguf)
+        return read_gguf_config(s);
+    s->config = hf_config(s->config_path, s->d);
+    return s->config != NULL;
+}
 
-    /* resources and provenance files first (they do not depend on the arch) */
-    if (!c.gguf) {
-        if (!prov_file(&pv, config_path, d))
-            goto done;
-        if (index_path && !prov_file(&pv, index_path, d))
-            goto done;
-        for (size_t s = 0; s < c.n_st; s++)
-            if (!prov_file(&pv, c.st_path[s], d))
-                goto done;
-        for (const char *const *f = frontend_files; *f; f++) {
-            char *p = nf_path_join(c.dir, *f);
-            struct stat sb, lb;
-            /* a frontend file that is there but is no regular file (a FIFO,
-             * a directory, a device, a dangling link of an interrupted
-             * download) is an I/O failure, never silently left out */
-            bool there = p && lstat(p, &lb) == 0;
-            bool readable = there && stat(p, &sb) == 0;
-            if (there && (!readable || !S_ISREG(sb.st_mode))) {
-                nf_diag_addf(d, NF_C_IO, p, "", "%s", !readable
-                             ? "frontend file cannot be read (a dangling symlink?)"
-                             : S_ISDIR(sb.st_mode) ? "frontend file is a directory"
-                             : "frontend file is not a regular file (a FIFO or device)");
-                free(p);
-                goto done;
-            }
-            if (readable && S_ISREG(sb.st_mode)) {
-                if (sb.st_size == 0) {
-                    warnf(o, "warning: %s is empty; left out (a resource has positive length)", p);
-                } else {
-                    char *abs = absdup(p);
-                    add_resource(&m, res, *f, resource_obj(*f, abs, false, 0, 0));
-                    free(abs);
-                    if (!prov_file(&pv, p, d)) {
-                        free(p);
-                        goto done;
-                    }
+/* The frontend files beside a Hugging Face checkpoint (frontend_files) as
+ * resources of the text component, each recorded in provenance. */
+static bool add_frontend_files(imp *s)
+{
+    for (const char *const *f = frontend_files; *f; f++) {
+        char *p = nf_path_join(s->c.dir, *f);
+        struct stat sb, lb;
+        /* a frontend file that is there but is no regular file (a FIFO,
+         * a directory, a device, a dangling link of an interrupted
+         * download) is an I/O failure, never silently left out */
+        bool there = p && lstat(p, &lb) == 0;
+        bool readable = there && stat(p, &sb) == 0;
+        if (there && (!readable || !S_ISREG(sb.st_mode))) {
+            nf_diag_addf(s->d, NF_C_IO, p, "", "%s", !readable
+                         ? "frontend file cannot be read (a dangling symlink?)"
+                         : S_ISDIR(sb.st_mode) ? "frontend file is a directory"
+                         : "frontend file is not a regular file (a FIFO or device)");
+            free(p);
+            return false;
+        }
+        if (readable && S_ISREG(sb.st_mode)) {
+            if (sb.st_size == 0) {
+                warnf(s->o, "warning: %s is empty; left out (a resource has positive length)", p);
+            } else {
+                char *abs = absdup(p);
+                add_resource(&s->m, s->res, *f, resource_obj(*f, abs, false, 0, 0));
+                free(abs);
+                if (!prov_file(&s->pv, p, s->d)) {
+                    free(p);
+                    return false;
                 }
             }
-            free(p);
         }
-    } else if (!prov_file(&pv, c.gguf_path, d) || !gguf_resources(&m, c.g, res, &pv)) {
-        free(garch_buf);
-        goto done;
+        free(p);
     }
+    return true;
+}
 
-    /* the resources come last in the payload: take them out and re-add after */
-    resource_objs = m.objects;
-    m.objects = nf_jnew_array();
-    size_t n_resources = m.n_objects;
-
-    bool weights = !c.gguf || c.g->n_tensors > 0;
-    if (weights) {
-        nf_arch_input in;
-        memset(&in, 0, sizeof in);
-        in.component = "text";
-        in.config_raw = config;
-        in.config_len = strlen(config);
-        if (c.gguf) {
-            bool known = false;
-            for (size_t i = 0; i < sizeof gguf_archs / sizeof *gguf_archs; i++)
-                known |= strcmp(gguf_archs[i].gguf, gguf_arch) == 0;
-            if (!known) {
-                nf_diag_addf(d, NF_C_UNSUPPORTED, cp, "/kv/general.architecture",
-                             "GGUF architecture \"%s\" is not supported", gguf_arch);
-                free(garch_buf);
-                goto done;
-            }
-        }
-        if (c.gguf)
-            in.gguf_forms = gguf_forms(c.g, gguf_arch);
-        nf_diags local = NF_DIAGS_INIT;
-        local.file = c.gguf ? cp : config_path;
-        have_plan = nf_arch_derive(&in, &plan, &local) == 0;
-        nf_diags_move(d, &local);
-        nf_diags_free(&local);
-        if (!have_plan) {
-            free(garch_buf);
-            goto done;
-        }
-        if (c.gguf && (!plan.gguf_arch || strcmp(plan.gguf_arch, gguf_arch) != 0)) {
-            nf_diag_addf(d, NF_C_UNSUPPORTED, cp, "/kv/general.architecture",
-                         "GGUF import of %s is not supported", plan.architecture);
-            free(garch_buf);
-            goto done;
-        }
-        nf_naming nm = c.gguf ? NF_NAMING_GGUF : NF_NAMING_HF;
-        bool ok = add_plan(&m, &plan, nm);
-        /* an mtp component for hybrid checkpoints that carry mtp.* tensors */
-        const char *mtp_arch = !strcmp(plan.architecture, "Qwen3NextForCausalLM") ? "Qwen3NextMTP"
-                             : !strcmp(plan.architecture, "Qwen3_5ForCausalLM") ||
-                                       !strcmp(plan.architecture, "Qwen3_5MoeForCausalLM")
-                                   ? "Qwen3_5MTP"
-                                   : NULL;
-        char mtp_cfg[96] = "", probe[64] = "mtp.fc.weight";
-        if (c.gguf) { /* the MTP block follows the trunk's: blk.L.nextn.* (GGUF.md 4.4) */
-            uint64_t L = 0, nextn = 0;
-            kv_u64(c.g, gguf_arch, "block_count", &L);
-            kv_u64(c.g, gguf_arch, "nextn_predict_layers", &nextn);
-            snprintf(probe, sizeof probe, "blk.%llu.nextn.eh_proj.weight",
-                     (unsigned long long)(nextn < L ? L - nextn : 0));
-            if (!nextn || nextn >= L)
-                mtp_arch = NULL;
-        }
-        ck_t pt;
-        if (ok && mtp_arch && ck_find(&c, probe, &pt)) {
-            snprintf(mtp_cfg, sizeof mtp_cfg, "{\"architectures\":[\"%s\"]}", mtp_arch);
-            nf_arch_input mi;
-            memset(&mi, 0, sizeof mi);
-            mi.component = "mtp";
-            mi.config_raw = mtp_cfg;
-            mi.config_len = strlen(mtp_cfg);
-            mi.target_component = "text";
-            mi.target_config_raw = config;
-            mi.target_config_len = strlen(config);
-            mi.gguf_forms = in.gguf_forms;
-            have_mtp = nf_arch_derive(&mi, &mtp, d) == 0;
-            ok = have_mtp && add_plan(&m, &mtp, nm);
-        }
-        ok = ok && add_shares_and_uses(&m, &plan) && (!have_mtp || add_shares_and_uses(&m, &mtp));
-        if (!ok || nf_diags_exit(d)) {
-            if (m.n_missing > 20)
-                nf_diag_add(d, NF_C_COVERAGE, "", "%zu more tensors missing", m.n_missing - 20);
-            if (!nf_diags_exit(d))
-                nf_diag_add(d, NF_C_IO, "", "out of memory");
-            free(garch_buf);
-            goto done;
-        }
-        if (c.gguf && !gguf_blocks_within(&c, gguf_arch, d)) {
-            free(garch_buf);
-            goto done;
-        }
-        warn_unused(o, &c);
-        nf_jobj_set(comps, "text", component_json(config, res, NULL));
-        if (have_mtp)
-            nf_jobj_set(comps, "mtp", component_json(mtp_cfg, NULL, "text"));
+/* Phase 3, resources and provenance files (they do not depend on the
+ * architecture): the files read, with their digests, and the tokenizer
+ * resources. The resource objects are then set apart: they come last in
+ * the payload. */
+static bool add_resources(imp *s)
+{
+    bool ok;
+    if (!s->c.gguf) {
+        ok = prov_file(&s->pv, s->config_path, s->d) &&
+             (!s->index_path || prov_file(&s->pv, s->index_path, s->d));
+        for (size_t i = 0; ok && i < s->c.n_st; i++)
+            ok = prov_file(&s->pv, s->c.st_path[i], s->d);
+        ok = ok && add_frontend_files(s);
     } else {
-        nf_jobj_set(comps, "text", component_json(config, res, NULL));
+        ok = prov_file(&s->pv, s->c.gguf_path, s->d) &&
+             gguf_resources(&s->m, s->c.g, s->res, &s->pv);
     }
-    free(garch_buf);
-    for (size_t i = 0; i < n_resources; i++)
-        nf_jarr_push(m.objects, nf_jval_ref(nf_jarr_get(resource_objs, i)));
-    if (nf_jarr_len(m.objects) == 0) {
-        nf_diag_addf(d, NF_C_SCHEMA, cp, "", "nothing to import: no tensors and no tokenizer");
-        goto done;
-    }
+    if (!ok)
+        return false;
+    s->resource_objs = s->m.objects;
+    s->m.objects = nf_jnew_array();
+    s->n_resources = s->m.n_objects;
+    return true;
+}
 
+/* The text component's plan (nf_arch_derive) from the config, for a GGUF
+ * only when it is an architecture this build imports from GGUF. */
+static bool derive_text_plan(imp *s, nf_arch_input *in)
+{
+    const char *cp = s->cp;
+    memset(in, 0, sizeof *in);
+    in->component = "text";
+    in->config_raw = s->config;
+    in->config_len = strlen(s->config);
+    if (s->c.gguf) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof gguf_archs / sizeof *gguf_archs; i++)
+            known |= strcmp(gguf_archs[i].gguf, s->gguf_arch) == 0;
+        if (!known) {
+            nf_diag_addf(s->d, NF_C_UNSUPPORTED, cp, "/kv/general.architecture",
+                         "GGUF architecture \"%s\" is not supported", s->gguf_arch);
+            return false;
+        }
+        in->gguf_forms = gguf_forms(s->c.g, s->gguf_arch);
+    }
+    nf_diags local = NF_DIAGS_INIT;
+    local.file = s->c.gguf ? cp : s->config_path;
+    s->have_plan = nf_arch_derive(in, &s->plan, &local) == 0;
+    nf_diags_move(s->d, &local);
+    nf_diags_free(&local);
+    if (!s->have_plan)
+        return false;
+    if (s->c.gguf && (!s->plan.gguf_arch || strcmp(s->plan.gguf_arch, s->gguf_arch) != 0)) {
+        nf_diag_addf(s->d, NF_C_UNSUPPORTED, cp, "/kv/general.architecture",
+                     "GGUF import of %s is not supported", s->plan.architecture);
+        return false;
+    }
+    return true;
+}
+
+/* An mtp component for hybrid checkpoints that carry mtp.* tensors (in a
+ * GGUF, the MTP block follows the trunk's: blk.L.nextn.*, GGUF.md 4.4):
+ * its plan derived and bound. True when there is none. */
+static bool add_mtp_plan(imp *s, const nf_arch_input *in, nf_naming nm)
+{
+    const char *a = s->plan.architecture;
+    const char *mtp_arch = !strcmp(a, "Qwen3NextForCausalLM") ? "Qwen3NextMTP"
+                         : !strcmp(a, "Qwen3_5ForCausalLM") || !strcmp(a, "Qwen3_5MoeForCausalLM")
+                               ? "Qwen3_5MTP"
+                               : NULL;
+    char probe[64] = "mtp.fc.weight";
+    if (s->c.gguf) {
+        uint64_t L = 0, nextn = 0;
+        kv_u64(s->c.g, s->gguf_arch, "block_count", &L);
+        kv_u64(s->c.g, s->gguf_arch, "nextn_predict_layers", &nextn);
+        snprintf(probe, sizeof probe, "blk.%llu.nextn.eh_proj.weight",
+                 (unsigned long long)(nextn < L ? L - nextn : 0));
+        if (!nextn || nextn >= L)
+            mtp_arch = NULL;
+    }
+    ck_t pt;
+    if (!mtp_arch || !ck_find(&s->c, probe, &pt))
+        return true;
+    snprintf(s->mtp_cfg, sizeof s->mtp_cfg, "{\"architectures\":[\"%s\"]}", mtp_arch);
+    nf_arch_input mi;
+    memset(&mi, 0, sizeof mi);
+    mi.component = "mtp";
+    mi.config_raw = s->mtp_cfg;
+    mi.config_len = strlen(s->mtp_cfg);
+    mi.target_component = "text";
+    mi.target_config_raw = s->config;
+    mi.target_config_len = strlen(s->config);
+    mi.gguf_forms = in->gguf_forms;
+    s->have_mtp = nf_arch_derive(&mi, &s->mtp, s->d) == 0;
+    return s->have_mtp && add_plan(&s->m, &s->mtp, nm);
+}
+
+/* Phase 4, the weights: the plans bound to checkpoint tensors (objects,
+ * bindings, shares, uses), then the checks of what was left out. */
+static bool add_weights(imp *s)
+{
+    nf_arch_input in;
+    if (!derive_text_plan(s, &in))
+        return false;
+    nf_naming nm = s->c.gguf ? NF_NAMING_GGUF : NF_NAMING_HF;
+    bool ok = add_plan(&s->m, &s->plan, nm) && add_mtp_plan(s, &in, nm);
+    ok = ok && add_shares_and_uses(&s->m, &s->plan) &&
+         (!s->have_mtp || add_shares_and_uses(&s->m, &s->mtp));
+    if (!ok || nf_diags_exit(s->d)) {
+        if (s->m.n_missing > 20)
+            nf_diag_add(s->d, NF_C_COVERAGE, "", "%zu more tensors missing", s->m.n_missing - 20);
+        if (!nf_diags_exit(s->d))
+            nf_diag_add(s->d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    if (s->c.gguf && !gguf_blocks_within(&s->c, s->gguf_arch, s->d))
+        return false;
+    warn_unused(s->o, &s->c);
+    return true;
+}
+
+/* Phase 5, provenance.converter: the tool, its options and the source
+ * files (with a GGUF's quantization keys and transformed objects). NULL
+ * with a diagnostic. */
+static nf_jval *provenance_json(imp *s)
+{
+    const nf_import_opts *o = s->o;
     nf_jval *conv = nf_jnew_object(), *opts = nf_jnew_object(), *src = nf_jnew_object(),
             *provn = nf_jnew_object();
     nf_jobj_set(conv, "tool", nf_jnew_string("ninfer-import"));
@@ -1968,65 +2016,112 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
     nf_jobj_set(opts, "f16_as", nf_jnew_string(o->f16_as == NF_FMT_BF16 ? "bf16"
                                                : o->f16_as == NF_FMT_FP32 ? "fp32" : "auto"));
     nf_jobj_set(conv, "options", opts);
-    nf_jobj_set(src, "format", nf_jnew_string(c.gguf ? "gguf" : "safetensors"));
-    char *abs = absdup(cp);
-    nf_jobj_set(src, "path", nf_jnew_string(abs ? abs : cp));
+    nf_jobj_set(src, "format", nf_jnew_string(s->c.gguf ? "gguf" : "safetensors"));
+    char *abs = absdup(s->cp);
+    nf_jobj_set(src, "path", nf_jnew_string(abs ? abs : s->cp));
     free(abs);
-    nf_jobj_set(src, "files", pv.files);
-    pv.files = NULL;
-    nf_jval *gprov = c.gguf ? gguf_provenance(&m, c.g) : NULL;
+    nf_jobj_set(src, "files", s->pv.files);
+    s->pv.files = NULL;
+    nf_jval *gprov = s->c.gguf ? gguf_provenance(&s->m, s->c.g) : NULL;
     if (gprov)
         nf_jobj_set(src, "gguf", gprov);
     nf_jobj_set(conv, "source", src);
-    if (c.gguf && !gprov) {
+    if (s->c.gguf && !gprov) {
         nf_jval_free(provn);
         nf_jval_free(conv);
-        goto done;
+        return NULL;
     }
     nf_jobj_set(provn, "converter", conv);
+    return provn;
+}
 
-    root = nf_jnew_object();
-    nf_jobj_set(root, "components", comps);
-    comps = NULL;
-    nf_jobj_set(root, "objects", m.objects);
-    nf_jobj_set(root, "bindings", m.bindings);
-    nf_jobj_set(root, "uses", m.uses);
-    m.objects = m.bindings = m.uses = NULL;
-    if (meta) {
-        nf_jobj_set(root, "metadata", meta);
-        meta = NULL;
+/* Phase 6, the manifest's text: components, objects (resources last),
+ * bindings, uses, metadata, provenance. */
+static char *manifest_text(imp *s, size_t *len)
+{
+    mb *m = &s->m;
+    for (size_t i = 0; i < s->n_resources; i++)
+        nf_jarr_push(m->objects, nf_jval_ref(nf_jarr_get(s->resource_objs, i)));
+    if (nf_jarr_len(m->objects) == 0) {
+        nf_diag_addf(s->d, NF_C_SCHEMA, s->cp, "", "nothing to import: no tensors and no tokenizer");
+        return NULL;
+    }
+    nf_jval *provn = provenance_json(s);
+    if (!provn)
+        return NULL;
+    nf_jval *root = nf_jnew_object();
+    nf_jobj_set(root, "components", s->comps);
+    s->comps = NULL;
+    nf_jobj_set(root, "objects", m->objects);
+    nf_jobj_set(root, "bindings", m->bindings);
+    nf_jobj_set(root, "uses", m->uses);
+    m->objects = m->bindings = m->uses = NULL;
+    if (s->meta) {
+        nf_jobj_set(root, "metadata", s->meta);
+        s->meta = NULL;
     }
     nf_jobj_set(root, "provenance", provn);
-    out = nf_jval_to_text(root, true, len);
+    char *out = nf_jval_to_text(root, true, len);
     if (!out)
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-done:
-    nf_jval_free(resource_objs);
+        nf_diag_add(s->d, NF_C_IO, "", "out of memory");
     nf_jval_free(root);
-    nf_jval_free(comps);
-    nf_jval_free(meta);
-    nf_jval_free(res);
-    nf_jval_free(pv.files);
-    nf_jval_free(m.objects);
-    nf_jval_free(m.bindings);
-    nf_jval_free(m.uses);
-    for (size_t i = 0; i < m.n_b; i++)
-        nf_jval_free(m.bjson[i]);
-    free(m.bjson);
-    nf_strmap_free(&m.objs);
-    nf_strmap_free(&m.colsaux);
-    free(m.colsaux_id);
-    nf_jval_free(m.row_copies);
-    nf_jval_free(m.transformed);
-    nf_strmap_free(&m.bound);
-    nf_strmap_free(&m.bidx);
-    if (have_plan)
-        nf_arch_plan_free(&plan);
-    if (have_mtp)
-        nf_arch_plan_free(&mtp);
-    free(config);
-    free(config_path);
-    free(index_path);
-    ck_free(&c);
+    return out;
+}
+
+/* The output (-o, or standard output when it is a regular file), which
+ * prov_file compares with every file read (DESIGN 3). */
+static void prov_output(prov *pv, const nf_import_opts *o)
+{
+    struct stat ost;
+    if (o->output && stat(o->output, &ost) == 0) {
+        pv->out = o->output;
+        pv->out_exists = true;
+    } else if (o->output) {
+        pv->out = o->output;
+    } else if (fstat(1, &ost) == 0 && S_ISREG(ost.st_mode)) {
+        pv->out = "(stdout)";
+        pv->out_exists = true;
+    }
+    if (pv->out_exists) {
+        pv->out_dev = ost.st_dev;
+        pv->out_ino = ost.st_ino;
+    }
+}
+
+char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
+{
+    imp s;
+    memset(&s, 0, sizeof s);
+    s.o = o;
+    s.d = d;
+    s.cp = o->checkpoint;
+    s.m.o = o;
+    s.m.d = d;
+    s.m.c = &s.c;
+    s.res = nf_jnew_object();
+    s.pv.files = nf_jnew_array();
+    prov_output(&s.pv, o);
+    s.m.objects = nf_jnew_array();
+    s.m.bindings = nf_jnew_object();
+    s.m.uses = nf_jnew_array();
+    s.comps = nf_jnew_object();
+    char *out = NULL;
+    if (!s.res || !s.pv.files || !s.m.objects || !s.m.bindings || !s.m.uses || !s.comps) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    } else if (open_checkpoint(&s) && read_config(&s) &&
+               /* an output naming any file the import reads is refused
+                * before the files are hashed or anything is written
+                * (DESIGN 3); then an existing output without force */
+               outputs_checked(o, &s.pv, &s.c, s.config_path, s.index_path, d)) {
+        /* a GGUF of only a tokenizer has no weights */
+        bool weights = !s.c.gguf || s.c.g->n_tensors > 0;
+        if (add_resources(&s) && (!weights || add_weights(&s))) {
+            nf_jobj_set(s.comps, "text", component_json(s.config, s.res, NULL));
+            if (s.have_mtp)
+                nf_jobj_set(s.comps, "mtp", component_json(s.mtp_cfg, NULL, "text"));
+            out = manifest_text(&s, len);
+        }
+    }
+    imp_free(&s);
     return out;
 }
