@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "nf_binder.h"
+#include "nf_loadplan.h"
 #include "nf_cli.h"
 #include "nf_io.h"
 #include "nf_util.h"
@@ -183,25 +184,6 @@ static int list(const nf_catalog *c, const nf_arch_plan *plans, size_t np, const
     return 0;
 }
 
-typedef struct {
-    nf_artifact *a;
-    nf_jval *segs;
-} seg_ctx;
-
-static int seg_cb(void *ctx, size_t file, int fd, uint64_t file_off, uint64_t range_off,
-                  uint64_t len)
-{
-    seg_ctx *s = ctx;
-    (void)fd;
-    (void)range_off;
-    nf_jval *g = nf_jnew_object();
-    nf_jobj_set(g, "file", nf_jnew_string(nf_artifact_file_path(s->a, file)));
-    nf_jobj_set(g, "file_offset", nf_jnew_u64(file_off));
-    nf_jobj_set(g, "bytes", nf_jnew_u64(len));
-    nf_jarr_push(s->segs, g);
-    return 0;
-}
-
 /* One record of json-c's pretty text at level 0 written as it stands two
  * levels deeper: 4 more spaces after each newline (strings hold none). */
 static void put_indented(const char *t)
@@ -213,10 +195,46 @@ static void put_indented(const char *t)
     fputs(t, stdout);
 }
 
+/* One part of a parameter's plan as DESIGN 6's JSON. */
+static nf_jval *part_json(nf_artifact *a, const nf_param_plan *pp, const nf_part_plan *part)
+{
+    const nf_object *ob = &nf_artifact_catalog(a)->objects[part->object];
+    nf_jval *pt = nf_jnew_object(), *r = nf_jnew_array();
+    nf_jobj_set(pt, "object", nf_jnew_string(ob->id));
+    nf_jarr_push(r, nf_jnew_u64(part->begin));
+    nf_jarr_push(r, nf_jnew_u64(part->end));
+    nf_jobj_set(pt, "range", r);
+    nf_jobj_set(pt, "format", nf_jnew_string(ob->format_name));
+    nf_jobj_set(pt, "layout", nf_jnew_string(ob->layout_name));
+    if (part->status != NF_ENC_OK)
+        return pt;
+    nf_jval *planes = nf_jnew_array(), *segs = nf_jnew_array();
+    for (unsigned j = 0; j < part->n_planes; j++) {
+        nf_jval *pl = nf_jnew_object();
+        nf_jobj_set(pl, "plane", nf_jnew_string(part->planes[j].plane));
+        nf_jobj_set(pl, "offset", nf_jnew_u64(part->planes[j].offset));
+        nf_jobj_set(pl, "bytes", nf_jnew_u64(part->planes[j].bytes));
+        nf_jarr_push(planes, pl);
+    }
+    for (size_t j = 0; j < part->n_segments; j++) {
+        const nf_segment *sg = &pp->segments[part->first_segment + j];
+        nf_jval *g = nf_jnew_object();
+        nf_jobj_set(g, "file", nf_jnew_string(nf_artifact_file_path(a, sg->file)));
+        nf_jobj_set(g, "file_offset", nf_jnew_u64(sg->file_offset));
+        nf_jobj_set(g, "bytes", nf_jnew_u64(sg->bytes));
+        nf_jarr_push(segs, g);
+    }
+    nf_jobj_set(pt, "view", nf_jnew_bool(part->view));
+    nf_jobj_set(pt, "planes", planes);
+    nf_jobj_set(pt, "segments", segs);
+    return pt;
+}
+
 /* The plan is written one parameter at a time (each record built, written
  * and freed), byte for byte what one json-c tree of the whole plan printed
  * pretty: memory is the catalog's plus one record (red-team C1: the tree of
- * a 74k-tensor plan took 19x the catalog, 8.2 GB for 1M bindings). */
+ * a 74k-tensor plan took 19x the catalog, 8.2 GB for 1M bindings); the
+ * library computes each parameter's plan (nf_param_plan_make). */
 static int plan(nf_artifact *a, const nf_arch_plan *plans, size_t np, const opts *o, nf_diags *d)
 {
     const nf_catalog *c = nf_artifact_catalog(a);
@@ -234,53 +252,15 @@ static int plan(nf_artifact *a, const nf_arch_plan *plans, size_t np, const opts
             nf_jarr_push(sh, nf_jnew_u64(dims[k]));
         nf_jobj_set(p, "name", nf_jnew_string(nb->name));
         nf_jobj_set(p, "shape", sh);
-        size_t n = nb->b.parts ? nb->b.n_parts : 1;
-        for (size_t k = 0; k < n; k++) {
-            size_t oi = nb->b.parts ? nb->b.parts[k].obj : nb->b.obj;
-            if (oi >= c->n_objects)
-                continue;
-            const nf_object *ob = &c->objects[oi];
-            nf_tensor_enc te;
-            const char *why = NULL;
-            nf_enc_status st = nf_tensor_enc_init(&te, ob->format, ob->layout, ob->dims, ob->rank,
-                                                  ob->divisors, &why);
-            uint64_t b0 = nb->b.parts ? nb->b.parts[k].begin : 0;
-            uint64_t b1 = nb->b.parts ? nb->b.parts[k].end : (st == NF_ENC_OK ? te.enc.elements : 0);
-            nf_jval *pt = nf_jnew_object(), *r = nf_jnew_array();
-            nf_jobj_set(pt, "object", nf_jnew_string(ob->id));
-            nf_jarr_push(r, nf_jnew_u64(b0));
-            nf_jarr_push(r, nf_jnew_u64(b1));
-            nf_jobj_set(pt, "range", r);
-            nf_jobj_set(pt, "format", nf_jnew_string(ob->format_name));
-            nf_jobj_set(pt, "layout", nf_jnew_string(ob->layout_name));
-            if (st != NF_ENC_OK) {
-                char *q = nf_ptr_index("/objects", oi);
-                nf_diag_add(d, st == NF_ENC_UNSUPPORTED ? NF_C_UNSUPPORTED : NF_C_ENCODING,
-                            q ? q : "", "object \"%s\": no plan for %s/%s%s%s", ob->id,
-                            ob->format_name, ob->layout_name, why ? ": " : "", why ? why : "");
-                free(q);
-                nf_jarr_push(parts, pt);
-                continue;
-            }
-            nf_plane_span sp[NF_MAX_PLANES];
-            bool view = false;
-            unsigned ns = nf_part_spans(&te, b0, b1, sp, &view);
-            nf_jval *planes = nf_jnew_array(), *segs = nf_jnew_array();
-            for (unsigned j = 0; j < ns; j++) {
-                nf_jval *pl = nf_jnew_object();
-                nf_jobj_set(pl, "plane", nf_jnew_string(sp[j].plane));
-                nf_jobj_set(pl, "offset", nf_jnew_u64(sp[j].offset));
-                nf_jobj_set(pl, "bytes", nf_jnew_u64(sp[j].bytes));
-                nf_jarr_push(planes, pl);
-                seg_ctx sc = {a, segs};
-                if (sp[j].bytes)
-                    nf_artifact_segments(a, ob->offset + sp[j].offset, sp[j].bytes, seg_cb, &sc, d);
-            }
-            nf_jobj_set(pt, "view", nf_jnew_bool(view));
-            nf_jobj_set(pt, "planes", planes);
-            nf_jobj_set(pt, "segments", segs);
-            nf_jarr_push(parts, pt);
+        nf_param_plan pp;
+        if (nf_param_plan_make(a, &nb->b, &pp, d) < 0) {
+            nf_jval_free(p);
+            nf_jval_free(parts);
+            break;
         }
+        for (size_t k = 0; k < pp.n_parts; k++)
+            nf_jarr_push(parts, part_json(a, &pp, &pp.parts[k]));
+        nf_param_plan_free(&pp);
         nf_jobj_set(p, "parts", parts);
         char *t = nf_jval_to_text(p, true, NULL);
         nf_jval_free(p);

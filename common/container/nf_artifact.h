@@ -114,6 +114,13 @@ typedef int (*nf_segment_fn)(void *ctx, size_t file, int fd, uint64_t file_off,
 int nf_artifact_segments(nf_artifact *a, uint64_t off, uint64_t len, nf_segment_fn fn,
                          void *ctx, nf_diags *d);
 
+/* One piece of a logical payload range in one file (spec 11.2): the file's
+ * index, the offset in that file, and the length in bytes. */
+typedef struct {
+    size_t file;
+    uint64_t file_offset, bytes;
+} nf_segment;
+
 /* Which files does logical [off, off+len) touch: sets need[i] = true. */
 void nf_artifact_files_touched(const nf_artifact *a, uint64_t off, uint64_t len, bool *need);
 

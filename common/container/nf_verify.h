@@ -65,11 +65,7 @@ void nf_verify_result_free(nf_verify_result *r);
 /* Where the bytes of object o lie (spec 11.2's mapping of the logical
  * payload to files): up to max segments {file index, offset in that file,
  * bytes}, in order. Returns how many segments there are (which may exceed
- * max: only max are written). Not for streams. */
-typedef struct {
-    size_t file;
-    uint64_t file_offset, bytes;
-} nf_segment;
+ * max: only max are written). Not for streams. (nf_segment: nf_artifact.h) */
 size_t nf_object_segments(const nf_artifact *a, const nf_object *o, nf_segment *seg, size_t max);
 
 #ifdef __cplusplus
