@@ -102,6 +102,56 @@ static int whole_out(nf_operand *op)
     return nf_stream_drain(op->a, &d);
 }
 
+/* Text a terminal may show: UTF-8 with no control character but tab,
+ * newline and carriage return (nothing that could drive the terminal). */
+static bool is_text(const char *p, size_t n)
+{
+    if (nf_utf8_invalid_at(p, n) != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if ((ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') || ch == 0x7f)
+            return false;
+        if (ch == 0xc2 && i + 1 < n && (unsigned char)p[i + 1] < 0xa0)
+            return false; /* C1 controls */
+    }
+    return true;
+}
+
+/* A resource: mostly text (tokenizer.json, a chat template), which a user
+ * reads right on the terminal; one that is not text (tokenizer.model) is
+ * refused there as binary output is (red-team E27). Shown on a terminal
+ * only from an artifact file and up to 64 MiB, read whole first. */
+static int resource_out(nf_artifact *a, const nf_object *o)
+{
+    if (!isatty(1))
+        return range_out(a, o->offset, o->bytes);
+    char *buf = NULL;
+    bool text = false;
+    if (!nf_artifact_is_stream(a) && o->bytes <= (64u << 20)) {
+        buf = malloc(o->bytes ? (size_t)o->bytes : 1);
+        if (!buf) {
+            nf_diag_add(&d, NF_C_IO, "", "out of memory");
+            return -1;
+        }
+        if (nf_artifact_read(a, o->offset, buf, (size_t)o->bytes, &d) < 0) {
+            free(buf);
+            return -1;
+        }
+        text = is_text(buf, (size_t)o->bytes);
+    }
+    int rc = -1;
+    if (!text)
+        nf_diag_add(&d, NF_C_USAGE, "", "resource \"%s\" %s: refusing to write binary data to "
+                    "a terminal (redirect it)", o->id,
+                    nf_artifact_is_stream(a) ? "comes from a stream, unseen"
+                    : buf ? "is not text" : "is over 64 MiB");
+    else
+        rc = emit(buf, (size_t)o->bytes);
+    free(buf);
+    return rc;
+}
+
 static int files_out(nf_artifact *a)
 {
     const nf_catalog *c = nf_artifact_catalog(a);
@@ -206,7 +256,7 @@ static int run(nf_operand *op)
             for (size_t k = 0; k < c->components[i].n_resources; k++) {
                 const nf_resource_ref *r = &c->components[i].resources[k];
                 if (strcmp(r->role, opt.arg) == 0 && r->obj != SIZE_MAX)
-                    return range_out(a, c->objects[r->obj].offset, c->objects[r->obj].bytes);
+                    return resource_out(a, &c->objects[r->obj]);
             }
             nf_diag_add(&d, NF_C_REFERENCE, "", "component \"%s\" has no resource \"%s\"", comp,
                         opt.arg);
@@ -300,10 +350,11 @@ int main(int argc, char **argv)
         return nf_usage_error("give at most one selector");
     if (optind + 1 != argc)
         return nf_usage_error(optind >= argc ? "no artifact given" : "one artifact at a time");
-    /* DESIGN 3: binary output (a stream, an object, a range, a resource,
-     * anything compressed) is refused on a terminal, for every command alike */
+    /* DESIGN 3: binary output (a stream, an object, a range, anything
+     * compressed) is refused on a terminal, for every command alike; a
+     * resource is shown there only when it is text (resource_out) */
     bool binary = opt.zstd || opt.sel == S_STREAM || opt.sel == S_OBJECT ||
-                  opt.sel == S_RANGE || opt.sel == S_RESOURCE;
+                  opt.sel == S_RANGE;
     if (binary && isatty(1))
         return nf_usage_error("refusing to write binary data to a terminal (redirect it)");
     const char *path = argv[optind];

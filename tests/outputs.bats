@@ -106,7 +106,7 @@ on_tty() {
     id=$(ninfer-cat --catalog a.ninfer | grep -o '"id":"[^"]*"' | head -n1 | sed 's/"id":"//; s/"//')
     local cmd
     for cmd in "ninfer-cat a.ninfer" "ninfer-cat --object $id a.ninfer" \
-        "ninfer-cat --range 0:16 a.ninfer" "ninfer-cat --resource tokenizer.json a.ninfer" \
+        "ninfer-cat --range 0:16 a.ninfer" \
         "ninfer-cat --zstd --catalog a.ninfer" "ninfer-cat --zstd --header a.ninfer" \
         "ninfer-split a.ninfer" "ninfer-pack -q m.json" \
         "ninfer-bind --extract text/final_norm a.ninfer"; do
@@ -117,6 +117,18 @@ on_tty() {
         "ninfer-cat --files a.ninfer" "ninfer-cat --manifest a.ninfer"; do
         run -0 on_tty "$cmd"
     done
+    # a resource that is text shows there, byte for byte (red-team E27); one
+    # that is not, or one read from a stream, is refused as binary output
+    run -0 on_tty "ninfer-cat --resource tokenizer.json a.ninfer"
+    [ "$(printf '%s' "$output" | tr -d '\r')" = "$(tr -d '\r' < ck/tokenizer.json)" ]
+    printf 'sp\0\1\2model' > ck/tokenizer.model
+    ninfer-import -q --force -o m2.json ck
+    ninfer-pack -q -o b.ninfer m2.json
+    run -2 on_tty "ninfer-cat --resource tokenizer.model b.ninfer"
+    [[ "$output" == *'resource "'*'" is not text: refusing to write binary data to a terminal (redirect it)'* ]]
+    run -0 on_tty "ninfer-cat --resource tokenizer.json b.ninfer"
+    run -2 on_tty "ninfer-cat --resource tokenizer.json - < b.ninfer"
+    [[ "$output" == *'comes from a stream, unseen: refusing to write binary data to a terminal'* ]]
 }
 
 @test "quant: a rule that matches no parameter is a usage error naming it (2); nothing is written" {
