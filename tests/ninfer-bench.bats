@@ -281,6 +281,24 @@ model.layers.0.mlp.down_proj.weight q4_g64_fp16" ]
     [[ "${lines[1]}" == w.a,* ]]
     run -3 --separate-stderr ninfer-bench --iters 2 missing.ninfer
     expect_only_codes io
+    [ -z "$output" ]  # nothing measured, no peak line or header first (red-team E8)
+}
+
+@test "artifact mode: '-' and a --param that matches nothing are usage errors before anything is measured" {
+    nf_make e.ninfer
+    # red-team E19: the objects are read from the files, not a stream
+    run -2 --separate-stderr ninfer-bench --iters 2 - < e.ninfer
+    [ "$stderr" = "ninfer-bench: usage: ninfer-bench times objects read from an artifact's files, not a stream ('-') (see 'ninfer-bench --help')" ]
+    [ -z "$output" ]
+    # red-team E24: a glob (or a name) that reaches no rank-2 tensor
+    run -2 --separate-stderr ninfer-bench --iters 2 --param 'nomatch*' e.ninfer
+    [ "$stderr" = "ninfer-bench: usage: --param 'nomatch*' matches no parameter with a rank-2 tensor to time (see 'ninfer-bench --help')" ]
+    [ -z "$output" ]
+    run -2 --separate-stderr ninfer-bench --iters 2 --param text/nope e.ninfer
+    [ -z "$output" ]
+    # the default '*' reaches the bf16 [2, 4] tensor
+    run -0 --separate-stderr ninfer-bench --iters 2 --csv e.ninfer
+    [ "${#lines[@]}" -eq 2 ]
 }
 
 # ---- devices -------------------------------------------------------------------------
