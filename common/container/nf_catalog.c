@@ -7,7 +7,7 @@
  * JSON Pointer, and parsing goes on wherever the rest of the catalog can
  * still be checked. Pointers are only built when a problem is recorded, so
  * a large healthy catalog costs no string work beyond its IDs. A manifest
- * object's `source` is parsed on its own with json-c (parse_source), its
+ * object's `source` is parsed on its own (nf_source_parse, with json-c), its
  * cost bounded by its own size. */
 #include "nf_catalog.h"
 
@@ -18,6 +18,7 @@
 
 #include "nf_catalog_int.h"
 #include "nf_json.h"
+#include "nf_source.h"
 #include "nf_strmap.h"
 #include "nf_util.h"
 
@@ -27,13 +28,9 @@ static const uint64_t no_dims[1];
 
 typedef struct {
     nf_catalog *c;
-    nf_jdoc *doc;
     nf_diags *d;
     nf_cat_mode mode;
     const char *entry_name;
-    bool bigints; /* the pre-scan saw integers above U64: build pointers */
-    size_t ptr_strip; /* pointers handed to read_u64 lead with this many bytes
-                         that doc's own pointers lack (a source parsed alone) */
 } pctx;
 
 static void diag_at_oom(pctx *x);
@@ -71,119 +68,9 @@ static void diag_at_oom(pctx *x)
     nf_diag_add(x->d, NF_C_IO, "", "out of memory");
 }
 
-/* Member-set check: every member of v must be in allowed[] (NULL-ended);
- * the names in required[] must be present. */
-struct members_ctx {
-    pctx *x;
-    const char *ptr;
-    const char *const *allowed;
-    const char *what;
-    bool ok;
-};
-
-static bool unknown_member_cb(void *vctx, const char *name, nf_jval *val)
-{
-    struct members_ctx *m = vctx;
-    (void)val;
-    for (const char *const *a = m->allowed; *a; a++)
-        if (strcmp(*a, name) == 0)
-            return true;
-    char *p = ptr_key(m->ptr, name);
-    diag_at(m->x, NF_C_SCHEMA, p, "unknown member \"%s\" in %s", name, m->what);
-    free(p);
-    m->ok = false;
-    return true;
-}
-
-static bool check_members(pctx *x, nf_jval *v, const char *ptr,
-                          const char *const *allowed, const char *const *required,
-                          const char *what)
-{
-    struct members_ctx m = {x, ptr, allowed, what, true};
-    nf_jobj_foreach(v, unknown_member_cb, &m);
-    for (const char *const *r = required; r && *r; r++) {
-        if (!nf_jobj_has(v, *r)) {
-            char *p = ptr_key(ptr, *r);
-            diag_at(x, NF_C_SCHEMA, p, "%s lacks required member \"%s\"", what, *r);
-            free(p);
-            m.ok = false;
-        }
-    }
-    return m.ok;
-}
-
 static const char *article(nf_jtype t)
 {
     return (t == NF_J_OBJECT || t == NF_J_ARRAY || t == NF_J_INT) ? "an" : "a";
-}
-
-static bool expect_type(pctx *x, nf_jval *v, nf_jtype t, const char *ptr,
-                        const char *what)
-{
-    nf_jtype got = nf_jtype_of(v);
-    if (got == t)
-        return true;
-    diag_at(x, NF_C_SCHEMA, ptr, "%s must be %s %s, not %s", what, article(t),
-            nf_jtype_name(t), nf_jtype_name(got));
-    return false;
-}
-
-/* An ID (spec 1): non-empty UTF-8 string without U+0000. Returns a copy or
- * NULL (with a `schema` record). */
-static char *read_id(pctx *x, nf_jval *v, const char *ptr, const char *what)
-{
-    if (!expect_type(x, v, NF_J_STRING, ptr, what))
-        return NULL;
-    size_t n;
-    const char *s = nf_jstr(v, &n);
-    if (n == 0) {
-        diag_at(x, NF_C_SCHEMA, ptr, "%s must be a non-empty ID", what);
-        return NULL;
-    }
-    if (memchr(s, 0, n)) {
-        diag_at(x, NF_C_SCHEMA, ptr, "%s must not contain U+0000", what);
-        return NULL;
-    }
-    char *r = strndup(s, n);
-    if (!r)
-        diag_at(x, NF_C_IO, ptr, "out of memory");
-    return r;
-}
-
-/* Read a U64 field. positive: zero is a `range` error. */
-static bool read_u64(pctx *x, nf_jval *v, const char *ptr, const char *what,
-                     bool positive, uint64_t *out)
-{
-    uint64_t u = 0;
-    nf_ju64_status st = nf_jval_u64(x->doc, v, x->bigints ? ptr + x->ptr_strip : NULL, &u);
-    switch (st) {
-    case NF_JU64_OK:
-        break;
-    case NF_JU64_NOT_INTEGER:
-        if (nf_jtype_of(v) == NF_J_DOUBLE) {
-            size_t n;
-            const char *t = nf_jval_to_text((nf_jval *)v, false, &n);
-            diag_at(x, NF_C_SCHEMA, ptr, "%s must be a JSON integer, not %s", what,
-                    t ? t : "a number with a fraction or exponent");
-            free((char *)t);
-        } else {
-            diag_at(x, NF_C_SCHEMA, ptr, "%s must be an integer, not %s", what,
-                    nf_jtype_name(nf_jtype_of(v)));
-        }
-        return false;
-    case NF_JU64_NEGATIVE:
-        diag_at(x, NF_C_RANGE, ptr, "%s is negative", what);
-        return false;
-    case NF_JU64_TOO_BIG:
-        diag_at(x, NF_C_RANGE, ptr, "%s is above 2^64-1", what);
-        return false;
-    }
-    if (positive && u == 0) {
-        diag_at(x, NF_C_RANGE, ptr, "%s must be positive", what);
-        return false;
-    }
-    *out = u;
-    return true;
 }
 
 /* Pointer to a member of an array element: "/objects/3/offset". Only built
@@ -193,265 +80,6 @@ static char *elem_ptr(const char *arr, size_t i, const char *member)
     if (member)
         return ptr_fmt("%s/%zu/%s", arr, i, member);
     return ptr_fmt("%s/%zu", arr, i);
-}
-
-/* ---- sources (manifest only, DESIGN 5) ---- */
-
-static void source_free(nf_source *s)
-{
-    if (!s)
-        return;
-    free(s->path);
-    free(s->name);
-    free(s->dtype);
-    free(s->values);
-    for (size_t i = 0; i < s->n_items; i++)
-        source_free(&s->items[i]);
-    free(s->items);
-    free(s->pointer);
-}
-
-static const char *const dtypes[] = {"bf16", "f16", "f32", "f64", "i8", "i16", "i32",
-                                     "i64", "u8", "u16", "u32", "u64", NULL};
-
-/* "unpermute" of a source (DESIGN 5): llama-rope {scheme, heads} or
- * v-heads-tiled {scheme, axis, k_heads, v_heads, head_dim[, offset]}. */
-static bool parse_unpermute(pctx *x, nf_jval *m, const char *p, nf_source *s)
-{
-    static const char *const rope[] = {"scheme", "heads", NULL};
-    static const char *const tiled[] = {"scheme", "axis", "k_heads", "v_heads", "head_dim",
-                                        "offset", NULL};
-    static const char *const tiled_req[] = {"scheme", "axis", "k_heads", "v_heads", "head_dim",
-                                            NULL};
-    if (!expect_type(x, m, NF_J_OBJECT, p, "unpermute"))
-        return false;
-    const char *sch = nf_jstr(nf_jobj_get(m, "scheme"), NULL);
-    char *q = ptr_key(p, "scheme");
-    bool ok = true;
-    if (sch && strcmp(sch, "llama-rope") == 0) {
-        char *h = ptr_key(p, "heads");
-        ok = check_members(x, m, p, rope, rope, "unpermute") &&
-             read_u64(x, nf_jobj_get(m, "heads"), h, "heads", true, &s->unpermute_heads);
-        free(h);
-        s->unpermute = NF_UNPERMUTE_LLAMA_ROPE;
-    } else if (sch && strcmp(sch, "v-heads-tiled") == 0) {
-        ok = check_members(x, m, p, tiled, tiled_req, "unpermute");
-        static const char *const names[] = {"k_heads", "v_heads", "head_dim", "offset"};
-        uint64_t *dst[] = {&s->k_heads, &s->v_heads, &s->head_dim, &s->unpermute_offset};
-        for (int i = 0; ok && i < 4; i++) {
-            if (i == 3 && !nf_jobj_has(m, names[i]))
-                break;
-            char *f = ptr_key(p, names[i]);
-            ok = read_u64(x, nf_jobj_get(m, names[i]), f, names[i], i < 3, dst[i]);
-            free(f);
-        }
-        const char *axis = nf_jstr(nf_jobj_get(m, "axis"), NULL);
-        char *a = ptr_key(p, "axis");
-        uint64_t w;
-        if (ok && (!axis || (strcmp(axis, "rows") && strcmp(axis, "columns")))) {
-            diag_at(x, NF_C_SCHEMA, a, "axis must be \"rows\" or \"columns\"");
-            ok = false;
-        } else if (ok && s->v_heads % s->k_heads != 0) {
-            char *f = ptr_key(p, "v_heads");
-            diag_at(x, NF_C_RANGE, f, "v_heads %llu is not a multiple of k_heads %llu",
-                    (unsigned long long)s->v_heads, (unsigned long long)s->k_heads);
-            free(f);
-            ok = false;
-        } else if (ok && (!nf_mul_u64(s->v_heads, s->head_dim, &w) ||
-                          !nf_add_u64(w, s->unpermute_offset, &w))) {
-            diag_at(x, NF_C_RANGE, p, "offset + v_heads x head_dim overflows U64");
-            ok = false;
-        } else if (ok && axis[0] == 'c' && s->unpermute_offset) {
-            char *f = ptr_key(p, "offset");
-            diag_at(x, NF_C_SCHEMA, f, "a column unpermute takes every column: no offset");
-            free(f);
-            ok = false;
-        }
-        s->unpermute_columns = ok && axis[0] == 'c';
-        free(a);
-        s->unpermute = NF_UNPERMUTE_V_HEADS_TILED;
-    } else {
-        diag_at(x, NF_C_SCHEMA, q, "unpermute scheme must be \"llama-rope\" or \"v-heads-tiled\"");
-        ok = false;
-    }
-    free(q);
-    s->has_unpermute = ok;
-    if (!ok)
-        s->unpermute = NF_UNPERMUTE_NONE;
-    return ok;
-}
-
-static bool parse_source(pctx *x, nf_jval *v, const char *ptr, nf_source *s, unsigned depth)
-{
-    static const char *const allowed[] = {"file", "offset", "dtype", "values", "safetensors",
-                                          "gguf", "tensor", "artifact", "object", "concat",
-                                          "rows", "unpermute", "map", NULL};
-    memset(s, 0, sizeof *s);
-    s->pointer = strdup(ptr);
-    if (!expect_type(x, v, NF_J_OBJECT, ptr, "source"))
-        return false;
-    bool ok = check_members(x, v, ptr, allowed, NULL, "source");
-    static const char *const kinds[] = {"file", "values", "safetensors", "gguf", "artifact",
-                                        "concat"};
-    int nk = 0;
-    for (int i = 0; i < 6; i++) {
-        if (nf_jobj_has(v, kinds[i])) {
-            nk++;
-            s->kind = (nf_src_kind)(i + 1);
-        }
-    }
-    if (nk != 1) {
-        diag_at(x, NF_C_SCHEMA, ptr,
-                "a source names exactly one of file, values, safetensors, gguf, artifact, concat");
-        return false;
-    }
-    char *p;
-    nf_jval *m;
-    switch (s->kind) {
-    case NF_SRC_FILE:
-    case NF_SRC_SAFETENSORS:
-    case NF_SRC_GGUF:
-    case NF_SRC_ARTIFACT: {
-        const char *key = s->kind == NF_SRC_FILE ? "file"
-                          : s->kind == NF_SRC_SAFETENSORS ? "safetensors"
-                          : s->kind == NF_SRC_GGUF ? "gguf" : "artifact";
-        p = ptr_key(ptr, key);
-        s->path = read_id(x, nf_jobj_get(v, key), p, "a source path");
-        free(p);
-        ok &= s->path != NULL;
-        if (s->kind != NF_SRC_FILE) {
-            const char *nk2 = s->kind == NF_SRC_ARTIFACT ? "object" : "tensor";
-            p = ptr_key(ptr, nk2);
-            if (!nf_jobj_has(v, nk2)) {
-                diag_at(x, NF_C_SCHEMA, p, "source lacks required member \"%s\"", nk2);
-                ok = false;
-            } else {
-                s->name = read_id(x, nf_jobj_get(v, nk2), p, "a source name");
-                ok &= s->name != NULL;
-            }
-            free(p);
-        }
-        break;
-    }
-    case NF_SRC_VALUES: {
-        m = nf_jobj_get(v, "values");
-        p = ptr_key(ptr, "values");
-        if (expect_type(x, m, NF_J_ARRAY, p, "values")) {
-            size_t n = nf_jarr_len(m);
-            s->values = malloc((n ? n : 1) * sizeof *s->values);
-            if (!s->values) {
-                diag_at(x, NF_C_IO, p, "out of memory");
-                ok = false;
-                break;
-            }
-            for (size_t i = 0; i < n; i++) {
-                nf_jval *e = nf_jarr_get(m, i);
-                nf_jtype t = nf_jtype_of(e);
-                if (t != NF_J_INT && t != NF_J_DOUBLE) {
-                    char *q = nf_ptr_index(p, i);
-                    diag_at(x, NF_C_SCHEMA, q, "values must be numbers");
-                    free(q);
-                    ok = false;
-                    continue;
-                }
-                s->values[s->n_values++] = nf_jdouble(e);
-            }
-        } else {
-            ok = false;
-        }
-        free(p);
-        break;
-    }
-    case NF_SRC_CONCAT: {
-        m = nf_jobj_get(v, "concat");
-        p = ptr_key(ptr, "concat");
-        if (depth > 4) {
-            diag_at(x, NF_C_SCHEMA, p, "concat sources nest too deeply");
-            ok = false;
-        } else if (expect_type(x, m, NF_J_ARRAY, p, "concat") && nf_jarr_len(m) > 0) {
-            size_t n = nf_jarr_len(m);
-            s->items = calloc(n, sizeof *s->items);
-            if (!s->items) {
-                ok = false;
-            } else {
-                s->n_items = n;
-                for (size_t i = 0; i < n; i++) {
-                    char *q = nf_ptr_index(p, i);
-                    ok &= parse_source(x, nf_jarr_get(m, i), q, &s->items[i], depth + 1);
-                    free(q);
-                }
-            }
-        } else {
-            diag_at(x, NF_C_SCHEMA, p, "concat must be a non-empty array of sources");
-            ok = false;
-        }
-        free(p);
-        break;
-    }
-    default:
-        break;
-    }
-    if ((m = nf_jobj_get(v, "offset")) || nf_jobj_has(v, "offset")) {
-        p = ptr_key(ptr, "offset");
-        ok &= read_u64(x, m, p, "source offset", false, &s->offset);
-        free(p);
-    }
-    if (nf_jobj_has(v, "dtype")) {
-        p = ptr_key(ptr, "dtype");
-        m = nf_jobj_get(v, "dtype");
-        const char *t = nf_jstr(m, NULL);
-        bool known = false;
-        for (int i = 0; t && dtypes[i]; i++)
-            known |= strcmp(dtypes[i], t) == 0;
-        if (!known) {
-            diag_at(x, NF_C_SCHEMA, p, "dtype must be one of bf16 f16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64");
-            ok = false;
-        } else {
-            s->dtype = strdup(t);
-        }
-        free(p);
-    }
-    if (nf_jobj_has(v, "rows")) {
-        p = ptr_key(ptr, "rows");
-        m = nf_jobj_get(v, "rows");
-        if (expect_type(x, m, NF_J_ARRAY, p, "rows") && nf_jarr_len(m) == 2) {
-            char *q0 = nf_ptr_index(p, 0), *q1 = nf_ptr_index(p, 1);
-            /* both read (both reported), then combined */
-            bool r0 = read_u64(x, nf_jarr_get(m, 0), q0, "rows begin", false, &s->rows[0]);
-            bool r = read_u64(x, nf_jarr_get(m, 1), q1, "rows end", false, &s->rows[1]) && r0;
-            free(q0);
-            free(q1);
-            if (r && s->rows[0] >= s->rows[1]) {
-                diag_at(x, NF_C_RANGE, p, "rows must be [begin, end) with begin < end");
-                r = false;
-            }
-            s->has_rows = r;
-            ok &= r;
-        } else {
-            diag_at(x, NF_C_SCHEMA, p, "rows must be [BEGIN, END]");
-            ok = false;
-        }
-        free(p);
-    }
-    if (nf_jobj_has(v, "unpermute")) {
-        p = ptr_key(ptr, "unpermute");
-        ok &= parse_unpermute(x, nf_jobj_get(v, "unpermute"), p, s);
-        free(p);
-    }
-    if (nf_jobj_has(v, "map")) {
-        p = ptr_key(ptr, "map");
-        const char *mp = nf_jstr(nf_jobj_get(v, "map"), NULL);
-        if (mp && strcmp(mp, "minus-one") == 0) {
-            s->map = NF_VMAP_MINUS_ONE;
-        } else if (mp && strcmp(mp, "log-neg") == 0) {
-            s->map = NF_VMAP_LOG_NEG;
-        } else {
-            diag_at(x, NF_C_SCHEMA, p, "map must be \"minus-one\" or \"log-neg\"");
-            ok = false;
-        }
-        free(p);
-    }
-    return ok;
 }
 
 /* ---- record trees ------------------------------------------------------------
@@ -1092,7 +720,7 @@ static char *t_ref(rctx *r, size_t i, const lp *ptr, const char *what, size_t *o
     return p;
 }
 
-/* A U64 field (DESIGN 3) as read_u64. */
+/* A U64 field (DESIGN 3), with the messages of nf_source.c's read_u64. */
 static bool t_u64(rctx *r, size_t i, const lp *ptr, const char *what, bool positive,
                   uint64_t *out)
 {
@@ -1275,9 +903,9 @@ static void rec_component(rctx *r, const char *key, size_t m)
     }
 }
 
-/* A manifest object's source (DESIGN 5): parsed alone with json-c, so the
- * cost guard of nf_jdoc_parse applies to it alone (DESIGN 14), then read
- * by parse_source. source_raw keeps it as json-c writes it (compact). */
+/* A manifest object's source (DESIGN 5): parsed alone (nf_source_parse),
+ * so the cost guard of nf_jdoc_parse applies to it alone (DESIGN 14).
+ * source_raw keeps it as json-c writes it (compact). */
 static void rec_source(rctx *r, nf_object *o, size_t m, const lp *lptr)
 {
     pctx *x = r->x;
@@ -1292,50 +920,17 @@ static void rec_source(rctx *r, nf_object *o, size_t m, const lp *lptr)
         start--; /* with its quotes */
         len += 2;
     }
-    nf_diags tmp = NF_DIAGS_INIT;
-    /* the pass scanned it: parse it as it stands, unless it holds integers
-     * above U64 (their pointers come from a scan of its own) */
-    nf_jdoc *doc = r->t->bigs ? nf_jdoc_parse(r->t->text + start, len, 0, &tmp)
-                              : nf_jdoc_parse_scanned(r->t->text + start, len, 0, &tmp);
-    if (!doc) {
-        for (size_t i = 0; i < tmp.n; i++) {
-            size_t pl = strlen(ptr), ql = strlen(tmp.v[i].pointer);
-            char *p = malloc(pl + ql + 1);
-            if (p) {
-                memcpy(p, ptr, pl);
-                memcpy(p + pl, tmp.v[i].pointer, ql + 1);
-            }
-            diag_at(x, tmp.v[i].code, p ? p : ptr, "%s", tmp.v[i].message);
-            free(p);
-        }
-        nf_diags_free(&tmp);
-        free(ptr);
-        return;
-    }
-    nf_diags_free(&tmp);
-    nf_jval *v = nf_jdoc_root(doc);
+    char *raw = NULL;
     size_t rl = 0;
-    char *raw = nf_json_c_compact(r->t->text + start, len, &rl);
-    if (!raw && (raw = nf_jval_to_text(v, false, NULL)))
-        rl = strlen(raw);
+    /* integers above U64 get their pointers from a scan of its own */
+    o->source = nf_source_parse(r->t->text + start, len, r->t->bigs ? 0 : NF_SOURCE_PRESCANNED,
+                                ptr, &raw, &rl, x->d);
     if (raw) {
         o->source_raw = nf_arena_strndup(x->c->arena, raw, rl);
         free(raw);
+        if (!o->source_raw)
+            diag_at_oom(x);
     }
-    o->source = calloc(1, sizeof *o->source);
-    if (!o->source_raw || !o->source) {
-        diag_at_oom(x);
-        nf_jdoc_free(doc);
-        free(ptr);
-        return;
-    }
-    pctx sub = *x;
-    sub.doc = doc;
-    sub.bigints = nf_jdoc_scan(doc)->n_bigint > 0;
-    sub.ptr_strip = strlen(ptr);
-    /* keep it even when wrong: the diagnostics say what is wrong */
-    parse_source(&sub, v, ptr, o->source, 0);
-    nf_jdoc_free(doc);
     free(ptr);
 }
 
@@ -2818,7 +2413,7 @@ nf_catalog *nf_catalog_parse_owned(char *text, size_t len, nf_cat_mode mode,
             free(text);
         return NULL;
     }
-    s->x = (pctx){c, NULL, &s->sd[D_ROOT], mode, entry_name, false, 0};
+    s->x = (pctx){c, &s->sd[D_ROOT], mode, entry_name};
     s->out = d;
     s->text = text ? text : "";
     s->t.text = s->text;
@@ -2877,10 +2472,7 @@ void nf_catalog_free(nf_catalog *c)
         return;
     for (size_t i = 0; i < c->n_objects; i++) {
         nf_object *o = &c->objects[i];
-        if (o->source) {
-            source_free(o->source);
-            free(o->source);
-        }
+        nf_source_free(o->source);
     }
     free(c->components);
     free(c->objects);
@@ -2957,7 +2549,7 @@ int nf_catalog_layout(nf_catalog *c, nf_diags *d)
     if (bad)
         return -1;
     c->payload_bytes = pos;
-    pctx x = {c, NULL, d, NF_CAT_MANIFEST, NULL, false, 0};
+    pctx x = {c, d, NF_CAT_MANIFEST, NULL};
     size_t before = d->n + d->dropped;
     check_ranges(&x, UINT64_MAX);
     for (size_t i = 0; i < c->n_objects; i++) {

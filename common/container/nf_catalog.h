@@ -30,57 +30,7 @@ extern "C" {
 
 typedef enum { NF_OBJ_TENSOR, NF_OBJ_RESOURCE } nf_obj_kind;
 
-/* Where a manifest object's values come from (DESIGN 5). Never written to
- * an artifact. */
-typedef enum {
-    NF_SRC_NONE = 0,
-    NF_SRC_FILE,        /* {"file": PATH, "offset": N, "dtype": T} */
-    NF_SRC_VALUES,      /* {"values": [NUMBER...], "dtype": T} */
-    NF_SRC_SAFETENSORS, /* {"safetensors": PATH, "tensor": NAME} */
-    NF_SRC_GGUF,        /* {"gguf": PATH, "tensor": NAME} */
-    NF_SRC_ARTIFACT,    /* {"artifact": PATH, "object": ID} */
-    NF_SRC_CONCAT,      /* {"concat": [SOURCE...]} */
-} nf_src_kind;
-
-/* A source's unpermute scheme (DESIGN 5). */
-typedef enum {
-    NF_UNPERMUTE_NONE = 0,
-    NF_UNPERMUTE_LLAMA_ROPE,    /* {"scheme": "llama-rope", "heads": N} */
-    NF_UNPERMUTE_V_HEADS_TILED, /* {"scheme": "v-heads-tiled", "axis": "rows"|"columns",
-                                   "k_heads": Hk, "v_heads": Hv, "head_dim": Dv,
-                                   "offset": R} (GGUF.md 3.3) */
-} nf_unpermute_scheme;
-
-/* A source's value map, applied in f32 after decoding (DESIGN 5). */
-typedef enum {
-    NF_VMAP_NONE = 0,
-    NF_VMAP_MINUS_ONE, /* "minus-one": x - 1 (GGUF's w + 1 norms) */
-    NF_VMAP_LOG_NEG,   /* "log-neg": log(-x) (ssm_a = -exp(A_log)) */
-} nf_value_map;
-
-typedef struct nf_source {
-    nf_src_kind kind;
-    char *path;      /* file / safetensors / gguf / artifact path (as written) */
-    char *name;      /* tensor name or object ID */
-    char *dtype;     /* NULL: bytes already in the object's encoding */
-    uint64_t offset; /* file: byte offset, default 0 */
-    double *values;  /* values: n_values numbers */
-    size_t n_values;
-    struct nf_source *items; /* concat: n_items sources */
-    size_t n_items;
-    bool has_rows;
-    uint64_t rows[2];        /* [begin, end) rows of a rank-2 source */
-    bool has_unpermute;
-    nf_unpermute_scheme unpermute;
-    uint64_t unpermute_heads; /* llama-rope: heads (rows per head even) */
-    /* v-heads-tiled: stored position (j*Hk + g)*Dv + d of the axis, offset by
-       R on rows, holds logical position (g*r + j)*Dv + d (r = Hv/Hk, g < Hk,
-       j < r, d < Dv); rows [R, R + Hv*Dv) or every column (then Hv*Dv = K) */
-    bool unpermute_columns;
-    uint64_t k_heads, v_heads, head_dim, unpermute_offset;
-    nf_value_map map;        /* NF_VMAP_NONE when absent */
-    char *pointer;           /* JSON Pointer of this source (for messages) */
-} nf_source;
+struct nf_source; /* a manifest object's source: nf_source.h (DESIGN 5) */
 
 /* Ownership of every record below: the catalog owns all of it. Strings,
  * shapes, parts, auxiliaries and resource lists live in the catalog's arena
@@ -118,7 +68,7 @@ typedef struct {
     uint64_t offset, bytes;
     /* manifest only */
     bool bytes_given;   /* `bytes` was written in the manifest */
-    nf_source *source;  /* NULL when absent (malloc'ed tree, owned) */
+    struct nf_source *source; /* NULL when absent (nf_source_parse's tree, owned) */
     char *source_raw;   /* the source as JSON text, written back by manifest
                            serialization (ninfer-quant passes sources on) */
 } nf_object;

@@ -8,6 +8,7 @@
 
 #include "nf_catalog_int.h"
 #include "nf_json.h"
+#include "nf_source.h"
 #include "nf_util.h"
 
 /* ---- serialization ----------------------------------------------------------
@@ -67,43 +68,28 @@ static void w_indent(wr *w, unsigned level)
     }
 }
 
-/* Bytes json-c escapes: '"', '\\' and every control character. */
-static const uint8_t esc_tab[256] = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    ['"'] = 1, ['\\'] = 1,
-};
+/* Text of a length its writer knows (nf_json_escape, nf_source_write):
+ * w_at gives where it goes (NULL when counting) and the room there; w_took
+ * accounts for the k bytes it took (written only when they fitted). */
+static char *w_at(const wr *w, size_t *room)
+{
+    *room = w->p && w->n <= w->cap ? w->cap - w->n : 0;
+    return w->p && w->n <= w->cap ? w->p + w->n : NULL;
+}
 
-/* A JSON string literal of s[0..n) (json-c's escapes). */
+static void w_took(wr *w, size_t k, size_t room)
+{
+    if (w->p && k > room)
+        w->bad = true;
+    w->n += k;
+}
+
+/* A JSON string literal of s[0..n) (json-c's escapes, nf_json_escape). */
 static void w_str(wr *w, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *u = (const unsigned char *)s;
-    w_c(w, '"');
-    size_t i = 0, run = 0;
-    for (;;) {
-        while (i < n && !esc_tab[u[i]])
-            i++;
-        w_put(w, s + run, i - run);
-        if (i == n)
-            break;
-        unsigned char ch = u[i];
-        char e[6] = {'\\', 0, '0', '0', hex[ch >> 4], hex[ch & 15]};
-        size_t el = 2;
-        switch (ch) {
-        case '"': e[1] = '"'; break;
-        case '\\': e[1] = '\\'; break;
-        case '\b': e[1] = 'b'; break;
-        case '\f': e[1] = 'f'; break;
-        case '\n': e[1] = 'n'; break;
-        case '\r': e[1] = 'r'; break;
-        case '\t': e[1] = 't'; break;
-        default: e[1] = 'u'; el = 6; break;
-        }
-        w_put(w, e, el);
-        run = ++i;
-    }
-    w_c(w, '"');
+    size_t room;
+    char *at = w_at(w, &room);
+    w_took(w, nf_json_escape(s, n, at, room), room);
 }
 
 static void w_cstr(wr *w, const char *s)
@@ -320,13 +306,12 @@ static bool serialize_to(wr *w, const nf_catalog *c, const nf_serialize_opts *op
             w_put(w, ob->source_raw, strlen(ob->source_raw));
         } else if (op->manifest && op->artifact_path) {
             w_ckey(w, 2, &mk, "source");
-            size_t sk = 0;
-            w_open(w, '{');
-            w_ckey(w, 3, &sk, "artifact");
-            w_cstr(w, op->artifact_path);
-            w_ckey(w, 3, &sk, "object");
-            w_cstr(w, ob->id);
-            w_close(w, 3, sk, '}');
+            /* DESIGN 5: the source of an artifact's object (nf_source) */
+            nf_source as = {.kind = NF_SRC_ARTIFACT, .path = (char *)op->artifact_path,
+                            .name = ob->id};
+            size_t room;
+            char *at = w_at(w, &room);
+            w_took(w, nf_source_write(&as, w->pretty, 3, at, room), room);
         }
         w_close(w, 2, mk, '}');
     }

@@ -19,6 +19,7 @@
 #include "nf_io.h"
 #include "nf_json.h"
 #include "nf_safetensors.h"
+#include "nf_source.h"
 #include "nf_util.h"
 #include "nf_writer.h"
 
@@ -871,44 +872,40 @@ static nf_jval *shape_json(unsigned rank, const uint64_t *dims)
     return a;
 }
 
-/* The source object of one checkpoint tensor (optionally rows [r0,r1)),
- * with the transforms that undo what llama.cpp's converter did (DESIGN 5):
- * llama q/k rope order, maps (w + 1 norms, -exp(A_log)) and, for
- * F32/F16/BF16 tensors, v-head tiled columns. */
-static nf_jval *tensor_source(const mb *m, const ck_t *t, const nf_src_tensor *want, bool rows,
-                              uint64_t r0, uint64_t r1)
+/* A source (DESIGN 5) as a manifest value: its text (nf_source_write),
+ * frozen. */
+static nf_jval *source_json(const nf_source *s)
 {
-    uint64_t unpermute = want->unpermute_heads;
+    char *t = nf_source_text(s);
+    nf_jval *v = t ? nf_jnew_frozen(t, strlen(t)) : NULL;
+    free(t);
+    return v;
+}
+
+/* The source of one checkpoint tensor (optionally rows [r0,r1)), with the
+ * transforms that undo what llama.cpp's converter did (DESIGN 5): llama
+ * q/k rope order, maps (w + 1 norms, -exp(A_log)) and, for F32/F16/BF16
+ * tensors, v-head tiled columns. Its strings are t's (s owns nothing). */
+static void tensor_source(const mb *m, const ck_t *t, const nf_src_tensor *want, bool rows,
+                          uint64_t r0, uint64_t r1, nf_source *s)
+{
     obj_enc e;
     bool cols_aux = enc_of(m, t, want, &e) && e.cols_aux;
-    nf_jval *s = nf_jnew_object();
-    if (!s)
-        return NULL;
-    nf_jobj_set(s, m->c->gguf ? "gguf" : "safetensors", nf_jnew_string(t->path));
-    nf_jobj_set(s, "tensor", nf_jnew_string(t->name));
-    if (rows) {
-        nf_jval *r = nf_jnew_array();
-        nf_jarr_push(r, nf_jnew_u64(r0));
-        nf_jarr_push(r, nf_jnew_u64(r1));
-        nf_jobj_set(s, "rows", r);
-    }
-    if (unpermute) {
-        nf_jval *u = nf_jnew_object();
-        nf_jobj_set(u, "scheme", nf_jnew_string("llama-rope"));
-        nf_jobj_set(u, "heads", nf_jnew_u64(unpermute));
-        nf_jobj_set(s, "unpermute", u);
+    memset(s, 0, sizeof *s);
+    s->kind = m->c->gguf ? NF_SRC_GGUF : NF_SRC_SAFETENSORS;
+    s->path = (char *)t->path;
+    s->name = (char *)t->name;
+    s->has_rows = rows;
+    s->rows[0] = r0;
+    s->rows[1] = r1;
+    if (want->unpermute_heads) {
+        s->has_unpermute = true;
+        s->unpermute = NF_UNPERMUTE_LLAMA_ROPE;
+        s->unpermute_heads = want->unpermute_heads;
     } else if (want->tiled_v && !cols_aux) {
-        nf_jval *u = nf_jnew_object();
-        nf_jobj_set(u, "scheme", nf_jnew_string("v-heads-tiled"));
-        nf_jobj_set(u, "axis", nf_jnew_string("columns"));
-        nf_jobj_set(u, "k_heads", nf_jnew_u64(want->tiled_k));
-        nf_jobj_set(u, "v_heads", nf_jnew_u64(want->tiled_v));
-        nf_jobj_set(u, "head_dim", nf_jnew_u64(want->tiled_hd));
-        nf_jobj_set(s, "unpermute", u);
+        nf_source_set_column_unpermute(s, want->tiled_k, want->tiled_v, want->tiled_hd);
     }
-    if (want->map)
-        nf_jobj_set(s, "map", nf_jnew_string(want->map == NF_VMAP_MINUS_ONE ? "minus-one" : "log-neg"));
-    return s;
+    s->map = want->map;
 }
 
 static bool push_binding(mb *m, const char *name, nf_jval *b_in)
@@ -1015,20 +1012,22 @@ static bool cols_aux(mb *m, const char *param, const nf_src_tensor *want)
         char id[128];
         snprintf(id, sizeof id, "input_columns.v_heads_tiled.%llux%llux%llu",
                  (unsigned long long)hk, (unsigned long long)hv, (unsigned long long)hd);
-        nf_jval *o = nf_jnew_object(), *src = nf_jnew_object(), *vals = nf_jnew_array();
+        nf_jval *o = nf_jnew_object();
+        double *vals = malloc((K ? K : 1) * sizeof *vals);
         /* stored column (j*Hk + g)*Dv + d multiplies input (g*r + j)*Dv + d */
         for (uint64_t c = 0; c < K && vals; c++) {
             uint64_t head = c / hd, j = head / hk, g = head % hk;
-            nf_jarr_push(vals, nf_jnew_u64((g * r + j) * hd + c % hd));
+            vals[c] = (double)((g * r + j) * hd + c % hd);
         }
-        nf_jobj_set(src, "values", vals);
-        nf_jobj_set(src, "dtype", nf_jnew_string("i32"));
+        nf_source src = {.kind = NF_SRC_VALUES, .values = vals, .n_values = vals ? K : 0,
+                         .dtype = "i32"};
         nf_jobj_set(o, "id", nf_jnew_string(id));
         nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
         nf_jobj_set(o, "shape", shape_json(1, &K));
         nf_jobj_set(o, "format", nf_jnew_string("int32"));
         nf_jobj_set(o, "layout", nf_jnew_string("contiguous_le_v1"));
-        nf_jobj_set(o, "source", src);
+        nf_jobj_set(o, "source", vals ? source_json(&src) : NULL);
+        free(vals);
         nf_jarr_push(m->objects, nf_jval_freeze(o));
         sm_put(&m->objs, id, m->n_objects++);
         m->colsaux_id = strdup(id);
@@ -1060,7 +1059,9 @@ static nf_jval *bind_plain(mb *m, const nf_arch_plan *plan, const nf_param *p, n
             nf_jobj_set(o, "shape", shape_json(t.rank, t.dims));
         nf_jobj_set(o, "format", nf_jnew_string(e.format));
         nf_jobj_set(o, "layout", nf_jnew_string(e.layout));
-        nf_jobj_set(o, "source", tensor_source(m, &t, want, false, 0, 0));
+        nf_source src;
+        tensor_source(m, &t, want, false, 0, 0, &src);
+        nf_jobj_set(o, "source", source_json(&src));
         /* kept as text: a manifest of 74k records stays a few times its size */
         nf_jarr_push(m->objects, nf_jval_freeze(o));
         sm_put(&m->objs, t.name, m->n_objects++);
@@ -1095,12 +1096,17 @@ static bool bind_group(mb *m, const nf_arch_plan *plan, size_t gi, nf_naming nm)
 {
     const nf_fuse_group *g = &plan->groups[gi];
     uint64_t K = plan->params[g->members[0]].dims[1], rows = 0;
-    nf_jval *items = nf_jnew_array();
     const char *fmt = NULL, *lay = NULL;
     bool mixed = false, ok = true;
+    size_t n_items = 0, max_items = 0;
+    for (size_t k = 0; k < g->n_members; k++) {
+        size_t nr = plan->params[g->members[k]].src[nm].n_ranges;
+        max_items += nr ? nr : 1;
+    }
+    nf_source *items = calloc(max_items ? max_items : 1, sizeof *items);
     uint64_t *first = calloc(g->n_members, sizeof *first);
     if (!items || !first) {
-        nf_jval_free(items);
+        free(items);
         free(first);
         nf_diag_add(m->d, NF_C_IO, "", "out of memory");
         return false;
@@ -1127,21 +1133,19 @@ static bool bind_group(mb *m, const nf_arch_plan *plan, size_t gi, nf_naming nm)
             uint64_t b0 = map->n_ranges ? map->ranges[i].begin : 0;
             uint64_t b1 = map->n_ranges ? map->ranges[i].end : want->elements;
             bool whole = map->n_ranges == 0;
-            nf_jarr_push(items, tensor_source(m, &t, want, !whole, b0 / cols,
-                                              b1 / cols));
+            tensor_source(m, &t, want, !whole, b0 / cols, b1 / cols, &items[n_items++]);
         }
         rows += p->dims[0];
     }
     if (ok) {
-        nf_jval *o = nf_jnew_object(), *src = nf_jnew_object();
+        nf_jval *o = nf_jnew_object();
+        nf_source src = {.kind = NF_SRC_CONCAT, .items = items, .n_items = n_items};
         nf_jobj_set(o, "id", nf_jnew_string(g->id));
         nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
         nf_jobj_set(o, "shape", shape_json(2, (const uint64_t[]){rows, K}));
         nf_jobj_set(o, "format", nf_jnew_string(mixed ? "fp32" : fmt));
         nf_jobj_set(o, "layout", nf_jnew_string(mixed ? "contiguous_le_v1" : lay));
-        nf_jobj_set(src, "concat", items);
-        items = NULL;
-        nf_jobj_set(o, "source", src);
+        nf_jobj_set(o, "source", source_json(&src));
         nf_jarr_push(m->objects, nf_jval_freeze(o));
         sm_put(&m->objs, g->id, m->n_objects++);
         for (size_t k = 0; k < g->n_members; k++) {
@@ -1159,7 +1163,7 @@ static bool bind_group(mb *m, const nf_arch_plan *plan, size_t gi, nf_naming nm)
             nf_jval_free(b);
         }
     }
-    nf_jval_free(items);
+    free(items); /* the items' strings are the checkpoint's */
     free(first);
     return ok;
 }
@@ -1346,16 +1350,14 @@ static nf_jval *resource_obj(const char *role, const char *path, bool has_range,
 {
     char id[300];
     snprintf(id, sizeof id, "r.%s", role);
-    nf_jval *o = nf_jnew_object(), *s = nf_jnew_object();
+    nf_jval *o = nf_jnew_object();
+    nf_source s = {.kind = NF_SRC_FILE, .path = (char *)path, .offset = has_range ? off : 0};
     nf_jobj_set(o, "id", nf_jnew_string(id));
     nf_jobj_set(o, "kind", nf_jnew_string("resource"));
     nf_jobj_set(o, "encoding", nf_jnew_string("raw_bytes_v1"));
     if (has_range)
         nf_jobj_set(o, "bytes", nf_jnew_u64(len));
-    nf_jobj_set(s, "file", nf_jnew_string(path));
-    if (has_range)
-        nf_jobj_set(s, "offset", nf_jnew_u64(off));
-    nf_jobj_set(o, "source", s);
+    nf_jobj_set(o, "source", source_json(&s));
     return o;
 }
 

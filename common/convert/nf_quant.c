@@ -9,6 +9,7 @@
 #include "nf_artifact.h"
 #include "nf_json.h"
 #include "nf_layout.h"
+#include "nf_source.h"
 #include "nf_util.h"
 
 static bool policy_ok(const char *p)
@@ -294,33 +295,21 @@ static bool vt_params(const int64_t *ic, uint64_t K, uint64_t *hk, uint64_t *hv,
     return true;
 }
 
-/* Object i's source with a column unpermute added (DESIGN 5). */
+/* Object i's source with a column unpermute added (DESIGN 5), written back
+ * as its manifest source (nf_source_write). */
 static bool add_col_unpermute(nf_catalog *c, size_t i, uint64_t hk, uint64_t hv, uint64_t hd,
                               nf_diags *d)
 {
     const nf_object *o = &c->objects[i];
-    const char *raw = o->source_raw ? o->source_raw : "";
-    nf_diags tmp = NF_DIAGS_INIT;
-    nf_jdoc *doc = nf_jdoc_parse(raw, strlen(raw), 0, &tmp);
-    nf_diags_free(&tmp);
-    nf_jval *root = doc ? nf_jdoc_root(doc) : NULL;
-    if (!root || nf_jtype_of(root) != NF_J_OBJECT || nf_jobj_has(root, "unpermute") ||
-        nf_jobj_has(root, "concat")) {
-        nf_jdoc_free(doc);
+    if (!o->source || o->source->has_unpermute || o->source->kind == NF_SRC_CONCAT) {
         nf_diag_add(d, NF_C_UNSUPPORTED, "", "object \"%s\": its source cannot take a column "
                     "unpermute (it has one, or is a concat)", o->id);
         return false;
     }
-    nf_jdoc_free(doc);
-    const char *open = strchr(raw, '{');
-    const char *rest = open + 1;
-    while (*rest == ' ' || *rest == '\n' || *rest == '\t' || *rest == '\r')
-        rest++;
-    char *t = NULL;
-    if (asprintf(&t, "{\"unpermute\":{\"scheme\":\"v-heads-tiled\",\"axis\":\"columns\","
-                     "\"k_heads\":%llu,\"v_heads\":%llu,\"head_dim\":%llu}%s%s",
-                 (unsigned long long)hk, (unsigned long long)hv, (unsigned long long)hd,
-                 *rest == '}' ? "" : ",", rest) < 0 || !nf_object_set_source_raw(c, i, t)) {
+    nf_source s = *o->source; /* shares the parsed source's strings: only written */
+    nf_source_set_column_unpermute(&s, hk, hv, hd);
+    char *t = nf_source_text(&s);
+    if (!t || !nf_object_set_source_raw(c, i, t)) {
         free(t);
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         return false;
@@ -414,18 +403,15 @@ static int fold_input_columns(nf_catalog *c, const bool *was_gguf, nf_diags *d)
     return rc;
 }
 
-int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
+/* The last rule matching each parameter (by_param, by binding index) and
+ * the encoding each object gets (choose); a rule matching nothing is a
+ * usage error unless allowed. */
+static int match_rules(nf_catalog *c, const nf_quant_rules *rules, choice *ch,
+                       const nf_quant_rule **by_param, nf_diags *d)
 {
-    size_t n0 = c->n_objects;
-    choice *ch = calloc(n0 ? n0 : 1, sizeof *ch);
-    const nf_quant_rule **by_param = calloc(c->n_bindings ? c->n_bindings : 1, sizeof *by_param);
-    bool *was_gguf = NULL;
     bool *matched = calloc(rules->n ? rules->n : 1, sizeof *matched);
     int rc = 0;
-    if (!ch || !by_param || !matched) {
-        free(ch);
-        free(by_param);
-        free(matched);
+    if (!matched) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         return -1;
     }
@@ -459,14 +445,13 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
             rc = -1;
         }
     free(matched);
-    if (rc)
-        goto out;
-    was_gguf = calloc(n0 ? n0 : 1, sizeof *was_gguf);
-    if (!was_gguf) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-        rc = -1;
-        goto out;
-    }
+    return rc;
+}
+
+/* Each chosen object re-encoded; was_gguf[i]: object i was gguf_* before. */
+static int apply_encodings(nf_catalog *c, size_t n0, const choice *ch, bool *was_gguf,
+                           nf_diags *d)
+{
     for (size_t i = 0; i < n0; i++) {
         was_gguf[i] = nf_format_is_gguf(c->objects[i].format);
         if (!ch[i].rule)
@@ -474,15 +459,24 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
         const nf_quant_rule *r = ch[i].rule;
         if (!nf_object_set_encoding(c, i, r->format, r->layout, r->divisors)) {
             nf_diag_add(d, NF_C_IO, "", "out of memory");
-            rc = -1;
-            goto out;
+            return -1;
         }
     }
-    if (fold_input_columns(c, was_gguf, d) < 0) {
-        rc = -1;
-        goto out;
+    return 0;
+}
+
+/* The rules' policies on the uses, and the nvfp4 activation divisor of
+ * AllowA4 (spec 8): an fp32 scalar 1.0 from an inline source (DESIGN 5). */
+static int set_policies(nf_catalog *c, const nf_quant_rule *const *by_param, nf_diags *d)
+{
+    double one = 1.0;
+    char *divisor_src = nf_source_text(&(nf_source){.kind = NF_SRC_VALUES, .values = &one,
+                                                    .n_values = 1, .dtype = "f32"});
+    int rc = 0;
+    if (!divisor_src) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return -1;
     }
-    /* policies, and the nvfp4 activation divisor of AllowA4 (spec 8) */
     for (size_t u = 0; u < c->n_uses; u++) {
         nf_use *use = &c->uses[u];
         /* the use's binding was resolved when the manifest was read */
@@ -504,8 +498,7 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
         }
         size_t oi = nf_catalog_find(c, id);
         if (oi == SIZE_MAX)
-            oi = nf_catalog_add_tensor(c, id, NULL, 0, "fp32", "contiguous_le_v1",
-                                       "{\"values\":[1.0],\"dtype\":\"f32\"}");
+            oi = nf_catalog_add_tensor(c, id, NULL, 0, "fp32", "contiguous_le_v1", divisor_src);
         if (oi == SIZE_MAX || (!nf_use_add_aux(c, use, "activation_input_divisor", id, oi) &&
                                use->n_aux == 0)) {
             nf_diag_add(d, NF_C_IO, "", "cannot add the activation divisor of \"%s\"", use->parameter);
@@ -513,7 +506,15 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
         }
         free(id);
     }
-    /* record the rules (DESIGN 7.4: the recipe goes into provenance) */
+    free(divisor_src);
+    return rc;
+}
+
+/* The rules into provenance.quantization (DESIGN 7.4: the recipe goes into
+ * provenance; a second run keeps the first one's record under
+ * "previous"). */
+static int record_rules(nf_catalog *c, const nf_quant_rules *rules)
+{
     nf_jval *arr = nf_jnew_array();
     for (size_t i = 0; arr && i < rules->n; i++) {
         const nf_quant_rule *r = &rules->v[i];
@@ -531,7 +532,6 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
     nf_jobj_set(q, "tool", nf_jnew_string("ninfer-quant " NF_VERSION));
     nf_jobj_set(q, "encoder", nf_jnew_string("DESIGN 7.4 defaults (least-squares scale search)"));
     nf_jobj_set(q, "rules", arr);
-    /* a second run keeps the first one's record under "previous" */
     if (c->provenance_text) {
         nf_span prev;
         if (nf_jspan_member(c->provenance_text, nf_jspan_root(c->provenance_text, c->provenance_len),
@@ -540,10 +540,28 @@ int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
     }
     char *t = nf_jval_to_text(q, false, NULL);
     nf_jval_free(q);
-    if (!t || !nf_catalog_set_provenance(c, "quantization", t))
-        rc = -1;
+    int rc = t && nf_catalog_set_provenance(c, "quantization", t) ? 0 : -1;
     free(t);
-out:
+    return rc;
+}
+
+int nf_quant_apply(nf_catalog *c, const nf_quant_rules *rules, nf_diags *d)
+{
+    size_t n0 = c->n_objects;
+    choice *ch = calloc(n0 ? n0 : 1, sizeof *ch);
+    const nf_quant_rule **by_param = calloc(c->n_bindings ? c->n_bindings : 1, sizeof *by_param);
+    bool *was_gguf = calloc(n0 ? n0 : 1, sizeof *was_gguf);
+    int rc = -1;
+    if (!ch || !by_param || !was_gguf)
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    else if (match_rules(c, rules, ch, by_param, d) == 0 &&
+             apply_encodings(c, n0, ch, was_gguf, d) == 0 &&
+             fold_input_columns(c, was_gguf, d) == 0) {
+        /* the record is written even when a policy could not be set */
+        rc = set_policies(c, by_param, d);
+        if (record_rules(c, rules) < 0)
+            rc = -1;
+    }
     free(ch);
     free(by_param);
     free(was_gguf);

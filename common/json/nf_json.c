@@ -412,13 +412,19 @@ bool nf_jarr_push(nf_jval *arr, nf_jval *val)
  * json-c's tree of it takes kilobytes) and printed as json-c would print
  * the tree: compact as it is, pretty re-indented at the level it lands on. */
 
+/* The first byte of a frozen value's userdata (JSON text, which raw values
+ * hold, never starts with it); its text follows. */
+#define FROZEN_MARK '\001'
+
 static bool has_raw(json_object *v, unsigned depth)
 {
     if (depth > NF_JSON_MAX_DEPTH + 8)
         return true;
     switch (json_object_get_type(v)) {
-    case json_type_string:
-        return json_object_get_userdata(v) != NULL;
+    case json_type_string: {
+        const char *ud = json_object_get_userdata(v);
+        return ud && ud[0] != FROZEN_MARK; /* a frozen child freezes with its parent */
+    }
     case json_type_array:
         for (size_t i = 0; i < json_object_array_length(v); i++)
             if (has_raw(json_object_array_get_idx(v, i), depth + 1))
@@ -445,7 +451,7 @@ static void pb_indent(struct printbuf *pb, int level)
 
 static int frozen_to_json(json_object *jso, struct printbuf *pb, int level, int flags)
 {
-    const char *t = json_object_get_userdata(jso);
+    const char *t = (const char *)json_object_get_userdata(jso) + 1; /* FROZEN_MARK */
     size_t n = strlen(t);
     if (!(flags & JSON_C_TO_STRING_PRETTY)) {
         printbuf_memappend(pb, t, (int)n);
@@ -491,6 +497,22 @@ static int frozen_to_json(json_object *jso, struct printbuf *pb, int level, int 
     return 0;
 }
 
+/* A frozen value of the compact text t[0..n) (copied), or NULL. */
+static json_object *frozen_of(const char *t, size_t n)
+{
+    char *u = malloc(n + 2);
+    json_object *o = u ? json_object_new_string("") : NULL;
+    if (!o) {
+        free(u);
+        return NULL;
+    }
+    u[0] = FROZEN_MARK;
+    memcpy(u + 1, t, n);
+    u[n + 1] = 0;
+    json_object_set_serializer(o, frozen_to_json, u, json_object_free_userdata);
+    return o;
+}
+
 nf_jval *nf_jval_freeze(nf_jval *v)
 {
     if (!v || has_raw(v, 0))
@@ -498,15 +520,19 @@ nf_jval *nf_jval_freeze(nf_jval *v)
     json_type ty = json_object_get_type(v);
     if (ty != json_type_object && ty != json_type_array)
         return v;
-    char *t = nf_jval_to_text(v, false, NULL);
-    json_object *o = t ? json_object_new_string("") : NULL;
-    if (!o) {
-        free(t);
+    size_t n = 0;
+    char *t = nf_jval_to_text(v, false, &n);
+    json_object *o = t ? frozen_of(t, n) : NULL;
+    free(t);
+    if (!o)
         return v;
-    }
-    json_object_set_serializer(o, frozen_to_json, t, json_object_free_userdata);
     json_object_put(v);
     return o;
+}
+
+nf_jval *nf_jnew_frozen(const char *text, size_t len)
+{
+    return frozen_of(text, len);
 }
 
 nf_jval *nf_jval_ref(nf_jval *v) { return json_object_get(v); }
@@ -559,6 +585,56 @@ char *nf_jval_to_text(nf_jval *v, bool pretty, size_t *len)
     if (len)
         *len = n;
     return copy;
+}
+
+/* Bytes json-c escapes: '"', '\\' and every control character. */
+static const uint8_t esc_tab[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    ['"'] = 1, ['\\'] = 1,
+};
+
+/* The escape of byte ch (esc_tab) into e: its length, 2 or 6. */
+static size_t escape_of(unsigned char ch, char e[6])
+{
+    static const char hex[] = "0123456789abcdef";
+    static const char two[256] = {['"'] = '"', ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f',
+                                  ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'};
+    e[0] = '\\';
+    if (two[ch]) {
+        e[1] = two[ch];
+        return 2;
+    }
+    memcpy(e + 1, "u00", 3);
+    e[4] = hex[ch >> 4];
+    e[5] = hex[ch & 15];
+    return 6;
+}
+
+size_t nf_json_escape(const char *s, size_t n, char *dst, size_t cap)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    char e[6];
+    size_t len = 2;
+    for (size_t i = 0; i < n; i++)
+        len += esc_tab[u[i]] ? escape_of(u[i], e) : 1;
+    if (!dst || len > cap)
+        return len;
+    char *o = dst;
+    *o++ = '"';
+    for (size_t i = 0, run = 0;; run = ++i) {
+        while (i < n && !esc_tab[u[i]])
+            i++;
+        memcpy(o, s + run, i - run);
+        o += i - run;
+        if (i == n)
+            break;
+        size_t el = escape_of(u[i], e);
+        memcpy(o, e, el);
+        o += el;
+    }
+    *o = '"';
+    return len;
 }
 
 char *nf_json_quote(const char *s, size_t len)

@@ -171,6 +171,21 @@ char *nf_jval_to_text(nf_jval *v, bool pretty, size_t *len);
  * buffer; NULL on allocation failure. */
 char *nf_json_quote(const char *s, size_t len);
 
+/* The JSON string literal (with quotes) of s[0..n) with json-c's escapes
+ * and no slash escapes (\" \\ \b \f \n \r \t, other controls as \u00xx,
+ * every other byte as it is), as nf_jval_to_text writes a string of valid
+ * UTF-8: written into dst[0..cap) when it fits (else nothing is written;
+ * dst may be NULL to count). Returns its length in bytes. Writers of
+ * json-c-form text without json-c (the catalog serializer, nf_source)
+ * share it. */
+size_t nf_json_escape(const char *s, size_t n, char *dst, size_t cap);
+
+/* A frozen value (nf_jval_freeze) made from text[0..len), which must be
+ * one object or array in json-c's compact form (nf_jval_to_text(v, false)
+ * of some v): it serializes exactly as that v would, compact or pretty at
+ * its level. The text is copied. NULL when out of memory. */
+nf_jval *nf_jnew_frozen(const char *text, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

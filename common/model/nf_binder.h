@@ -42,6 +42,7 @@
 #include "nf_codec.h"
 #include "nf_diag.h"
 #include "nf_layout.h"
+#include "nf_source.h"
 
 #ifdef __cplusplus
 extern "C" {

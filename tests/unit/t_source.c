@@ -1,0 +1,227 @@
+/* t_source.c — the manifest source module (nf_source.h, DESIGN 5): parse
+ * each kind with its members, the rule diagnostics at their pointers, the
+ * text nf_source_write gives (compact and pretty, as json-c writes the
+ * same tree), and a frozen source in a frozen record printing as the tree
+ * would. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_json.h"
+#include "nf_source.h"
+#include "nf_test.h"
+
+static nf_source *parse(const char *text, nf_diags *d)
+{
+    nf_diags_clear(d);
+    return nf_source_parse(text, strlen(text), 0, "/objects/3/source", NULL, NULL, d);
+}
+
+static bool has_diag(const nf_diags *d, nf_code code, const char *ptr)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (d->v[i].code == code && strcmp(d->v[i].pointer, ptr) == 0)
+            return true;
+    return false;
+}
+
+/* The compact text of a source parsed from text. */
+static char *roundtrip(const char *text)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    nf_source *s = parse(text, &d);
+    char *t = s && d.n == 0 ? nf_source_text(s) : NULL;
+    nf_source_free(s);
+    nf_diags_free(&d);
+    return t;
+}
+
+/* json-c's text of the JSON text (through a tree): what nf_source_write
+ * must equal. */
+static char *jsonc(const char *text, bool pretty)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    nf_jdoc *doc = nf_jdoc_parse(text, strlen(text), 0, &d);
+    char *t = doc ? nf_jval_to_text(nf_jdoc_root(doc), pretty, NULL) : NULL;
+    nf_jdoc_free(doc);
+    nf_diags_free(&d);
+    return t;
+}
+
+static void test_parse(void)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    nf_source *s = parse("{\"gguf\": \"/m/x.gguf\", \"tensor\": \"blk.0.attn_q.weight\", "
+                         "\"rows\": [2, 6], \"unpermute\": {\"scheme\": \"llama-rope\", "
+                         "\"heads\": 4}, \"map\": \"minus-one\"}", &d);
+    CHECK(s && d.n == 0, "a gguf source with rows, llama-rope and a map parses");
+    CHECK(s && s->kind == NF_SRC_GGUF && !strcmp(s->path, "/m/x.gguf") &&
+              !strcmp(s->name, "blk.0.attn_q.weight"), "its kind, path and tensor");
+    CHECK(s && s->has_rows && s->rows[0] == 2 && s->rows[1] == 6, "rows [2, 6)");
+    CHECK(s && s->has_unpermute && s->unpermute == NF_UNPERMUTE_LLAMA_ROPE &&
+              s->unpermute_heads == 4 && s->map == NF_VMAP_MINUS_ONE, "llama-rope of 4 heads, minus-one");
+    CHECK_STR(s ? s->pointer : NULL, "/objects/3/source", "its pointer");
+    nf_source_free(s);
+
+    s = parse("{\"concat\": [{\"safetensors\": \"a.st\", \"tensor\": \"q\"}, "
+              "{\"artifact\": \"b.ninfer\", \"object\": \"k\", \"unpermute\": {\"scheme\": "
+              "\"v-heads-tiled\", \"axis\": \"columns\", \"k_heads\": 2, \"v_heads\": 4, "
+              "\"head_dim\": 8}}]}", &d);
+    CHECK(s && d.n == 0 && s->kind == NF_SRC_CONCAT && s->n_items == 2, "a concat of two items");
+    CHECK(s && s->items[0].kind == NF_SRC_SAFETENSORS && s->items[1].kind == NF_SRC_ARTIFACT &&
+              !strcmp(s->items[1].name, "k"), "the items' kinds and names");
+    CHECK(s && s->items[1].unpermute == NF_UNPERMUTE_V_HEADS_TILED &&
+              s->items[1].unpermute_columns && s->items[1].k_heads == 2 &&
+              s->items[1].v_heads == 4 && s->items[1].head_dim == 8, "v-heads-tiled on columns");
+    CHECK_STR(s && s->n_items == 2 ? s->items[1].pointer : NULL, "/objects/3/source/concat/1",
+              "an item's pointer");
+    nf_source_free(s);
+
+    s = parse("{\"values\": [1, -2.5, 3e2], \"dtype\": \"f32\"}", &d);
+    CHECK(s && d.n == 0 && s->kind == NF_SRC_VALUES && s->n_values == 3 &&
+              s->values[1] == -2.5 && s->values[2] == 300.0 && !strcmp(s->dtype, "f32"),
+          "inline values and their dtype");
+    nf_source_free(s);
+
+    s = parse("{\"file\": \"w.bin\", \"offset\": 4096, \"dtype\": \"bf16\"}", &d);
+    CHECK(s && d.n == 0 && s->kind == NF_SRC_FILE && s->offset == 4096, "a file at an offset");
+    nf_source_free(s);
+    nf_diags_free(&d);
+}
+
+static void test_rules(void)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    static const struct {
+        const char *text;
+        nf_code code;
+        const char *ptr;
+        const char *what;
+    } bad[] = {
+        {"{\"file\": \"a\", \"gguf\": \"b\", \"tensor\": \"t\"}", NF_C_SCHEMA, "/objects/3/source",
+         "two kinds"},
+        {"{\"gguf\": \"b\"}", NF_C_SCHEMA, "/objects/3/source/tensor", "a gguf source without tensor"},
+        {"{\"file\": \"a\", \"colour\": 1}", NF_C_SCHEMA, "/objects/3/source/colour", "an unknown member"},
+        {"{\"file\": \"\"}", NF_C_SCHEMA, "/objects/3/source/file", "an empty path"},
+        {"{\"file\": \"a\", \"dtype\": \"f8\"}", NF_C_SCHEMA, "/objects/3/source/dtype", "an unknown dtype"},
+        {"{\"file\": \"a\", \"offset\": -1}", NF_C_RANGE, "/objects/3/source/offset", "a negative offset"},
+        {"{\"safetensors\": \"a\", \"tensor\": \"t\", \"rows\": [4, 4]}", NF_C_RANGE,
+         "/objects/3/source/rows", "empty rows"},
+        {"{\"safetensors\": \"a\", \"tensor\": \"t\", \"rows\": [1, 2.5]}", NF_C_SCHEMA,
+         "/objects/3/source/rows/1", "a fractional row"},
+        {"{\"values\": [1, \"x\"]}", NF_C_SCHEMA, "/objects/3/source/values/1", "a value that is no number"},
+        {"{\"concat\": []}", NF_C_SCHEMA, "/objects/3/source/concat", "an empty concat"},
+        {"{\"concat\": [{\"gguf\": \"g\"}]}", NF_C_SCHEMA, "/objects/3/source/concat/0/tensor",
+         "a bad concat item"},
+        {"{\"gguf\": \"g\", \"tensor\": \"t\", \"map\": \"square\"}", NF_C_SCHEMA,
+         "/objects/3/source/map", "an unknown map"},
+        {"{\"gguf\": \"g\", \"tensor\": \"t\", \"unpermute\": {\"scheme\": \"v-heads-tiled\", "
+         "\"axis\": \"rows\", \"k_heads\": 3, \"v_heads\": 4, \"head_dim\": 1}}", NF_C_RANGE,
+         "/objects/3/source/unpermute/v_heads", "v_heads not a multiple of k_heads"},
+        {"{\"gguf\": \"g\", \"tensor\": \"t\", \"unpermute\": {\"scheme\": \"v-heads-tiled\", "
+         "\"axis\": \"columns\", \"k_heads\": 2, \"v_heads\": 4, \"head_dim\": 1, \"offset\": 2}}",
+         NF_C_SCHEMA, "/objects/3/source/unpermute/offset", "an offset on columns"},
+        {"{\"gguf\": \"g\", \"tensor\": \"t\", \"unpermute\": {\"scheme\": \"llama-rope\", "
+         "\"heads\": 0}}", NF_C_RANGE, "/objects/3/source/unpermute/heads", "zero heads"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        nf_source *s = parse(bad[i].text, &d);
+        CHECK(s && has_diag(&d, bad[i].code, bad[i].ptr), "%s: %s at %s", bad[i].what,
+              nf_code_name(bad[i].code), bad[i].ptr);
+        nf_source_free(s);
+    }
+    nf_source *s = parse("{\"file\": ", &d);
+    CHECK(!s && d.n > 0 && !strncmp(d.v[0].pointer, "/objects/3/source", 17),
+          "text that is not JSON: no tree, the diagnostic under the source's pointer");
+    nf_diags_free(&d);
+}
+
+static void test_write(void)
+{
+    static const char *const texts[] = {
+        "{\"gguf\":\"/m/x.gguf\",\"tensor\":\"blk.0.attn_q.weight\",\"rows\":[0,64],"
+        "\"unpermute\":{\"scheme\":\"llama-rope\",\"heads\":4}}",
+        "{\"safetensors\":\"/m/model.safetensors\",\"tensor\":\"a\\\"b\\\\c\\n\\u0001\","
+        "\"unpermute\":{\"scheme\":\"v-heads-tiled\",\"axis\":\"columns\",\"k_heads\":2,"
+        "\"v_heads\":4,\"head_dim\":8},\"map\":\"log-neg\"}",
+        "{\"values\":[0,1,2,31],\"dtype\":\"i32\"}",
+        "{\"values\":[1.0,-2.5,0.10000000000000001],\"dtype\":\"f32\"}",
+        "{\"file\":\"/m/x.gguf\",\"offset\":1234}",
+        "{\"artifact\":\"/a/b.ninfer\",\"object\":\"text/head\"}",
+        "{\"concat\":[{\"gguf\":\"g\",\"tensor\":\"q\",\"rows\":[0,2]},"
+        "{\"gguf\":\"g\",\"tensor\":\"k\"}]}",
+        "{\"gguf\":\"g\",\"tensor\":\"t\",\"unpermute\":{\"scheme\":\"v-heads-tiled\","
+        "\"axis\":\"rows\",\"k_heads\":2,\"v_heads\":4,\"head_dim\":1,\"offset\":3}}",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        char *t = roundtrip(texts[i]);
+        CHECK_STR(t, texts[i], "source %zu is written back as json-c's compact text", i);
+        char *j = jsonc(texts[i], false);
+        CHECK_STR(t, j, "source %zu: the same as json-c writes its tree", i);
+        free(t);
+        free(j);
+    }
+    /* pretty at level 0 equals json-c's pretty text of the tree */
+    nf_diags d = NF_DIAGS_INIT;
+    nf_source *s = parse(texts[6], &d);
+    size_t n = s ? nf_source_write(s, true, 0, NULL, 0) : 0;
+    char *buf = calloc(n + 1, 1);
+    if (s && buf)
+        nf_source_write(s, true, 0, buf, n);
+    char *j = jsonc(texts[6], true);
+    CHECK_STR(buf, j, "pretty: json-c's pretty form");
+    /* too small a buffer: nothing written, the whole length returned */
+    char small[8] = "xxxxxxx";
+    CHECK(s && nf_source_write(s, false, 0, small, 7) == strlen(texts[6]) &&
+              !strcmp(small, "xxxxxxx"), "a buffer too small is left as it is");
+    free(buf);
+    free(j);
+    /* pretty at level 3: the closing brace at 6 spaces, members at 8 */
+    nf_source a = {.kind = NF_SRC_ARTIFACT, .path = "/a.ninfer", .name = "w"};
+    char out[256] = {0};
+    nf_source_write(&a, true, 3, out, sizeof out - 1);
+    CHECK_STR(out, "{\n        \"artifact\": \"/a.ninfer\",\n        \"object\": \"w\"\n      }",
+              "pretty at level 3 (an object's source in a catalog)");
+    nf_source_free(s);
+    nf_diags_free(&d);
+}
+
+/* A frozen source inside a record that is frozen in turn prints as json-c
+ * prints the whole tree, compact and pretty (the importer's manifests). */
+static void test_frozen(void)
+{
+    const char *src = "{\"gguf\":\"/g\",\"tensor\":\"t\",\"rows\":[0,2]}";
+    nf_jval *o = nf_jnew_object(), *o2 = nf_jnew_object();
+    nf_diags d = NF_DIAGS_INIT;
+    nf_jdoc *doc = nf_jdoc_parse(src, strlen(src), 0, &d);
+    nf_jobj_set(o, "id", nf_jnew_string("t"));
+    nf_jobj_set(o, "source", nf_jnew_frozen(src, strlen(src)));
+    nf_jobj_set(o2, "id", nf_jnew_string("t"));
+    nf_jobj_set(o2, "source", nf_jval_ref(nf_jdoc_root(doc)));
+    nf_jval *f = nf_jval_freeze(o);
+    nf_jval *arr = nf_jnew_array(), *arr2 = nf_jnew_array();
+    nf_jarr_push(arr, f);
+    nf_jarr_push(arr2, o2);
+    char *a = nf_jval_to_text(arr, true, NULL), *b = nf_jval_to_text(arr2, true, NULL);
+    CHECK(f != o || nf_jtype_of(f) == NF_J_STRING, "a record holding a frozen source freezes");
+    CHECK_STR(a, b, "and prints, pretty, as the tree does");
+    free(a);
+    free(b);
+    a = nf_jval_to_text(arr, false, NULL);
+    b = nf_jval_to_text(arr2, false, NULL);
+    CHECK_STR(a, b, "and compact");
+    free(a);
+    free(b);
+    nf_jval_free(arr);
+    nf_jval_free(arr2);
+    nf_jdoc_free(doc);
+    nf_diags_free(&d);
+}
+
+int main(void)
+{
+    test_parse();
+    test_rules();
+    test_write();
+    test_frozen();
+    return nf_test_done();
+}
