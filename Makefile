@@ -222,7 +222,7 @@ uninstall:
 FUZZ_CC    ?= clang
 FUZZ_BUILD := build/fuzz
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread $(NF_INC) -Itests/fuzz -g -O1 \
-  -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-bitwise-instead-of-logical -MMD -MP
+  -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -MMD -MP
 FUZZ_SRC   := $(filter-out $(if $(wildcard common/convert/nf_gguf.c),,tests/fuzz/fuzz_gguf.c), \
   $(sort $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))

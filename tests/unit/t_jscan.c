@@ -791,6 +791,138 @@ static void test_name_modes(void)
     free(b.p);
 }
 
+/* Random nested objects against a brute-force count: every object keeps
+ * its names (the same few dozen across levels, so enclosing objects share
+ * names with inner ones), sizes cross the linear/table switch, inner
+ * objects big enough to clear the table by a sweep or a rebuild close while
+ * enclosing ones stay in it, and small ones delete name by name. Each
+ * duplicate must be found at its pointer, in text order, and no other. */
+typedef struct {
+    sbuf text;
+    sbuf want; /* expected pointers, one per line */
+    uint64_t rng;
+    size_t budget; /* members left to write */
+} rnd_doc;
+
+static unsigned rnd(rnd_doc *r, unsigned n)
+{
+    r->rng = r->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (unsigned)((r->rng >> 33) % n);
+}
+
+static void rnd_object(rnd_doc *r, const char *ptr, unsigned depth)
+{
+    /* size: mostly small, some past the linear switch, a few big */
+    unsigned k = rnd(r, 10), n = k < 5 ? rnd(r, 8) : k < 9 ? 8 + rnd(r, 40) : 200 + rnd(r, 2000);
+    if (n > r->budget)
+        n = (unsigned)r->budget;
+    r->budget -= n;
+    unsigned pool = n < 8 ? 12 : n * 10; /* some repeats */
+    char **seen = calloc(n ? n : 1, sizeof *seen);
+    sb_str(&r->text, "{");
+    for (unsigned i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "n%u", rnd(r, pool));
+        bool dup = false;
+        for (unsigned j = 0; j < i && !dup; j++)
+            dup = !strcmp(seen[j], name);
+        seen[i] = strdup(name);
+        sb_fmt(&r->text, "%s\"%s\":", i ? "," : "", name);
+        char child[4096];
+        snprintf(child, sizeof child, "%s/%s", ptr, name);
+        if (dup) {
+            sb_str(&r->want, child);
+            sb_str(&r->want, "\n");
+        }
+        if (depth < 4 && r->budget && rnd(r, 6) == 0)
+            rnd_object(r, child, depth + 1);
+        else
+            sb_str(&r->text, "0");
+    }
+    /* a big object then repeats every third name it had: each is found
+     * after its inner objects came and went through the table */
+    for (unsigned i = 0; n >= 200 && i < n; i += 3) {
+        sb_fmt(&r->text, ",\"%s\":1", seen[i]);
+        char child[4096];
+        snprintf(child, sizeof child, "%s/%s", ptr, seen[i]);
+        sb_str(&r->want, child);
+        sb_str(&r->want, "\n");
+    }
+    sb_str(&r->text, "}");
+    for (unsigned i = 0; i < n; i++)
+        free(seen[i]);
+    free(seen);
+}
+
+static void test_random_duplicates(void)
+{
+    int fails = 0;
+    for (unsigned seed = 1; seed <= 60; seed++) {
+        rnd_doc r = {{0}, {0}, seed, 20000};
+        sb_str(&r.want, "");
+        rnd_object(&r, "", 0);
+        scan_t t;
+        scan_n(&t, r.text.p, r.text.n, 0);
+        sbuf got = {0};
+        sb_str(&got, "");
+        for (size_t i = 0; i < t.d.n; i++) {
+            if (t.d.v[i].code != NF_C_DUPLICATE_MEMBER)
+                sb_str(&got, "(other)");
+            sb_str(&got, t.d.v[i].pointer);
+            sb_str(&got, "\n");
+        }
+        /* the records are capped (1000): the first ones stored, the rest counted */
+        size_t lines = 0, cut = 0;
+        for (size_t i = 0; i < r.want.n; i++)
+            if (r.want.p[i] == '\n' && ++lines == t.d.n)
+                cut = i + 1;
+        size_t total = 0;
+        for (size_t i = 0; i < r.want.n; i++)
+            total += r.want.p[i] == '\n';
+        if (t.d.n < total)
+            r.want.p[cut] = 0;
+        if (strcmp(got.p, r.want.p) != 0 || t.d.n + t.d.dropped != total) {
+            fails++;
+            printf("# seed %u: %zu bytes, want\n%s# got\n%s", seed, r.text.n, r.want.p, got.p);
+        }
+        scan_done(&t);
+        free(got.p);
+        free(r.text.p);
+        free(r.want.p);
+    }
+    CHECK(fails == 0, "60 random nested documents: every duplicate at its pointer, no other");
+    /* the table grows (64 -> 128 slots) while an inner object's names are
+     * in it (31 outer + 14 inner), the inner object leaves name by name, the outer one repeats every name: the deletions
+     * must keep the outer names' probe chains whole (the table's hash key
+     * is random per scan, so each try places the names anew) */
+    fails = 0;
+    sbuf b = {0};
+    sb_str(&b, "{");
+    for (int i = 0; i < 30; i++)
+        sb_fmt(&b, "\"o%d\":0,", i);
+    sb_str(&b, "\"in\":{");
+    for (int i = 0; i < 14; i++)
+        sb_fmt(&b, "%s\"i%d\":0", i ? "," : "", i);
+    sb_str(&b, "}");
+    for (int i = 0; i < 30; i++)
+        sb_fmt(&b, ",\"o%d\":1", i);
+    sb_str(&b, "}");
+    for (int rep = 0; rep < 300; rep++) {
+        scan_t t;
+        scan_n(&t, b.p, b.n, 0);
+        bool ok = t.d.n == 30;
+        for (size_t i = 0; ok && i < 30; i++) {
+            char want[16];
+            snprintf(want, sizeof want, "/o%zu", i);
+            ok = !strcmp(t.d.v[i].pointer, want);
+        }
+        fails += !ok;
+        scan_done(&t);
+    }
+    free(b.p);
+    CHECK(fails == 0, "300 scans: 30 repeated names after an inner object grew the table and left");
+}
+
 /* Many names: the shared table grows, rehashes and pops back exactly. */
 static void test_many_names(void)
 {
@@ -1122,6 +1254,7 @@ int main(void)
     test_utf8();
     test_depth();
     test_duplicates();
+    test_random_duplicates();
     test_name_modes();
     test_many_names();
     test_bigint();
