@@ -56,12 +56,7 @@ typedef struct {
 static const nf_component *owner_of(const nf_catalog *c, const char *name)
 {
     size_t w = nf_catalog_owner(c, name);
-    if (w >= c->n_components)
-        return NULL;
-    const nf_component *k = &c->components[w];
-    if (!strncmp(name, "proposal/", 9) && !k->has_proposal)
-        return NULL;
-    return k;
+    return w < c->n_components ? &c->components[w] : NULL;
 }
 
 static bool selected(const nf_arch_plan *plans, size_t np, const nf_catalog *c, const opts *o,

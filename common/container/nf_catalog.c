@@ -896,7 +896,7 @@ static void rec_component(rctx *r, const char *key, size_t m)
         size_t pr = t_get(r, m, F_PROPOSAL);
         if (pr != SIZE_MAX) {
             Q = LPK(&P, "proposal");
-            if (strcmp(key, "text") != 0)
+            if (strcmp(key, NF_TEXT_COMPONENT) != 0)
                 diag_lp(x, NF_C_SCHEMA, &Q, "only the text component may have a proposal");
             rec_proposal(r, comp, pr, &Q);
         }

@@ -219,10 +219,19 @@ size_t nf_catalog_binding(const nf_catalog *c, const char *name);
 /* Index of the component with this ID. */
 size_t nf_catalog_component(const nf_catalog *c, const char *id);
 
-/* The component owning a logical name (spec 4.2, 9.2; DESIGN 10): the one
- * whose ID is the name's first segment ("text" for "text/layers/0/..."),
- * and "text" for root "proposal/..." names (spec 9.2). Bindings carry
- * theirs in nf_named_binding.component. */
+/* The ID of the main model's component (spec 4.2): the one a selection
+ * defaults to, and the only one that may have a proposal (spec 9.2). */
+#define NF_TEXT_COMPONENT "text"
+
+/* The component owning a logical name (spec 4.2, 9.2; DESIGN 10) -- the one
+ * home of this rule, used by the binder, the selection and the commands:
+ * the component whose ID is the name's first segment ("text" for
+ * "text/layers/0/..."); a root "proposal/..." name (spec 9.2) is the text
+ * component's when that component has a proposal, and nobody's otherwise.
+ * Returns an index into c->components, or SIZE_MAX when no component owns
+ * the name (no '/', a first segment that is no component ID, a proposal
+ * name without text.proposal, name or c NULL). O(1). Bindings carry theirs
+ * in nf_named_binding.component (the same answer, resolved at parse). */
 size_t nf_catalog_owner(const nf_catalog *c, const char *name);
 
 /* The uses of binding b (an index into bindings), in catalog order: *n of

@@ -289,7 +289,7 @@ static size_t owner_of(const nf_catalog *c, const char *name)
     if (!name || !ix || !ix->components.s)
         return SIZE_MAX;
     /* the first segment names the component (DESIGN 10); root "proposal/"
-     * names are the text component's (spec 9.2) */
+     * names are the text component's, when it has a proposal (spec 9.2) */
     const char *s = strchr(name, '/');
     if (!s)
         return SIZE_MAX;
@@ -418,7 +418,8 @@ bool nf_catalog_index_build(nf_catalog *c)
         if (nf_ixmap_add(&ix->components, nf_ixmap_tag(&ix->components, id, n), comp_eq, c, id,
                          n, i) == SIZE_MAX - 1)
             return false;
-        if (strcmp(id, "text") == 0 && ix->proposal_owner == SIZE_MAX)
+        if (strcmp(id, NF_TEXT_COMPONENT) == 0 && ix->proposal_owner == SIZE_MAX &&
+            c->components[i].has_proposal)
             ix->proposal_owner = i;
     }
     for (size_t i = 0; i < c->n_components; i++)

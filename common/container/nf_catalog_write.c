@@ -208,12 +208,68 @@ static bool meta_member(void *vctx, const char *text, nf_span raw_name, nf_span 
     return true;
 }
 
-static bool serialize_to(wr *w, const nf_catalog *c, const nf_serialize_opts *op)
+/* One /objects element (spec 5): the manifest form has a source instead
+ * of offset and bytes. */
+static void w_object(wr *w, const nf_object *ob, const nf_serialize_opts *op, size_t *ok)
 {
-    size_t rk = 0;
+    size_t mk = 0;
+    w_next(w, 1, ok);
     w_open(w, '{');
+    /* a catalog with problems may lack any of these: write "" */
+    w_ckey(w, 2, &mk, "id");
+    w_cstr(w, ob->id);
+    if (ob->kind == NF_OBJ_TENSOR) {
+        w_ckey(w, 2, &mk, "kind");
+        w_put(w, "\"tensor\"", 8);
+        w_ckey(w, 2, &mk, "shape");
+        size_t sk = 0;
+        w_open(w, '[');
+        for (unsigned r = 0; r < ob->rank; r++) {
+            w_next(w, 3, &sk);
+            w_u64(w, ob->dims[r]);
+        }
+        w_close(w, 3, sk, ']');
+        w_ckey(w, 2, &mk, "format");
+        w_cstr(w, ob->format_name);
+        w_ckey(w, 2, &mk, "layout");
+        w_cstr(w, ob->layout_name);
+    } else {
+        w_ckey(w, 2, &mk, "kind");
+        w_put(w, "\"resource\"", 10);
+        w_ckey(w, 2, &mk, "encoding");
+        w_cstr(w, ob->encoding_name ? ob->encoding_name : "raw_bytes_v1");
+    }
+    if (!op->manifest) {
+        w_ckey(w, 2, &mk, "offset");
+        w_u64(w, ob->offset);
+        w_ckey(w, 2, &mk, "bytes");
+        w_u64(w, ob->bytes);
+    } else if (ob->kind == NF_OBJ_RESOURCE && ob->bytes_given && !op->artifact_path) {
+        w_ckey(w, 2, &mk, "bytes");
+        w_u64(w, ob->bytes);
+    }
+    if (ob->kind == NF_OBJ_TENSOR && ob->has_divisors) {
+        w_ckey(w, 2, &mk, "divisors");
+        w_u64(w, ob->divisors);
+    }
+    if (op->manifest && !op->artifact_path && ob->source_raw) {
+        w_ckey(w, 2, &mk, "source");
+        w_put(w, ob->source_raw, strlen(ob->source_raw));
+    } else if (op->manifest && op->artifact_path) {
+        w_ckey(w, 2, &mk, "source");
+        /* DESIGN 5: the source of an artifact's object (nf_source) */
+        nf_source as = {.kind = NF_SRC_ARTIFACT, .path = (char *)op->artifact_path,
+                        .name = ob->id};
+        size_t room;
+        char *at = w_at(w, &room);
+        w_took(w, nf_source_write(&as, w->pretty, 3, at, room), room);
+    }
+    w_close(w, 2, mk, '}');
+}
 
-    w_ckey(w, 0, &rk, "components");
+/* /components (spec 4.2): config, target, resources and proposal as read. */
+static void w_components(wr *w, const nf_catalog *c)
+{
     size_t ck = 0;
     w_open(w, '{');
     for (size_t i = 0; i < c->n_components; i++) {
@@ -255,69 +311,22 @@ static bool serialize_to(wr *w, const nf_catalog *c, const nf_serialize_opts *op
         w_close(w, 2, mk, '}');
     }
     w_close(w, 1, ck, '}');
+}
 
-    w_ckey(w, 0, &rk, "objects");
+/* /objects in catalog order. */
+static void w_objects(wr *w, const nf_catalog *c, const nf_serialize_opts *op)
+{
     size_t ok = 0;
     w_open(w, '[');
     for (size_t i = 0; i < c->n_objects; i++) {
-        const nf_object *ob = &c->objects[i];
-        size_t mk = 0;
-        w_next(w, 1, &ok);
-        w_open(w, '{');
-        /* a catalog with problems may lack any of these: write "" */
-        w_ckey(w, 2, &mk, "id");
-        w_cstr(w, ob->id);
-        if (ob->kind == NF_OBJ_TENSOR) {
-            w_ckey(w, 2, &mk, "kind");
-            w_put(w, "\"tensor\"", 8);
-            w_ckey(w, 2, &mk, "shape");
-            size_t sk = 0;
-            w_open(w, '[');
-            for (unsigned r = 0; r < ob->rank; r++) {
-                w_next(w, 3, &sk);
-                w_u64(w, ob->dims[r]);
-            }
-            w_close(w, 3, sk, ']');
-            w_ckey(w, 2, &mk, "format");
-            w_cstr(w, ob->format_name);
-            w_ckey(w, 2, &mk, "layout");
-            w_cstr(w, ob->layout_name);
-        } else {
-            w_ckey(w, 2, &mk, "kind");
-            w_put(w, "\"resource\"", 10);
-            w_ckey(w, 2, &mk, "encoding");
-            w_cstr(w, ob->encoding_name ? ob->encoding_name : "raw_bytes_v1");
-        }
-        if (!op->manifest) {
-            w_ckey(w, 2, &mk, "offset");
-            w_u64(w, ob->offset);
-            w_ckey(w, 2, &mk, "bytes");
-            w_u64(w, ob->bytes);
-        } else if (ob->kind == NF_OBJ_RESOURCE && ob->bytes_given && !op->artifact_path) {
-            w_ckey(w, 2, &mk, "bytes");
-            w_u64(w, ob->bytes);
-        }
-        if (ob->kind == NF_OBJ_TENSOR && ob->has_divisors) {
-            w_ckey(w, 2, &mk, "divisors");
-            w_u64(w, ob->divisors);
-        }
-        if (op->manifest && !op->artifact_path && ob->source_raw) {
-            w_ckey(w, 2, &mk, "source");
-            w_put(w, ob->source_raw, strlen(ob->source_raw));
-        } else if (op->manifest && op->artifact_path) {
-            w_ckey(w, 2, &mk, "source");
-            /* DESIGN 5: the source of an artifact's object (nf_source) */
-            nf_source as = {.kind = NF_SRC_ARTIFACT, .path = (char *)op->artifact_path,
-                            .name = ob->id};
-            size_t room;
-            char *at = w_at(w, &room);
-            w_took(w, nf_source_write(&as, w->pretty, 3, at, room), room);
-        }
-        w_close(w, 2, mk, '}');
+        w_object(w, &c->objects[i], op, &ok);
     }
     w_close(w, 1, ok, ']');
+}
 
-    w_ckey(w, 0, &rk, "bindings");
+/* /bindings (spec 7.1). */
+static void w_bindings(wr *w, const nf_catalog *c)
+{
     size_t bk = 0;
     w_open(w, '{');
     for (size_t i = 0; i < c->n_bindings; i++) {
@@ -325,8 +334,11 @@ static bool serialize_to(wr *w, const nf_catalog *c, const nf_serialize_opts *op
         w_binding(w, 2, &c->bindings[i].b);
     }
     w_close(w, 1, bk, '}');
+}
 
-    w_ckey(w, 0, &rk, "uses");
+/* /uses (spec 8), auxiliaries with their bindings. */
+static void w_uses(wr *w, const nf_catalog *c)
+{
     size_t uk = 0;
     w_open(w, '[');
     for (size_t i = 0; i < c->n_uses; i++) {
@@ -355,9 +367,13 @@ static bool serialize_to(wr *w, const nf_catalog *c, const nf_serialize_opts *op
         w_close(w, 2, mk, '}');
     }
     w_close(w, 1, uk, ']');
+}
 
+/* /files (spec 3.3), from the options: a writer lays them out. */
+static void w_files(wr *w, const nf_serialize_opts *op, size_t *rk)
+{
     if (!op->manifest && op->files) {
-        w_ckey(w, 0, &rk, "files");
+        w_ckey(w, 0, rk, "files");
         size_t fk = 0;
         w_open(w, '[');
         for (size_t i = 0; i < op->n_files; i++) {
@@ -375,13 +391,18 @@ static bool serialize_to(wr *w, const nf_catalog *c, const nf_serialize_opts *op
         }
         w_close(w, 1, fk, ']');
     }
+}
 
+/* /metadata (spec 10): its members as read, then integrity from the
+ * objects' digests. False when out of memory. */
+static bool w_metadata(wr *w, const nf_catalog *c, const nf_serialize_opts *op, size_t *rk)
+{
     bool any_digest = false;
     if (op->digests && !op->manifest)
         for (size_t i = 0; i < c->n_objects && !any_digest; i++)
             any_digest = c->objects[i].has_digest;
     if (c->has_metadata || any_digest) {
-        w_ckey(w, 0, &rk, "metadata");
+        w_ckey(w, 0, rk, "metadata");
         size_t mk = 0;
         w_open(w, '{');
         if (c->metadata_text) {
@@ -411,6 +432,24 @@ static bool serialize_to(wr *w, const nf_catalog *c, const nf_serialize_opts *op
         }
         w_close(w, 1, mk, '}');
     }
+    return true;
+}
+
+static bool serialize_to(wr *w, const nf_catalog *c, const nf_serialize_opts *op)
+{
+    size_t rk = 0;
+    w_open(w, '{');
+    w_ckey(w, 0, &rk, "components");
+    w_components(w, c);
+    w_ckey(w, 0, &rk, "objects");
+    w_objects(w, c, op);
+    w_ckey(w, 0, &rk, "bindings");
+    w_bindings(w, c);
+    w_ckey(w, 0, &rk, "uses");
+    w_uses(w, c);
+    w_files(w, op, &rk);
+    if (!w_metadata(w, c, op, &rk))
+        return false;
     if (c->provenance_text) {
         w_ckey(w, 0, &rk, "provenance");
         w_put(w, c->provenance_text, c->provenance_len);

@@ -12,6 +12,7 @@
 #include "arch/nf_arch.h"
 #include "nf_fp.h"
 #include "nf_json.h"
+#include "nf_select.h"
 #include "nf_util.h"
 
 /* ---- the module table ------------------------------------------------------ */
@@ -606,43 +607,12 @@ done:
 
 /* ---- plans of an artifact's components ------------------------------------- */
 
-static ssize_t comp_index(const nf_catalog *c, const char *id)
-{
-    size_t i = nf_catalog_component(c, id);
-    return i == SIZE_MAX ? -1 : (ssize_t)i;
-}
-
-/* Which components are selected: sel[i] for component i. Asked-for but
+/* Which components are selected: sel[i] for component i, every one when
+ * none is named, with their targets (nf_select_components). Asked-for but
  * absent ones are component-missing. Returns false when one is missing. */
 static bool select_components(const nf_catalog *c, const nf_bind_opts *o, bool *sel, nf_diags *d)
 {
-    bool ok = true;
-    if (!o || !o->n_components) {
-        for (size_t i = 0; i < c->n_components; i++)
-            sel[i] = true;
-    } else {
-        for (size_t k = 0; k < o->n_components; k++) {
-            ssize_t i = comp_index(c, o->components[k]);
-            if (i < 0) {
-                nf_diag_add(d, NF_C_COMPONENT_MISSING, "/components",
-                            "component \"%s\" was selected but the artifact does not provide it",
-                            o->components[k]);
-                ok = false;
-            } else {
-                sel[i] = true;
-            }
-        }
-    }
-    /* a selected component selects its target (spec 4.2: mtp loads text),
-     * transitively: each chain stops at a component already selected */
-    for (size_t i = 0; i < c->n_components; i++) {
-        if (!sel[i])
-            continue;
-        for (size_t t = c->components[i].target_index; t < c->n_components && !sel[t];
-             t = c->components[t].target_index)
-            sel[t] = true;
-    }
-    return ok;
+    return nf_select_components(c, o ? o->components : NULL, o ? o->n_components : 0, sel, d) == 0;
 }
 
 static int derive_component(const nf_catalog *c, size_t i, nf_arch_plan *plan, nf_diags *d)
@@ -657,8 +627,8 @@ static int derive_component(const nf_catalog *c, size_t i, nf_arch_plan *plan, n
     in.proposal_indexed = k->proposal_indexed;
     in.proposal_rows = k->proposal_rows;
     if (k->target) {
-        ssize_t t = comp_index(c, k->target);
-        if (t >= 0) {
+        size_t t = k->target_index; /* resolved at parse */
+        if (t < c->n_components) {
             in.target_component = c->components[t].id;
             in.target_config_raw = c->components[t].config_text;
             in.target_config_len = c->components[t].config_len;
@@ -1001,17 +971,6 @@ static void check_aux(chk *k, size_t ui, const nf_param *p)
     free(up);
 }
 
-/* The component that owns a name (resolved when the catalog was parsed):
- * its component prefix, or the text component, when it has a proposal
- * record, for root "proposal/" names. */
-static ssize_t owner_idx(const nf_catalog *c, const char *name, size_t w)
-{
-    if (w >= c->n_components)
-        return -1;
-    if (strncmp(name, "proposal/", 9) == 0 && !c->components[w].has_proposal)
-        return -1;
-    return (ssize_t)w;
-}
 
 int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, nf_diags *d)
 {
@@ -1042,10 +1001,10 @@ int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, 
         const nf_arch_plan *plan = &plans[i];
         /* a target's geometry: the component's own config must not disagree */
         if (comp->target) {
-            ssize_t t = comp_index(c, comp->target);
+            size_t t = comp->target_index; /* resolved at parse */
             nf_diags tmp = NF_DIAGS_INIT;
             nf_jdoc *own = nf_jdoc_parse(comp->config_text, comp->config_len, 0, &tmp);
-            nf_jdoc *tgt = t >= 0 ? nf_jdoc_parse(c->components[t].config_text,
+            nf_jdoc *tgt = t < c->n_components ? nf_jdoc_parse(c->components[t].config_text,
                                                   c->components[t].config_len, 0, &tmp)
                                   : NULL;
             static const char *const keys[] = {"hidden_size", "vocab_size", "num_attention_heads",
@@ -1084,8 +1043,8 @@ int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, 
     /* bindings and uses the architectures do not know */
     for (size_t i = 0; i < c->n_bindings; i++) {
         const char *name = c->bindings[i].name;
-        ssize_t w = owner_idx(c, name, c->bindings[i].component);
-        if (w < 0) {
+        size_t w = c->bindings[i].component; /* nf_catalog_owner */
+        if (w >= c->n_components) {
             if (all) {
                 char *ptr = bptr(name);
                 nf_diag_add(&local, NF_C_UNKNOWN_PARAMETER, ptr,
@@ -1103,8 +1062,8 @@ int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, 
     }
     for (size_t i = 0; i < c->n_uses; i++) {
         const nf_use *u = &c->uses[i];
-        ssize_t w = owner_idx(c, u->parameter, nf_catalog_owner(c, u->parameter));
-        if (w < 0 || !sel[w])
+        size_t w = nf_catalog_owner(c, u->parameter);
+        if (w >= c->n_components || !sel[w])
             continue;
         const nf_param *p = u->binding < c->n_bindings && k.param && k.param[u->binding]
                                 ? k.param[u->binding]

@@ -1,8 +1,7 @@
 /* nf_select.h — what a component selection needs (spec 4.2, 5.3, 11.1):
  * the selected components and their targets (selecting mtp loads text),
  * and the objects they reference — through bindings named "<component>/..."
- * (and "proposal/..." for text, spec 9.2; owners resolved when the catalog
- * was parsed), the auxiliaries of those
+ * (and "proposal/..." for text with a proposal, spec 9.2; nf_catalog_owner), the auxiliaries of those
  * parameters' uses, and, when asked, the components' resources. Every other
  * object stays unread, so a partial download can be checked and loaded.
  */
@@ -24,9 +23,17 @@ extern "C" {
 int nf_select(const nf_catalog *c, const char *list, bool resources, bool *comps, bool *objs,
               nf_diags *d);
 
+/* The components ids[0..n) and their targets, transitively (spec 4.2:
+ * selecting mtp selects text), into comps[n_components] (caller-allocated,
+ * zeroed here); n == 0 selects every component. An ID the artifact lacks is
+ * `component-missing` (spec 12.6). Returns 0 or -1. The binder and nf_select
+ * share it. */
+int nf_select_components(const nf_catalog *c, const char *const *ids, size_t n, bool *comps,
+                         nf_diags *d);
+
 /* True when the parameter name belongs to a selected component: its owner
- * (nf_catalog_owner: the name's first segment, "text" for "proposal/")
- * is selected. O(1). */
+ * (nf_catalog_owner: the name's first segment; "proposal/" names are
+ * text's when it has a proposal) is selected. O(1). */
 bool nf_select_has(const nf_catalog *c, const bool *comps, const char *name);
 
 #ifdef __cplusplus

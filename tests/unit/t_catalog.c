@@ -83,12 +83,13 @@ static void test_lookups(void)
     /* owners: the first segment; proposal/ is text's */
     CHECK_EQ_U64(nf_catalog_owner(c, "text/layers/0/x"), 0, "owner of text/...: text");
     CHECK_EQ_U64(nf_catalog_owner(c, "mtp/c"), 1, "owner of mtp/c: mtp");
-    CHECK_EQ_U64(nf_catalog_owner(c, "proposal/head"), 0, "owner of proposal/head: text");
+    CHECK_EQ_U64(nf_catalog_owner(c, "proposal/head"), SIZE_MAX,
+                 "proposal/head without text.proposal: nobody's (spec 9.2)");
     CHECK_EQ_U64(nf_catalog_owner(c, "vision/x"), SIZE_MAX, "no vision component: no owner");
     CHECK_EQ_U64(nf_catalog_owner(c, "text"), SIZE_MAX, "a name without '/' has no owner");
     CHECK_EQ_U64(nf_catalog_owner(c, "textual/x"), SIZE_MAX, "a longer first segment is not text");
     CHECK_EQ_U64(c->bindings[2].component, 1, "the binding carries its owner (mtp/c -> mtp)");
-    CHECK_EQ_U64(c->bindings[3].component, 0, "proposal/head's owner is text");
+    CHECK_EQ_U64(c->bindings[3].component, SIZE_MAX, "and its binding has no owner either");
     /* references resolved once */
     CHECK_EQ_U64(c->bindings[0].b.obj, 0, "text/a -> object 0");
     CHECK(c->bindings[0].b.object == c->objects[0].id, "the reference shares the object's ID");
@@ -124,6 +125,29 @@ static void test_lookups(void)
           "the encoding of w: 64 bytes, 32 elements");
     CHECK_EQ_U64(c->objects[0].elements, 32, "elements kept in the record");
     CHECK(nf_object_encoding(&c->objects[2], &enc) != NF_ENC_OK, "a resource has no tensor encoding");
+    nf_catalog_free(c);
+    free(t);
+    nf_diags_free(&d);
+}
+
+/* The owner of proposal/ names follows text.proposal (spec 9.2), the
+ * same answer for nf_catalog_owner, the binding record and the selection. */
+static void test_proposal_owner(void)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    char *t = cat_text_c("{\"mtp\":{\"config\":{},\"target\":\"text\"},"
+                         "\"text\":{\"config\":{},\"proposal\":{\"domain\":\"full\"}}}",
+                         OBJ_W "," OBJ_V, "{\"proposal/head\":{\"object\":\"w\"},\"mtp/c\":{\"object\":\"v\"}}",
+                         "[]", NULL);
+    nf_catalog *c = parse(t, &d);
+    CHECK(c && d.n == 0, "text with a proposal, listed second, parses clean");
+    if (c) {
+        CHECK_EQ_U64(nf_catalog_owner(c, "proposal/head"), 1, "proposal/head: text (/components' second)");
+        CHECK_EQ_U64(c->bindings[0].component, 1, "its binding carries the same owner");
+        CHECK_EQ_U64(nf_catalog_owner(c, "proposal"), SIZE_MAX, "\"proposal\" alone: no owner");
+        CHECK_EQ_U64(nf_catalog_owner(c, NULL), SIZE_MAX, "NULL: no owner");
+        CHECK_EQ_U64(nf_catalog_owner(NULL, "text/a"), SIZE_MAX, "no catalog: no owner");
+    }
     nf_catalog_free(c);
     free(t);
     nf_diags_free(&d);
@@ -809,6 +833,7 @@ static void test_hostile_records(void)
 int main(void)
 {
     test_lookups();
+    test_proposal_owner();
     test_duplicates_and_missing();
     test_section_order();
     test_editing();
