@@ -82,6 +82,7 @@ cases=(
     "ninfer-pack|$cat_bytes|<=0.3x jq + io|ninfer-pack -q --force -o out/p.ninfer m.json"
     "ninfer-verify --no-digests|$cat_bytes|<=0.2x jq|ninfer-verify --no-digests m.ninfer > /dev/null"
     "ninfer-bind --check|$cat_bytes|<=0.2x jq|ninfer-bind --check -q m.ninfer"
+    "ninfer-bind --plan|$cat_bytes|-|ninfer-bind --plan m.ninfer > /dev/null"
     "ninfer-cat --object (1 expert)|$cat_bytes|<=0.1x jq, <=2x bytes|ninfer-cat --object '$EXPERT' m.ninfer > /dev/null"
     "ninfer-cat --manifest|$cat_bytes|<=0.3x jq|ninfer-cat --manifest m.ninfer > /dev/null"
     "ninfer-split parts->one|$cat_bytes|<=0.3x jq + io|ninfer-split -q --force -o out/one.ninfer parts/m.ninfer"
