@@ -298,6 +298,26 @@ tie_head() {
     [[ "$output" == "a4.ninfer: OK ("* ]]
 }
 
+@test "AllowA4: the divisor an earlier run made is reused; another object under its ID is duplicate-id (red-team E26)" {
+    run -0 ninfer-quant -i "$(M)" -o a4.json 'text/head=nvfp4,policy=AllowA4'
+    # run again on its own output: the same divisor, not a second one
+    run -0 ninfer-quant -i a4.json -o again.json 'text/head=nvfp4,policy=AllowA4'
+    [ "$(grep -c '"activation_input_divisor": {' again.json)" -eq 1 ]
+    local id
+    id=$(sed -n '/"activation_input_divisor": {/{n;s/^ *"object": "\(.*\)"$/\1/p}' a4.json)
+    [[ "$id" == a.text/head@*.activation_input_divisor ]]
+    [ "$(grep -c "\"id\": \"$id\"" again.json)" -eq 1 ]
+    [ "$(grep -c '"id": ' again.json)" -eq "$(grep -c '"id": ' a4.json)" ]
+    # a resource that holds the divisor's ID: refused, naming it; nothing written
+    sed -z "s|\"objects\": \\[\\n|\"objects\": [\\n    {\"id\": \"$id\", \"kind\": \"resource\", \"encoding\": \"raw_bytes_v1\", \"source\": {\"values\": [1], \"dtype\": \"u8\"}},\\n|" \
+        "$(M)" > dup.json
+    grep -q '"kind": "resource", "encoding"' dup.json
+    run -1 --separate-stderr ninfer-quant -i dup.json -o dq.json 'text/head=nvfp4,policy=AllowA4'
+    expect_only_codes duplicate-id
+    [[ "$stderr" == *"/objects/0: duplicate-id: object \"$id\" exists and is not the fp32 scalar that the activation divisor of \"text/head\" (AllowA4, spec 8) must be: rename it" ]]
+    [ ! -e dq.json ]
+}
+
 @test "AllowA4 on a format other than nvfp4 sets the policy and adds no divisor" {
     run -0 ninfer-quant -i "$(M)" 'text/head=q4_g64_fp16,policy=AllowA4'
     printf '%s\n' "$output" > a.json

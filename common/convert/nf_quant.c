@@ -497,6 +497,22 @@ static int set_policies(nf_catalog *c, const nf_quant_rule *const *by_param, nf_
             break;
         }
         size_t oi = nf_catalog_find(c, id);
+        /* an object of that ID is reused only when it is the divisor an
+         * earlier run made (an fp32 scalar); anything else under the name
+         * would bind the use to the wrong object (red-team E26) */
+        if (oi != SIZE_MAX && (c->objects[oi].kind != NF_OBJ_TENSOR ||
+                               c->objects[oi].format != NF_FMT_FP32 ||
+                               c->objects[oi].elements != 1)) {
+            char *q = nf_ptr_index("/objects", oi);
+            nf_diag_add(d, NF_C_DUPLICATE_ID, q ? q : "",
+                        "object \"%s\" exists and is not the fp32 scalar that the activation "
+                        "divisor of \"%s\" (AllowA4, spec 8) must be: rename it",
+                        id, use->parameter);
+            free(q);
+            free(id);
+            rc = -1;
+            continue;
+        }
         if (oi == SIZE_MAX)
             oi = nf_catalog_add_tensor(c, id, NULL, 0, "fp32", "contiguous_le_v1", divisor_src);
         if (oi == SIZE_MAX || (!nf_use_add_aux(c, use, "activation_input_divisor", id, oi) &&
