@@ -6,6 +6,8 @@
  * guarded by `end`, and wide loads happen only when that many bytes remain.
  */
 #include "nf_jscan.h"
+
+#include "nf_strmap.h"
 #include "nf_util.h"
 
 #include <stdarg.h>
@@ -163,39 +165,10 @@ static size_t jdecode(const uchar *r, size_t n, size_t *i, uchar out[4])
  * internet, and an unkeyed hash would let a catalog pick names that all
  * land in one probe chain and make duplicate detection quadratic. */
 
-#define NF_ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define NF_SIPROUND                                                          \
-    do {                                                                     \
-        v0 += v1; v1 = NF_ROTL(v1, 13); v1 ^= v0; v0 = NF_ROTL(v0, 32);     \
-        v2 += v3; v3 = NF_ROTL(v3, 16); v3 ^= v2;                           \
-        v0 += v3; v3 = NF_ROTL(v3, 21); v3 ^= v0;                           \
-        v2 += v1; v1 = NF_ROTL(v1, 17); v1 ^= v2; v2 = NF_ROTL(v2, 32);     \
-    } while (0)
-
 static uint64_t siphash13(const uchar *in, size_t len, uint64_t k0, uint64_t k1)
 {
-    uint64_t v0 = 0x736f6d6570736575ULL ^ k0, v1 = 0x646f72616e646f6dULL ^ k1;
-    uint64_t v2 = 0x6c7967656e657261ULL ^ k0, v3 = 0x7465646279746573ULL ^ k1;
-    uint64_t b = (uint64_t)len << 56, m;
-    const uchar *stop = in + (len & ~(size_t)7);
-    for (; in != stop; in += 8) {
-        m = nf_load_le64(in);
-        v3 ^= m;
-        NF_SIPROUND;
-        v0 ^= m;
-    }
-    m = 0;
-    for (size_t k = 0; k < (len & 7); k++)
-        m |= (uint64_t)in[k] << (8 * k);
-    b |= m;
-    v3 ^= b;
-    NF_SIPROUND;
-    v0 ^= b;
-    v2 ^= 0xff;
-    NF_SIPROUND;
-    NF_SIPROUND;
-    NF_SIPROUND;
-    return v0 ^ v1 ^ v2 ^ v3;
+    const uint64_t key[2] = {k0, k1};
+    return nf_siphash13(in, len, key); /* nf_strmap.h: the one SipHash */
 }
 
 /* ------------------------------------------------------------------------ */
