@@ -22,8 +22,8 @@ static const char usage[] =
     "  --json               one JSON record per operand on stdout\n"
     "  --sums               after a clean check, print '<sha256>  <file>' for the\n"
     "                       entry and each part (for sha256sum -c)\n"
-    "  --check-sums FILE    check every file of the artifact against FILE\n"
-    "                       (names relative to FILE's directory)\n"
+    "  --check-sums FILE    check every file of the artifact against FILE, read as\n"
+    "                       sha256sum -c reads it (names relative to FILE's directory)\n"
     "  --no-digests         skip object digests (structure only)\n"
     "  --component C[,C...] check only what these components need: the files holding\n"
     "                       their objects (a partial download) and those objects'\n"
@@ -72,28 +72,160 @@ static nf_jval *segments_json(const nf_artifact *a, const nf_object *o)
     return arr;
 }
 
-/* Find FILE's line for path in the sums text; returns the hex or NULL. */
-static const char *sums_lookup(char *text, const char *sums_dir, const char *path)
+/* ---- SHA256SUMS lines, as GNU sha256sum writes and reads them ---- */
+
+/* One line of a sums file parsed as `sha256sum -c` (GNU coreutils 9) does:
+ * leading blanks; a '\' that marks an escaped name (\\, \n, \r; any other
+ * escape makes the line malformed); then either "SHA256 (NAME) = HEX" (the
+ * --tag form) or "HEX", a blank, an optional ' ' or '*' (binary) and NAME.
+ * HEX is 64 hex digits in either case. Returns true with hex (lower case,
+ * NUL-terminated) and *name (malloc'ed) for a well-formed line. */
+static bool sums_parse(const char *s, size_t n, char hex[65], char **name)
 {
-    char *want = realpath(path, NULL);
-    const char *found = NULL;
-    for (char *line = text; line && *line && !found;) {
-        char *nl = strchr(line, '\n');
-        size_t ll = nl ? (size_t)(nl - line) : strlen(line);
-        if (ll > 66 && (line[64] == ' ') && (line[65] == ' ' || line[65] == '*')) {
-            char *name = strndup(line + 66, ll - 66);
-            char *full = name ? nf_path_join(sums_dir, name) : NULL;
-            char *rp = full ? realpath(full, NULL) : NULL;
-            if (rp && want && strcmp(rp, want) == 0)
-                found = line;
-            free(rp);
-            free(full);
-            free(name);
-        }
-        line = nl ? nl + 1 : NULL;
+    size_t i = 0, nb, ne;
+    while (i < n && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    bool esc = i < n && s[i] == '\\';
+    i += esc;
+    const char *h;
+    if (n - i >= 6 && memcmp(s + i, "SHA256", 6) == 0 &&
+        (s[i + 6] == '(' || (s[i + 6] == ' ' && i + 7 < n && s[i + 7] == '('))) {
+        i += s[i + 6] == '(' ? 7 : 8;
+        size_t j = n;
+        while (j > i && s[j - 1] != ')')
+            j--;
+        if (j == i)
+            return false;
+        nb = i;
+        ne = j - 1;
+        j++;
+        while (j < n && (s[j] == ' ' || s[j] == '\t'))
+            j++;
+        if (j >= n || s[j] != '=')
+            return false;
+        j++;
+        while (j < n && (s[j] == ' ' || s[j] == '\t'))
+            j++;
+        if (n - j != 64)
+            return false;
+        h = s + j;
+    } else {
+        if (n - i < 66 || (s[i + 64] != ' ' && s[i + 64] != '\t'))
+            return false;
+        h = s + i;
+        nb = i + 65;
+        if (nb < n - 1 && (s[nb] == ' ' || s[nb] == '*'))
+            nb++; /* the type: text or binary; else the one-blank form */
+        ne = n;
     }
-    free(want);
-    return found;
+    for (int k = 0; k < 64; k++) {
+        char c = h[k];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+            return false;
+        hex[k] = c >= 'A' && c <= 'F' ? (char)(c - 'A' + 'a') : c;
+    }
+    hex[64] = 0;
+    if (ne <= nb)
+        return false;
+    char *o = malloc(ne - nb + 1), *q = o;
+    if (!o)
+        return false;
+    for (size_t k = nb; k < ne; k++) {
+        if (s[k] == '\0') {
+            free(o);
+            return false;
+        }
+        if (esc && s[k] == '\\') {
+            if (k + 1 >= ne || (s[k + 1] != '\\' && s[k + 1] != 'n' && s[k + 1] != 'r')) {
+                free(o);
+                return false;
+            }
+            k++;
+            *q++ = s[k] == 'n' ? '\n' : s[k] == 'r' ? '\r' : '\\';
+        } else {
+            *q++ = s[k];
+        }
+    }
+    *q = 0;
+    *name = o;
+    return true;
+}
+
+/* Print "<hex>  <name>" as sha256sum does: a name holding '\', '\n' or
+ * '\r' is written escaped (\\, \n, \r) after a leading '\' (red-team E15). */
+static void sums_print(const char *hex, const char *name)
+{
+    bool esc = strpbrk(name, "\\\n\r") != NULL;
+    if (esc)
+        putchar('\\');
+    fputs(hex, stdout);
+    fputs("  ", stdout);
+    for (const char *c = name; *c; c++) {
+        if (esc && (*c == '\\' || *c == '\n' || *c == '\r')) {
+            putchar('\\');
+            putchar(*c == '\\' ? '\\' : *c == '\n' ? 'n' : 'r');
+        } else {
+            putchar(*c);
+        }
+    }
+    putchar('\n');
+}
+
+typedef struct {
+    char hex[65];
+    char *real;   /* the named file's real path (NULL: it cannot be resolved) */
+} sum_line;
+
+static int sum_line_cmp(const void *x, const void *y)
+{
+    const sum_line *a = x, *b = y;
+    return !a->real ? (b->real ? -1 : 0) : !b->real ? 1 : strcmp(a->real, b->real);
+}
+
+/* Every well-formed line of text (sha256sum -c's reading: '#' comment
+ * lines and empty lines skipped, one trailing '\r' dropped), its name
+ * resolved against dir; sorted by real path. *bad counts malformed lines. */
+static sum_line *sums_read(char *text, size_t len, const char *dir, size_t *n, size_t *bad)
+{
+    sum_line *v = NULL;
+    size_t cap = 0;
+    *n = *bad = 0;
+    for (size_t at = 0; at < len;) {
+        const char *line = text + at;
+        const char *nl = memchr(line, '\n', len - at);
+        size_t ll = nl ? (size_t)(nl - line) : len - at;
+        at += ll + (nl != NULL);
+        if (ll && line[0] == '#')
+            continue;
+        if (ll && line[ll - 1] == '\r')
+            ll--;
+        if (!ll)
+            continue;
+        char hex[65], *name = NULL;
+        if (!sums_parse(line, ll, hex, &name)) {
+            (*bad)++;
+            continue;
+        }
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            sum_line *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                free(name);
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        char *full = nf_path_join(dir, name);
+        v[*n].real = full ? realpath(full, NULL) : NULL;
+        memcpy(v[*n].hex, hex, 65);
+        (*n)++;
+        free(full);
+        free(name);
+    }
+    if (*n)
+        qsort(v, *n, sizeof *v, sum_line_cmp);
+    return v;
 }
 
 /* Was a part-missing diagnostic already given for path? */
@@ -105,22 +237,38 @@ static bool said_missing(const nf_diags *d, const char *path)
     return false;
 }
 
+/* --check-sums (red-team E6): every line that names a file of the
+ * artifact must match it, duplicates too, as sha256sum -c checks every
+ * line; a file with no line is a digest error; malformed lines are
+ * counted in one warning (sha256sum -c's "N lines are improperly
+ * formatted", exit status unchanged). */
 static void check_sums(nf_artifact *a, nf_diags *d)
 {
     FILE *f = fopen(opt.check_sums, "r");
     if (!f) {
-        nf_diag_add(d, NF_C_IO, "", "cannot read %s", opt.check_sums);
+        nf_diag_add(d, NF_C_IO, "", "cannot read %s: %s", opt.check_sums, strerror(errno));
         return;
     }
     char *text = NULL;
     size_t cap = 0;
     ssize_t n = getdelim(&text, &cap, 0, f);
+    bool rerr = ferror(f);
     fclose(f);
-    if (n < 0) {
+    if (rerr) {
+        nf_diag_add(d, NF_C_IO, "", "cannot read %s", opt.check_sums);
         free(text);
-        text = strdup("");
+        return;
     }
     char *dir = nf_dirname_dup(opt.check_sums);
+    size_t nl = 0, bad = 0;
+    sum_line *lines = sums_read(text, n > 0 ? (size_t)n : 0, dir ? dir : ".", &nl, &bad);
+    free(text);
+    if (bad && !opt.quiet) {
+        fprintf(stderr, "%s: ", nf_prog);
+        nf_fput_text(opt.check_sums, stderr);
+        fprintf(stderr, ": warning: %zu line%s improperly formatted\n", bad,
+                bad == 1 ? " is" : "s are");
+    }
     const nf_catalog *c = nf_artifact_catalog(a);
     for (size_t i = 0; i < c->n_files; i++) {
         const char *p = nf_artifact_file_path(a, i);
@@ -134,21 +282,30 @@ static void check_sums(nf_artifact *a, nf_diags *d)
             }
             continue;
         }
-        const char *line = sums_lookup(text, dir, p);
-        if (!line) {
+        char *want = realpath(p, NULL);
+        sum_line key = {"", want};
+        sum_line *hit = want && nl ? bsearch(&key, lines, nl, sizeof *lines, sum_line_cmp) : NULL;
+        while (hit && hit > lines && sum_line_cmp(hit - 1, &key) == 0)
+            hit--;
+        if (!hit) {
             nf_diag_addf(d, NF_C_DIGEST, p, "", "no line for this file in %s", opt.check_sums);
+            free(want);
             continue;
         }
         char hex[65];
         int rc = nf_digest_file(p, hex);
         if (rc < 0)
             nf_diag_addf(d, NF_C_IO, p, "", "cannot read: %s", strerror(-rc));
-        else if (strncmp(hex, line, 64) != 0)
-            nf_diag_addf(d, NF_C_DIGEST, p, "", "sha256 %s differs from %s's %.64s", hex,
-                         opt.check_sums, line);
+        for (; rc == 0 && hit < lines + nl && sum_line_cmp(hit, &key) == 0; hit++)
+            if (strcmp(hex, hit->hex) != 0)
+                nf_diag_addf(d, NF_C_DIGEST, p, "", "sha256 %s differs from %s's %s", hex,
+                             opt.check_sums, hit->hex);
+        free(want);
     }
+    for (size_t k = 0; k < nl; k++)
+        free(lines[k].real);
+    free(lines);
     free(dir);
-    free(text);
 }
 
 static int verify_one(const char *path)
@@ -184,7 +341,7 @@ static int verify_one(const char *path)
                 if (rc < 0)
                     nf_diag_addf(&d, NF_C_IO, p, "", "cannot read: %s", strerror(-rc));
                 else if (!opt.json)
-                    printf("%s  %s\n", hex, nf_basename(p));
+                    sums_print(hex, nf_basename(p));
             }
         }
         if (rec) {

@@ -866,3 +866,73 @@ big_catalog() {
     run -2 --separate-stderr ninfer-verify --max-json-bytes
     [ "$stderr" = "ninfer-verify: usage: option '--max-json-bytes' needs an argument (see 'ninfer-verify --help')" ]
 }
+
+# sums_case FILE STATUS — ninfer-verify --check-sums FILE on d/a.ninfer exits
+# STATUS, and sha256sum -c agrees on pass/fail for the same lines.
+sums_case() {
+    local f=$1 want=$2 sc=0
+    run "-$want" --separate-stderr ninfer-verify --check-sums "d/$f" d/a.ninfer
+    (cd d && sha256sum -c --quiet "$f" > /dev/null 2>&1) || sc=1
+    [ "$sc" -eq "$((want != 0))" ]
+}
+
+@test "--check-sums reads lines as sha256sum -c does: duplicates, upper-case hex, CRLF, --tag, comments, malformed lines (red-team E6)" {
+    mkdir d
+    NF_P=20000 nf_make src.ninfer
+    ninfer-split --max-file-bytes 12288 -o d/a.ninfer src.ninfer
+    ninfer-verify --sums d/a.ninfer > d/SUMS
+    local entry_hex bad
+    entry_hex=$(head -c 64 d/SUMS)
+    bad=$(printf '%s' "$entry_hex" | tr 0-9a-f 1-9a-f0)
+    # a second line for the entry with a wrong digest fails, as sha256sum -c
+    { cat d/SUMS; echo "$bad  a.ninfer"; } > d/DUP
+    sums_case DUP 1
+    expect_only_codes digest
+    [ "$stderr" = "ninfer-verify: d/a.ninfer: digest: sha256 $entry_hex differs from d/DUP's $bad" ]
+    # the same right line twice is fine
+    { cat d/SUMS; head -n 1 d/SUMS; } > d/TWICE
+    sums_case TWICE 0
+    # upper-case hex, CRLF line ends, the --tag form, comment and empty lines
+    awk '{ print toupper($1) "  " $2 }' d/SUMS > d/UPPER
+    grep -q '^[0-9A-F]\{64\}  a\.ninfer$' d/UPPER
+    sed 's/$/\r/' d/SUMS > d/CRLF
+    sed -E 's/^([0-9a-f]{64})  (.*)$/SHA256 (\2) = \1/' d/SUMS > d/TAG
+    { echo "# made by ninfer-verify --sums"; echo; cat d/SUMS; } > d/COMMENT
+    local f
+    for f in UPPER CRLF TAG COMMENT; do
+        sums_case "$f" 0
+        [ -z "$stderr" ]
+    done
+    grep -q '^SHA256 (a.ninfer.part-0002) = ' d/TAG
+    # malformed lines: one warning with their count, the verdict unchanged
+    { echo "not a sums line"; cat d/SUMS; echo "${entry_hex:0:63}  a.ninfer"; echo "\\$entry_hex  a\\qninfer"; } > d/MAL
+    sums_case MAL 0
+    [ "$stderr" = "ninfer-verify: d/MAL: warning: 3 lines are improperly formatted" ]
+    # nothing but malformed lines: every file lacks its line
+    echo "garbage" > d/NONE
+    sums_case NONE 1
+    [ "${#stderr_lines[@]}" -eq 4 ]
+    [ "${stderr_lines[0]}" = "ninfer-verify: d/NONE: warning: 1 line is improperly formatted" ]
+    [ "${stderr_lines[1]}" = "ninfer-verify: d/a.ninfer: digest: no line for this file in d/NONE" ]
+}
+
+@test "--sums escapes a name with a backslash, newline or carriage return as sha256sum does (red-team E15)" {
+    NF_P=20000 nf_make src.ninfer
+    local nl=$'we\ni\rd.ninfer'
+    ninfer-split --max-file-bytes 12288 -o "$nl" src.ninfer
+    ninfer-split -o 'back\slash.ninfer' src.ninfer
+    run -0 --separate-stderr ninfer-verify --sums "$nl" 'back\slash.ninfer'
+    [ "${#lines[@]}" -eq 4 ]
+    [ "${lines[0]}" = "\\$(sha256sum < "$nl" | cut -c1-64)  we\\ni\\rd.ninfer" ]
+    [ "${lines[1]}" = "\\$(sha256sum < "$nl.part-0001" | cut -c1-64)  we\\ni\\rd.ninfer.part-0001" ]
+    [ "${lines[3]}" = "\\$(sha256sum < 'back\slash.ninfer' | cut -c1-64)  back\\\\slash.ninfer" ]
+    # the same bytes sha256sum writes, and both checkers read them back
+    [ "$output" = "$(sha256sum "$nl" "$nl.part-0001" "$nl.part-0002" 'back\slash.ninfer')" ]
+    printf '%s\n' "$output" > SUMS
+    run -0 sha256sum -c SUMS
+    run -0 --separate-stderr ninfer-verify -q --check-sums SUMS "$nl" 'back\slash.ninfer'
+    # a part name cannot hold '\': splitting such an entry is a usage error
+    run -2 --separate-stderr ninfer-split --max-file-bytes 12288 -o 'x\y.ninfer' src.ninfer
+    [[ "$stderr" == *"usage: the part names derive from the entry's name, which contains '\\': a part path cannot (spec 3.3; name the output without it)" ]]
+    [ ! -e 'x\y.ninfer' ]
+}

@@ -65,6 +65,13 @@ int nf_plan_files(uint64_t payload, uint64_t eps, uint64_t limit, const char *en
                     "the catalog's files table cannot hold them (name the output in UTF-8)");
         return -1;
     }
+    /* nor one with '\\' (spec 3.3: a part path never holds '\\' or '/') */
+    if (n > 1 && entry_name && strchr(entry_name, '\\')) {
+        nf_diag_add(d, NF_C_USAGE, "",
+                    "the part names derive from the entry's name, which contains '\\': a part "
+                    "path cannot (spec 3.3; name the output without it)");
+        return -1;
+    }
     nf_file *f = calloc(n, sizeof *f);
     if (!f) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
