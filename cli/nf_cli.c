@@ -275,7 +275,7 @@ const char nf_writer_usage[] =
     "  --max-file-bytes N      split into an entry and parts of at most N bytes each\n"
     "                          (K M G T suffixes are powers of 1024; default: one file)\n"
     "  --json-bytes N          reserve exactly N bytes for the catalog (error if it\n"
-    "                          does not fit)\n"
+    "                          does not fit, or if N is over --max-json-bytes)\n"
     "  --dry-run               print the files table that would be written; write nothing\n"
     "  --force                 replace an existing entry (its surplus parts are removed)\n"
     "  --no-digests            do not write metadata.integrity digests\n"
@@ -297,6 +297,7 @@ void nf_writer_cli_init(nf_writer_cli *wc)
 {
     memset(wc, 0, sizeof *wc);
     wc->w.sync = true;
+    wc->max_json_bytes = NF_DEFAULT_MAX_JSON;
     wc->w.warn = nf_cli_warn;
 }
 
@@ -339,6 +340,12 @@ int nf_writer_cli_check(const nf_writer_cli *wc)
         return nf_usage_error("a stream is one file: --max-file-bytes needs -o PATH");
     if (!stream && wc->zstd)
         return nf_usage_error("--zstd compresses a stream on stdout, not files");
+    if (wc->w.json_bytes > wc->max_json_bytes)
+        return nf_usage_error("--json-bytes %llu is over --max-json-bytes %llu: readers refuse "
+                              "such a catalog with their default cap (raise --max-json-bytes "
+                              "here and in every reader)",
+                              (unsigned long long)wc->w.json_bytes,
+                              (unsigned long long)wc->max_json_bytes);
     if (stream && !wc->dry_run && isatty(1))
         return nf_usage_error("refusing to write an artifact to a terminal (use -o PATH)");
     return 0;

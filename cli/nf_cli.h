@@ -126,6 +126,8 @@ typedef struct {
     const char *out;   /* -o: entry path; NULL or "-" for a stream on stdout */
     int zstd;          /* stream output compression level (0: none) */
     int progress;      /* -1 quiet, 0 auto, 1 forced */
+    uint64_t max_json_bytes; /* --max-json-bytes: the readers' cap, which
+                                --json-bytes may not pass (default 256M) */
 } nf_writer_cli;
 
 enum {
@@ -157,7 +159,9 @@ int nf_writer_cli_opt(nf_writer_cli *wc, int c, const char *arg);
 void nf_cli_warn(void *ctx, const char *path, const char *msg);
 /* Defaults (sync on, progress auto, warnings by nf_cli_warn). */
 void nf_writer_cli_init(nf_writer_cli *wc);
-/* After parsing: a stream target can't be split. Returns 0 or exit 2. */
+/* After parsing: a stream target can't be split; --json-bytes above
+ * max_json_bytes would make a catalog every reader refuses with its cap
+ * (and an allocation of that size): usage. Returns 0 or exit 2. */
 int nf_writer_cli_check(const nf_writer_cli *wc);
 
 /* Monotonic seconds. */

@@ -61,6 +61,7 @@ int main(int argc, char **argv)
             if (!nf_parse_size(optarg, &v) || v == 0)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);
             maxj = v;
+            wc.max_json_bytes = v;
             break;
         case O_REPORT: po.report = true; break;
         case O_NONFINITE: po.allow_nonfinite = true; break;

@@ -55,6 +55,7 @@ int main(int argc, char **argv)
             if (!nf_parse_size(optarg, &v) || v == 0)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);
             oo.max_json_bytes = v;
+            wc.max_json_bytes = v;
             break;
         case 'h': printf(usage, nf_writer_usage); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);

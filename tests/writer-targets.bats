@@ -163,3 +163,24 @@ fifo_read() {
     expect_only_codes usage
     expect_unchanged "$before"
 }
+
+@test "--json-bytes above --max-json-bytes is usage (2) before any work: no catalog every reader refuses, no N-byte allocation (red-team E9)" {
+    local before cmd
+    nf_bytes 16 w.bin
+    printf '{"components": {"text": {"config": {}}}, "objects": [{"id": "w", "kind": "tensor", "shape": [2, 4], "format": "bf16", "layout": "contiguous_le_v1", "source": {"file": "w.bin"}}], "bindings": {}, "uses": []}' > m.json
+    before=$(nf_snapshot .)
+    for cmd in "ninfer-pack -o x.ninfer m.json" "ninfer-split -o x.ninfer a.ninfer"; do
+        run -2 --separate-stderr $cmd --json-bytes 300M
+        [ "$stderr" = "${cmd%% *}: usage: --json-bytes 314572800 is over --max-json-bytes 268435456: readers refuse such a catalog with their default cap (raise --max-json-bytes here and in every reader) (see '${cmd%% *} --help')" ]
+        run -2 --separate-stderr $cmd --json-bytes 1T
+        [[ "$stderr" == *"usage: --json-bytes 1099511627776 is over --max-json-bytes 268435456"* ]]
+        run -2 --separate-stderr $cmd --max-json-bytes 64K --json-bytes 65537
+        [[ "$stderr" == *"usage: --json-bytes 65537 is over --max-json-bytes 65536"* ]]
+    done
+    expect_unchanged "$before"
+    # at the cap it is written, and read back with the default cap
+    run -0 --separate-stderr ninfer-pack -o y.ninfer --json-bytes 64K --max-json-bytes 64K m.json
+    run -0 --separate-stderr ninfer-cat --header y.ninfer
+    [[ "$output" == *'"json_bytes": 65536'* ]]
+    run -0 --separate-stderr ninfer-verify y.ninfer
+}
