@@ -112,3 +112,18 @@ need_time() {
     run -0 --separate-stderr bash -c 'ninfer-cat - < pad.zst | wc -c'
     [ "$output" -eq $(((32 + pad + 4095) / 4096 * 4096 + 2)) ]
 }
+
+@test "a zstd stream made with --long=31 (a 2 GiB window): unsupported (4) saying so, not a corrupt frame (red-team E2)" {
+    # from a pipe (of a file zstd sizes itself, it takes a smaller window)
+    zstd -q --long=31 -c < <(cat a.ninfer) > long31.zst
+    every_reader 4 unsupported long31.zst
+    run -4 --separate-stderr ninfer-verify - < long31.zst
+    [ "$stderr" = "ninfer-verify: -: unsupported: zstd stream in the header: the frame needs a 2048 MiB window (zstd --long=31); this reader allows 128 MiB (decompress it first: zstd -d --long=31)" ]
+    # a second frame with a long window, after a plain one: said where it is
+    { head -c 100000 a.ninfer | zstd -q -c; tail -c +100001 a.ninfer | cat | zstd -q --long=29 -c; } > mixed.zst
+    run -4 --separate-stderr ninfer-verify - < mixed.zst
+    [[ "$stderr" == *"unsupported: zstd stream "*": the frame needs a 512 MiB window (zstd --long=29); this reader allows 128 MiB (decompress it first: zstd -d --long=29)" ]]
+    # --long=27 is within the window: it reads
+    zstd -q --long=27 -c < <(cat a.ninfer) > long27.zst
+    run -0 --separate-stderr ninfer-verify - < long27.zst
+}

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
@@ -22,6 +23,9 @@ struct nf_input {
     const char *err;
     nf_in_fault fault;
     bool frame_done;        /* last decompress call ended a frame */
+    char errbuf[192];       /* err, when it is made here */
+    unsigned char fhead[6]; /* the current frame's first bytes (its window) */
+    bool fhead_want;        /* a frame starts at raw_pos */
 };
 
 static ssize_t read_some(int fd, void *buf, size_t n)
@@ -79,6 +83,16 @@ nf_input *nf_input_open_fd(int fd, bool own_fd)
                      in->raw[2] == 0x4d && in->raw[3] == 0x18;
     if (in->raw_len == 4 && (memcmp(in->raw, magic, 4) == 0 || skippable)) {
         in->zstd = true;
+        in->fhead_want = true;
+        /* the frame header's window descriptor too, for a message */
+        while (in->raw_len < sizeof in->fhead && !in->eof) {
+            ssize_t r = read_some(fd, in->raw + in->raw_len, sizeof in->fhead - in->raw_len);
+            if (r <= 0) {
+                in->eof = r == 0;
+                break;
+            }
+            in->raw_len += (size_t)r;
+        }
         in->dctx = ZSTD_createDCtx();
         if (!in->dctx) {
             free(in->raw);
@@ -87,6 +101,19 @@ nf_input *nf_input_open_fd(int fd, bool own_fd)
         }
     }
     return in;
+}
+
+/* The window size a zstd frame header at p declares (RFC 8878 3.1.1.1:
+ * the Window_Descriptor, absent in a single-segment frame), 0 when it
+ * cannot be told. */
+static unsigned long long frame_window(const unsigned char *p, size_t n)
+{
+    static const unsigned char magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+    if (n < 6 || memcmp(p, magic, 4) != 0 || (p[4] & 0x20))
+        return 0;
+    unsigned e = p[5] >> 3, m = p[5] & 7;
+    unsigned long long base = 1ull << (10 + e);
+    return base + base / 8 * m;
 }
 
 ssize_t nf_input_read(nf_input *in, void *buf, size_t n)
@@ -139,6 +166,10 @@ ssize_t nf_input_read(nf_input *in, void *buf, size_t n)
             }
             break;
         }
+        if (in->fhead_want && in->raw_len - in->raw_pos >= sizeof in->fhead) {
+            memcpy(in->fhead, in->raw + in->raw_pos, sizeof in->fhead);
+            in->fhead_want = false;
+        }
         ZSTD_inBuffer ib = {in->raw, in->raw_len, in->raw_pos};
         ZSTD_outBuffer ob = {out + got, n - got, 0};
         size_t rc = ZSTD_decompressStream(in->dctx, &ob, &ib);
@@ -148,10 +179,30 @@ ssize_t nf_input_read(nf_input *in, void *buf, size_t n)
             bool trailing = in->frame_done && ZSTD_getErrorCode(rc) == ZSTD_error_prefix_unknown;
             in->err = trailing ? "bytes after the end of the zstd frame" : ZSTD_getErrorName(rc);
             in->fault = trailing ? NF_IN_TRAILING : NF_IN_CORRUPT;
+            if (ZSTD_getErrorCode(rc) == ZSTD_error_frameParameter_windowTooLarge) {
+                /* not corrupt: made with a long window (red-team E2) */
+                unsigned long long win = frame_window(in->fhead, sizeof in->fhead);
+                unsigned lg = 0;
+                while (lg < 63 && (1ull << lg) < win)
+                    lg++;
+                if (lg > 27)
+                    snprintf(in->errbuf, sizeof in->errbuf,
+                             "the frame needs a %llu MiB window (zstd --long=%u); this reader "
+                             "allows 128 MiB (decompress it first: zstd -d --long=%u)",
+                             win >> 20, lg, lg);
+                else
+                    snprintf(in->errbuf, sizeof in->errbuf,
+                             "the frame needs a window over 128 MiB (zstd --long); this reader "
+                             "allows 128 MiB (decompress it first: zstd -d --long=31)");
+                in->err = in->errbuf;
+                in->fault = NF_IN_WINDOW;
+            }
             errno = EBADMSG;
             return -1;
         }
         in->frame_done = rc == 0;
+        if (in->frame_done)
+            in->fhead_want = true;
         in->raw_pos = ib.pos;
         got += ob.pos;
     }

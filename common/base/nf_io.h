@@ -35,7 +35,12 @@ ssize_t nf_input_read(nf_input *in, void *buf, size_t n);
  * NF_IN_TRUNCATED a zstd stream that ends inside a frame and
  * NF_IN_TRAILING bytes after the last frame that are no frame (both
  * `length`, exit 1). */
-typedef enum { NF_IN_OK = 0, NF_IN_IO, NF_IN_CORRUPT, NF_IN_TRUNCATED, NF_IN_TRAILING } nf_in_fault;
+typedef enum {
+    NF_IN_OK = 0, NF_IN_IO, NF_IN_CORRUPT, NF_IN_TRUNCATED, NF_IN_TRAILING,
+    NF_IN_WINDOW, /* a frame whose window is over the decoder's 128 MiB (zstd
+                     --long=28..31): `unsupported` (exit 4); nf_input_error
+                     says how large it is */
+} nf_in_fault;
 nf_in_fault nf_input_fault(const nf_input *in);
 
 /* Skip n bytes (reading them). Returns bytes skipped or -1. */

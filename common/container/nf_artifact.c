@@ -379,6 +379,9 @@ static void stream_fault(nf_input *in, nf_diags *d, const char *where)
     case NF_IN_TRAILING:
         nf_diag_add(d, NF_C_LENGTH, "", "bytes after the end of the zstd frame, %s", where);
         break;
+    case NF_IN_WINDOW:
+        nf_diag_add(d, NF_C_UNSUPPORTED, "", "zstd stream %s: %s", where, e ? e : "");
+        break;
     default:
         nf_diag_add(d, NF_C_IO, "", "read error %s: %s", where, strerror(errno));
         break;
