@@ -91,3 +91,57 @@ limited() {
     no_temporaries p
     [ -z "$(ls -A p)" ]
 }
+
+# many_sources — mf.json: 300 raw-file resources; ms.json: 300 one-tensor
+# safetensors files (F32 [4], transcoded to bf16); ma.json: an object from
+# each of 40 copies of a 4-file artifact, and from 4 of them an object
+# spanning every part (red-team C3).
+many_sources() {
+    local i h objs=""
+    for i in $(seq 0 299); do
+        printf 'raw %d' "$i" > "f$i.bin"
+        objs="$objs${objs:+, }{\"id\": \"r$i\", \"kind\": \"resource\", \"encoding\": \"raw_bytes_v1\", \"source\": {\"file\": \"f$i.bin\"}}"
+    done
+    echo "{\"components\": {\"text\": {\"config\": {}}}, \"objects\": [$objs], \"bindings\": {}, \"uses\": []}" > mf.json
+    h='{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}'
+    objs=""
+    for i in $(seq 0 299); do
+        {
+            printf "\\x$(printf %02x ${#h})\\0\\0\\0\\0\\0\\0\\0%s" "$h"
+            printf "\\x$(printf %02x $((i % 256)))\\0\\x80\\x3f"
+            printf '\0\0\0\x40\0\0\x40\x40\0\0\x80\x40'
+        } > "s$i.safetensors"
+        objs="$objs${objs:+, }{\"id\": \"t$i\", \"kind\": \"tensor\", \"shape\": [4], \"format\": \"bf16\", \"layout\": \"contiguous_le_v1\", \"source\": {\"safetensors\": \"s$i.safetensors\", \"tensor\": \"w\"}}"
+    done
+    echo "{\"components\": {\"text\": {\"config\": {}}}, \"objects\": [$objs], \"bindings\": {}, \"uses\": []}" > ms.json
+    ninfer-split -q --no-sync --max-file-bytes 1M -o src/a0.ninfer one.ninfer
+    objs=""
+    for i in $(seq 0 39); do
+        [ "$i" -eq 0 ] || ninfer-split -q --no-sync --max-file-bytes 1M -o "src/a$i.ninfer" src/a0.ninfer
+        objs="$objs${objs:+, }{\"id\": \"w$i\", \"kind\": \"tensor\", \"shape\": [64, 64], \"format\": \"bf16\", \"layout\": \"contiguous_le_v1\", \"source\": {\"artifact\": \"src/a$i.ninfer\", \"object\": \"w\"}}"
+        [ $((i % 10)) -ne 3 ] || objs="$objs, {\"id\": \"big$i\", \"kind\": \"resource\", \"encoding\": \"raw_bytes_v1\", \"source\": {\"artifact\": \"src/a$i.ninfer\", \"object\": \"r.big\"}}"
+    done
+    echo "{\"components\": {\"text\": {\"config\": {}}}, \"objects\": [$objs], \"bindings\": {}, \"uses\": []}" > ma.json
+}
+
+@test "pack from 300 files, 300 safetensors (transcoded on 4 threads) and 40 4-file artifacts under ulimit -n 32: the artifact packed without the limit" {
+    many_sources
+    [ "$(ls src/a7.ninfer* | wc -l)" -eq 4 ]
+    mkdir free lim
+    local m
+    for m in mf ms ma; do
+        run -0 --separate-stderr ninfer-pack -q --no-sync --threads 4 --max-file-bytes 64K -o "free/$m.ninfer" "$m.json"
+        run -0 --separate-stderr limited 32 "$NF_BIN/ninfer-pack" -q --no-sync --threads 4 --max-file-bytes 64K -o "lim/$m.ninfer" "$m.json"
+        [ -z "$stderr" ]
+        run -0 --separate-stderr limited 32 "$NF_BIN/ninfer-verify" -q "lim/$m.ninfer"
+        # the same catalog (its digests: the same payload) as without the limit
+        [ "$(ninfer-cat --catalog "lim/$m.ninfer")" = "$(ninfer-cat --catalog "free/$m.ninfer")" ]
+    done
+    run -0 ninfer-cat --object r299 lim/mf.ninfer
+    [ "$output" = "raw 299" ]
+    # t7 = f32 [0x3f800007 (1 + 7 ulp), 2, 3, 4]: bf16 [1, 2, 3, 4]
+    [ "$(ninfer-cat --object t7 lim/ms.ninfer | od -An -tx1 | tr -d ' \n')" = 803f004040408040 ]
+    cmp <(ninfer-cat --object w39 lim/ma.ninfer) w.bin
+    cmp <(ninfer-cat --object big33 lim/ma.ninfer) big.bin
+    no_temporaries .
+}

@@ -422,3 +422,275 @@ int nf_output_copy_from(nf_output *o, int in_fd, uint64_t off, uint64_t len)
     free(buf);
     return rc;
 }
+
+/* ---- descriptors opened lazily, closed least recently used first ---- */
+
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+size_t nf_fd_cap(void)
+{
+    struct rlimit rl;
+    uint64_t n = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        n = (uint64_t)rl.rlim_cur;
+    n /= 8;
+    return n < 2 ? 2 : n > 64 ? 64 : (size_t)n;
+}
+
+static pthread_mutex_t g_rec_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct reclaimer {
+    nf_fd_reclaim_fn fn;
+    void *ctx;
+} *g_rec;
+static size_t g_n_rec;
+
+int nf_fd_reclaimer_add(nf_fd_reclaim_fn fn, void *ctx)
+{
+    int slot = -1;
+    pthread_mutex_lock(&g_rec_lock);
+    for (size_t k = 0; k < g_n_rec && slot < 0; k++)
+        if (!g_rec[k].fn)
+            slot = (int)k;
+    if (slot < 0 && g_n_rec < INT_MAX) {
+        struct reclaimer *nv = realloc(g_rec, (g_n_rec + 1) * sizeof *nv);
+        if (nv) {
+            g_rec = nv;
+            slot = (int)g_n_rec++;
+        }
+    }
+    if (slot >= 0)
+        g_rec[slot] = (struct reclaimer){fn, ctx};
+    pthread_mutex_unlock(&g_rec_lock);
+    return slot;
+}
+
+void nf_fd_reclaimer_remove(int slot)
+{
+    pthread_mutex_lock(&g_rec_lock);
+    if (slot >= 0 && (size_t)slot < g_n_rec)
+        g_rec[slot] = (struct reclaimer){NULL, NULL};
+    pthread_mutex_unlock(&g_rec_lock);
+}
+
+void nf_fd_reclaim(void *self)
+{
+    pthread_mutex_lock(&g_rec_lock);
+    for (size_t k = 0; k < g_n_rec; k++)
+        if (g_rec[k].fn && g_rec[k].ctx != self)
+            g_rec[k].fn(g_rec[k].ctx);
+    pthread_mutex_unlock(&g_rec_lock);
+}
+
+struct nf_fdref {
+    nf_fdpool *pool;
+    char *path;
+    int fd;           /* -1: closed */
+    unsigned pins;
+    uint64_t used;
+    dev_t dev;        /* the file first opened: a reopened path must be it */
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+};
+
+struct nf_fdpool {
+    pthread_mutex_t lock;
+    pthread_cond_t unpinned;
+    nf_fdref **refs;
+    size_t n, cap_refs, n_open, cap;
+    uint64_t tick;
+    int slot;         /* reclaimer registration */
+};
+
+/* Close unpinned descriptors, least recently used first, until at most keep
+ * are open. Lock held. Returns how many were closed. */
+static size_t pool_evict(nf_fdpool *p, size_t keep)
+{
+    size_t closed = 0;
+    while (p->n_open > keep) {
+        nf_fdref *victim = NULL;
+        for (size_t k = 0; k < p->n; k++) {
+            nf_fdref *r = p->refs[k];
+            if (r->fd >= 0 && !r->pins && (!victim || r->used < victim->used))
+                victim = r;
+        }
+        if (!victim)
+            break;
+        close(victim->fd);
+        victim->fd = -1;
+        p->n_open--;
+        closed++;
+    }
+    return closed;
+}
+
+static void pool_reclaim(void *ctx)
+{
+    nf_fdpool *p = ctx;
+    if (pthread_mutex_trylock(&p->lock) == 0) {
+        pool_evict(p, 0);
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+nf_fdpool *nf_fdpool_new(size_t cap)
+{
+    nf_fdpool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->unpinned, NULL);
+    p->cap = cap ? cap : nf_fd_cap();
+    p->slot = nf_fd_reclaimer_add(pool_reclaim, p);
+    return p;
+}
+
+void nf_fdpool_free(nf_fdpool *p)
+{
+    if (!p)
+        return;
+    nf_fd_reclaimer_remove(p->slot);
+    for (size_t k = 0; k < p->n; k++) {
+        if (p->refs[k]->fd >= 0)
+            close(p->refs[k]->fd);
+        free(p->refs[k]->path);
+        free(p->refs[k]);
+    }
+    free(p->refs);
+    pthread_cond_destroy(&p->unpinned);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+nf_fdref *nf_fdpool_add(nf_fdpool *p, const char *path, int fd)
+{
+    struct stat st;
+    nf_fdref *r = calloc(1, sizeof *r);
+    if (r)
+        r->path = strdup(path);
+    if (!r || !r->path || fstat(fd, &st) < 0) {
+        if (r)
+            free(r->path);
+        free(r);
+        close(fd);
+        return NULL;
+    }
+    *r = (nf_fdref){p, r->path, fd, 0, 0, st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+    pthread_mutex_lock(&p->lock);
+    if (p->n == p->cap_refs) {
+        size_t nc = p->cap_refs ? p->cap_refs * 2 : 16;
+        nf_fdref **nv = realloc(p->refs, nc * sizeof *nv);
+        if (!nv) {
+            pthread_mutex_unlock(&p->lock);
+            close(fd);
+            free(r->path);
+            free(r);
+            return NULL;
+        }
+        p->refs = nv;
+        p->cap_refs = nc;
+    }
+    p->refs[p->n++] = r;
+    r->used = ++p->tick;
+    p->n_open++;
+    pool_evict(p, p->cap);
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
+const char *nf_fdref_path(const nf_fdref *r)
+{
+    return r->path;
+}
+
+uint64_t nf_fdref_size(const nf_fdref *r)
+{
+    return (uint64_t)r->size;
+}
+
+/* Reopen r->path (lock held): EMFILE/ENFILE free this pool's idle
+ * descriptors, then every other cache's, then wait for a pin of this pool
+ * to be released. Returns the fd or -errno. */
+static int ref_reopen(nf_fdpool *p, nf_fdref *r)
+{
+    for (int round = 0;; round++) {
+        int fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd >= 0) {
+            struct stat st;
+            if (fstat(fd, &st) < 0 || st.st_dev != r->dev || st.st_ino != r->ino ||
+                st.st_size != r->size || st.st_mtim.tv_sec != r->mtime.tv_sec ||
+                st.st_mtim.tv_nsec != r->mtime.tv_nsec) {
+                close(fd);
+                return -ESTALE; /* replaced or changed since it was first read */
+            }
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+            return fd;
+        }
+        int e = errno;
+        if (e != EMFILE && e != ENFILE)
+            return -e;
+        if (pool_evict(p, 0))
+            continue;
+        if (round == 0 || round == 1) {
+            nf_fd_reclaim(p); /* the others only trylock: no deadlock */
+            if (round == 0)
+                continue;
+        }
+        bool others = false;
+        for (size_t k = 0; k < p->n && !others; k++)
+            others = p->refs[k]->fd >= 0 && p->refs[k]->pins;
+        if (!others)
+            return -e;
+        pthread_cond_wait(&p->unpinned, &p->lock);
+        if (r->fd >= 0)
+            return r->fd; /* another thread reopened it meanwhile */
+    }
+}
+
+int nf_fdref_pin(nf_fdref *r)
+{
+    nf_fdpool *p = r->pool;
+    pthread_mutex_lock(&p->lock);
+    if (r->fd < 0) {
+        pool_evict(p, p->cap - 1);
+        int fd = ref_reopen(p, r);
+        if (fd < 0) {
+            pthread_mutex_unlock(&p->lock);
+            return fd;
+        }
+        if (r->fd < 0) {
+            r->fd = fd;
+            p->n_open++;
+        }
+    }
+    r->pins++;
+    r->used = ++p->tick;
+    int fd = r->fd;
+    pthread_mutex_unlock(&p->lock);
+    return fd;
+}
+
+void nf_fdref_unpin(nf_fdref *r)
+{
+    nf_fdpool *p = r->pool;
+    pthread_mutex_lock(&p->lock);
+    if (r->pins)
+        r->pins--;
+    pool_evict(p, p->cap);
+    pthread_cond_broadcast(&p->unpinned);
+    pthread_mutex_unlock(&p->lock);
+}
+
+ssize_t nf_fdref_pread(nf_fdref *r, void *buf, size_t n, uint64_t off)
+{
+    int fd = nf_fdref_pin(r);
+    if (fd < 0)
+        return fd;
+    ssize_t got = nf_pread_full(fd, buf, n, off);
+    nf_fdref_unpin(r);
+    return got;
+}

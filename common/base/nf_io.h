@@ -80,6 +80,55 @@ int nf_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
  * -errno. */
 ssize_t nf_pread_full(int fd, void *buf, size_t n, uint64_t off);
 
+/* ---- descriptors opened lazily, closed least recently used first ----
+ *
+ * DESIGN 3: any number of input files within a small `ulimit -n`. A pool
+ * keeps at most `cap` of its files open; a file closed to save descriptors
+ * is reopened by path when next pinned, and must then still be the file
+ * first opened (device, inode, size and mtime: else -ESTALE). When open()
+ * meets EMFILE/ENFILE the pool closes its own idle descriptors, then asks
+ * every other registered cache (other pools, the artifact reader) to close
+ * theirs, then waits for a pin held by another thread. Thread-safe. */
+
+/* The soft limit of descriptors one cache keeps open: RLIMIT_NOFILE / 8,
+ * clamped to 2..64. */
+size_t nf_fd_cap(void);
+
+/* A cache's "close your idle descriptors" hook (it must not block: take its
+ * lock with trylock). nf_fd_reclaimer_add returns a slot for
+ * nf_fd_reclaimer_remove (-1: out of memory, and it is not asked);
+ * nf_fd_reclaim(self) calls every hook but self's. Cost: one scan of the
+ * registered caches per EMFILE. */
+typedef void (*nf_fd_reclaim_fn)(void *ctx);
+int nf_fd_reclaimer_add(nf_fd_reclaim_fn fn, void *ctx);
+void nf_fd_reclaimer_remove(int slot);
+void nf_fd_reclaim(void *self);
+
+typedef struct nf_fdpool nf_fdpool;
+typedef struct nf_fdref nf_fdref;
+
+/* A pool keeping at most cap descriptors open (0: nf_fd_cap()). NULL: out
+ * of memory. nf_fdpool_free closes every descriptor and frees every ref. */
+nf_fdpool *nf_fdpool_new(size_t cap);
+void nf_fdpool_free(nf_fdpool *p);
+
+/* Add the open regular file fd (the pool takes it) read from path (kept for
+ * reopening; a relative path is relative to the working directory, which
+ * must not change). Its identity is taken now. NULL: out of memory (fd is
+ * closed). */
+nf_fdref *nf_fdpool_add(nf_fdpool *p, const char *path, int fd);
+const char *nf_fdref_path(const nf_fdref *r);
+uint64_t nf_fdref_size(const nf_fdref *r); /* bytes, when it was added */
+
+/* Pin r open: the fd stays valid until nf_fdref_unpin. Returns the fd or
+ * -errno (-EMFILE when no descriptor can be had, -ESTALE when the path no
+ * longer names the file first opened). */
+int nf_fdref_pin(nf_fdref *r);
+void nf_fdref_unpin(nf_fdref *r);
+
+/* nf_pread_full through a pin. */
+ssize_t nf_fdref_pread(nf_fdref *r, void *buf, size_t n, uint64_t off);
+
 #ifdef __cplusplus
 }
 #endif

@@ -43,6 +43,7 @@ struct nf_artifact {
     size_t n_slots, cap;    /* slots in use, soft limit of open files */
     uint64_t tick;
     bool emfile_said;       /* "too many open files" reported once */
+    int rec_slot;           /* nf_fd_reclaimer_add, once a part is open */
     pthread_mutex_t lock;
     pthread_cond_t unpinned; /* a pin was released */
     /* stream */
@@ -149,15 +150,16 @@ int nf_header_parse(const unsigned char raw[32], uint64_t file_size, uint64_t ma
     return 0;
 }
 
-/* Open part files kept per artifact: an eighth of RLIMIT_NOFILE, 2..64. */
-static size_t open_cap(void)
+static void evict(nf_artifact *a, size_t keep);
+
+/* nf_fd_reclaim's hook: another cache ran out of descriptors (never blocks). */
+static void art_reclaim(void *ctx)
 {
-    struct rlimit rl;
-    uint64_t n = 1024;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        n = (uint64_t)rl.rlim_cur;
-    n /= 8;
-    return n < 2 ? 2 : n > 64 ? 64 : (size_t)n;
+    nf_artifact *a = ctx;
+    if (pthread_mutex_trylock(&a->lock) == 0) {
+        evict(a, 0);
+        pthread_mutex_unlock(&a->lock);
+    }
 }
 
 static nf_artifact *artifact_new(const char *path, const nf_open_opts *o)
@@ -173,7 +175,8 @@ static nf_artifact *artifact_new(const char *path, const nf_open_opts *o)
         a->opts.max_json_bytes = NF_DEFAULT_MAX_JSON;
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->unpinned, NULL);
-    a->cap = open_cap();
+    a->cap = nf_fd_cap(); /* open part files kept per artifact */
+    a->rec_slot = -1;
     if (!a->path || !a->dir) {
         free(a->path);
         free(a->dir);
@@ -300,6 +303,10 @@ nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags 
     }
     uint64_t size = 0;
     int fd = open_regular(path, &size);
+    if (fd == -EMFILE || fd == -ENFILE) {
+        nf_fd_reclaim(NULL); /* other caches' idle descriptors, then once more */
+        fd = open_regular(path, &size);
+    }
     if (fd < 0) {
         nf_diag_add(d, NF_C_IO, "", "cannot open: %s", open_error(fd));
         nf_artifact_close(a);
@@ -357,6 +364,7 @@ nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags 
     if (a->fstate[0] == F_GOOD && (a->slots = calloc(1, sizeof *a->slots)) != NULL) {
         a->slots[0] = (fslot){fd, 0, 0, ++a->tick};
         a->n_slots = 1;
+        a->rec_slot = nf_fd_reclaimer_add(art_reclaim, a);
     } else {
         close(fd);
     }
@@ -471,6 +479,7 @@ void nf_artifact_close(nf_artifact *a)
 {
     if (!a)
         return;
+    nf_fd_reclaimer_remove(a->rec_slot);
     for (size_t k = 0; k < a->n_slots; k++)
         if (a->slots[k].fd >= 0)
             close(a->slots[k].fd);
@@ -659,9 +668,11 @@ static int pin(nf_artifact *a, size_t i, nf_diags *d)
     int err = 0;
     fd = open_part(a, i, first, d, &err);
     while (fd < 0 && (err == EMFILE || err == ENFILE)) {
-        /* out of descriptors: give back every unpinned one and try again;
+        /* out of descriptors: give back every unpinned one, ask the other
+         * caches (artifacts, pack's sources) for theirs, and try again;
          * when other threads hold all of ours, wait for one of them */
         evict(a, 0);
+        nf_fd_reclaim(a);
         fd = open_part(a, i, first, d, &err);
         bool others = false;
         for (size_t k = 0; k < a->n_slots; k++)
@@ -701,6 +712,8 @@ static int pin(nf_artifact *a, size_t i, nf_diags *d)
         goto out;
     }
     a->fstate[i] = F_GOOD;
+    if (a->rec_slot < 0)
+        a->rec_slot = nf_fd_reclaimer_add(art_reclaim, a);
     fslot *sl = free_slot(a);
     if (!sl) {
         close(fd);

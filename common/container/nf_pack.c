@@ -636,15 +636,18 @@ static int pack_catalog(nf_catalog *c, const char *base_dir, const nf_pack_opts 
                         goto done;
                     }
                     data = buf;
-                } else if (sg->fd < 0) {
+                } else if (!sg->ref) {
                     data = src[i].s.mem + sg->off + q;
                 } else {
-                    ssize_t r = nf_pread_full(sg->fd, buf, n, sg->off + q);
+                    ssize_t r = nf_fdref_pread(sg->ref, buf, n, sg->off + q);
                     if (r < 0 || (size_t)r != n) {
                         nf_diag_addf(d, r < 0 ? NF_C_IO : NF_C_LENGTH, sg->path, "",
-                                     "cannot read %zu bytes at %llu%s", n,
+                                     "cannot read %zu bytes at %llu: %s", n,
                                      (unsigned long long)(sg->off + q),
-                                     r < 0 ? "" : ": the file is shorter than its header says");
+                                     r == -ESTALE ? "the file was replaced or changed while "
+                                                    "it was packed"
+                                     : r < 0      ? strerror((int)-r)
+                                                  : "the file is shorter than its header says");
                         nf_sha256_free(h);
                         goto done;
                     }

@@ -20,10 +20,13 @@
 #include "nf_strmap.h"
 #include "nf_util.h"
 
-/* One open input. */
+/* One input, opened once; its descriptor is kept in the set's pool, which
+ * closes the least recently used and reopens them as needed (DESIGN 3: any
+ * number of sources within a small ulimit -n; red-team C3). */
 typedef struct {
     char *path;
-    int fd;
+    nf_fdref *ref;       /* raw, safetensors and GGUF files */
+    uint64_t size;       /* their size when opened */
     nf_safetensors *st;
     nf_gguf *gg;
     nf_artifact *a;
@@ -36,6 +39,7 @@ struct nf_source_inputs {
     input *in;
     size_t n_in, cap_in;
     nf_strmap in_by_path; /* resolved path -> index into in */
+    nf_fdpool *fds;       /* the inputs' descriptors */
 };
 
 /* A values resolution in progress: the values and what they hold. */
@@ -52,6 +56,11 @@ nf_source_inputs *nf_source_inputs_new(const char *base, bool allow_nonfinite, n
         p->d = d;
         p->allow_nonfinite = allow_nonfinite;
         p->in_by_path = (nf_strmap)NF_STRMAP_INIT;
+        p->fds = nf_fdpool_new(0);
+        if (!p->fds) {
+            free(p);
+            p = NULL;
+        }
     }
     return p;
 }
@@ -61,8 +70,6 @@ void nf_source_inputs_free(nf_source_inputs *p)
     if (!p)
         return;
     for (size_t i = 0; i < p->n_in; i++) {
-        if (p->in[i].fd >= 0)
-            close(p->in[i].fd);
         nf_safetensors_free(p->in[i].st);
         nf_gguf_free(p->in[i].gg);
         nf_artifact_close(p->in[i].a);
@@ -70,6 +77,7 @@ void nf_source_inputs_free(nf_source_inputs *p)
     }
     free(p->in);
     nf_strmap_free(&p->in_by_path);
+    nf_fdpool_free(p->fds);
     free(p);
 }
 
@@ -91,6 +99,21 @@ const char **nf_source_inputs_files(const nf_source_inputs *p, size_t *n)
     }
     *n = ni;
     return v;
+}
+
+/* Make sure a descriptor or two can be opened: when none can, ask every
+ * descriptor cache to close its idle ones (nf_fd_reclaim). */
+static void fd_headroom(void)
+{
+    int a = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int b = a >= 0 ? open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    bool short_of = b < 0 && (errno == EMFILE || errno == ENFILE);
+    if (a >= 0)
+        close(a);
+    if (b >= 0)
+        close(b);
+    if (short_of)
+        nf_fd_reclaim(NULL);
 }
 
 /* ---- segments ---- */
@@ -117,15 +140,17 @@ static bool segs_add(nf_source_segs *s, nf_source_seg g)
     return true;
 }
 
-static bool segs_push(nf_source_segs *s, int fd, uint64_t off, uint64_t len, const char *path)
+static bool segs_push(nf_source_segs *s, nf_fdref *ref, uint64_t off, uint64_t len,
+                      const char *path)
 {
-    return segs_add(s, (nf_source_seg){fd, off, len, path, NULL, NULL, 0, false});
+    return segs_add(s, (nf_source_seg){ref, off, len, path, NULL, NULL, 0, false});
 }
 
 /* The same for bytes of values of a declared dtype (nf_source_seg.values). */
-static bool segs_push_values(nf_source_segs *s, int fd, uint64_t off, uint64_t len, const char *path)
+static bool segs_push_values(nf_source_segs *s, nf_fdref *ref, uint64_t off, uint64_t len,
+                             const char *path)
 {
-    if (!segs_push(s, fd, off, len, path))
+    if (!segs_push(s, ref, off, len, path))
         return false;
     s->v[s->n - 1].values = true;
     return true;
@@ -196,7 +221,10 @@ static input *get_input(nf_source_inputs *p, const char *rel, nf_src_kind kind, 
         p->in = nv;
         p->cap_in = nc;
     }
-    input in = {path, -1, NULL, NULL, NULL};
+    input in = {path, NULL, 0, NULL, NULL, NULL};
+    /* a descriptor or two for the opening: when the process has none left,
+     * the caches (these sources, the source artifacts) give theirs */
+    fd_headroom();
     if (kind == NF_SRC_ARTIFACT) {
         nf_open_opts oo = {0};
         nf_diags tmp = NF_DIAGS_INIT;
@@ -214,33 +242,37 @@ static input *get_input(nf_source_inputs *p, const char *rel, nf_src_kind kind, 
             return NULL;
         }
     } else {
-        in.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         struct stat sb;
-        if (in.fd < 0 || fstat(in.fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
             nf_diag_add(p->d, NF_C_IO, ptr, "cannot read source \"%s\": %s", rel,
-                        in.fd < 0 ? strerror(errno) : "not a regular file");
-            if (in.fd >= 0)
-                close(in.fd);
+                        fd < 0 ? strerror(errno) : "not a regular file");
+            if (fd >= 0)
+                close(fd);
             free(path);
             return NULL;
         }
-        fcntl(in.fd, F_SETFL, fcntl(in.fd, F_GETFL) & ~O_NONBLOCK);
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        in.size = (uint64_t)sb.st_size;
+        in.ref = nf_fdpool_add(p->fds, path, fd);
+        if (!in.ref) {
+            nf_diag_add(p->d, NF_C_IO, ptr, "out of memory");
+            free(path);
+            return NULL;
+        }
         if (kind == NF_SRC_SAFETENSORS || kind == NF_SRC_GGUF) {
             if (kind == NF_SRC_SAFETENSORS)
                 in.st = nf_safetensors_open(path, p->d);
             else
                 in.gg = nf_gguf_open(path, p->d);
             if (!in.st && !in.gg) {
-                close(in.fd);
                 free(path);
-                return NULL;
+                return NULL; /* in.ref stays in the pool, unused */
             }
         }
     }
     if (nf_strmap_add(&p->in_by_path, in.path, strlen(in.path), p->n_in) == SIZE_MAX - 1) {
         nf_diag_add(p->d, NF_C_IO, ptr, "out of memory");
-        if (in.fd >= 0)
-            close(in.fd);
         nf_safetensors_free(in.st);
         nf_gguf_free(in.gg);
         nf_artifact_close(in.a);
@@ -251,11 +283,6 @@ static input *get_input(nf_source_inputs *p, const char *rel, nf_src_kind kind, 
     return &p->in[p->n_in++];
 }
 
-static uint64_t fd_size(int fd)
-{
-    struct stat sb;
-    return fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-}
 
 /* dtype of a source that needs no transcoding into format f, or NULL. */
 static bool dtype_matches(const char *dtype, nf_format f)
@@ -334,7 +361,7 @@ static int values_bytes(nf_source_inputs *p, const nf_object *o, const nf_source
             }
         }
     }
-    segs_push(out, -1, 0, el * eb, NULL);
+    segs_push(out, NULL, 0, el * eb, NULL);
     return 0;
 }
 
@@ -382,13 +409,13 @@ static int gguf_copy(nf_source_inputs *p, const nf_object *o, const nf_source *s
         return -1;
     uint64_t r0 = pc.row0, r1 = r0 + pc.elements / cols;
     if (!s->has_unpermute)
-        return segs_push_values(out, in->fd, t->offset + r0 * rb, (r1 - r0) * rb, in->path) ? 0
+        return segs_push_values(out, in->ref, t->offset + r0 * rb, (r1 - r0) * rb, in->path) ? 0
                                                                                            : -1;
     for (uint64_t l = r0; l < r1;) { /* runs of consecutive source rows */
         uint64_t a = nf_piece_src_row(&pc, l), n = 1;
         while (l + n < r1 && nf_piece_src_row(&pc, l + n) == a + n)
             n++;
-        if (!segs_push_values(out, in->fd, t->offset + a * rb, n * rb, in->path))
+        if (!segs_push_values(out, in->ref, t->offset + a * rb, n * rb, in->path))
             return -1;
         l += n;
     }
@@ -409,7 +436,7 @@ static int file_bytes(nf_source_inputs *p, const nf_object *o, const nf_source *
     if (tensor && s->dtype &&
         (!dtype_matches(s->dtype, o->format) || o->layout != NF_LAY_CONTIGUOUS_LE_V1))
         return 1;
-    uint64_t size = fd_size(in->fd);
+    uint64_t size = in->size;
     if (s->offset > size) {
         nf_diag_add(p->d, NF_C_BOUNDS, s->pointer, "offset %llu is past the end of \"%s\"",
                     (unsigned long long)s->offset, s->path);
@@ -427,7 +454,7 @@ static int file_bytes(nf_source_inputs *p, const nf_object *o, const nf_source *
         nf_diag_add(p->d, NF_C_RANGE, s->pointer, "source \"%s\" is empty", s->path);
         return -1;
     }
-    return (s->dtype ? segs_push_values : segs_push)(out, in->fd, s->offset, len, in->path)
+    return (s->dtype ? segs_push_values : segs_push)(out, in->ref, s->offset, len, in->path)
                ? 0 : -1;
 }
 
@@ -475,7 +502,7 @@ static int safetensors_bytes(nf_source_inputs *p, const nf_object *o, const nf_s
         nf_diag_add(p->d, NF_C_RANGE, s->pointer, "tensor \"%s\" is empty", s->name);
         return -1;
     }
-    return segs_push_values(out, in->fd, off, len, in->path) ? 0 : -1;
+    return segs_push_values(out, in->ref, off, len, in->path) ? 0 : -1;
 }
 
 static int gguf_bytes(nf_source_inputs *p, const nf_object *o, const nf_source *s,
@@ -538,7 +565,7 @@ static int artifact_bytes(nf_source_inputs *p, const nf_object *o, const nf_sour
     free(need);
     if (bad)
         return -1;
-    return segs_add(out, (nf_source_seg){-1, so->offset, so->bytes, in->path, in->a,
+    return segs_add(out, (nf_source_seg){NULL, so->offset, so->bytes, in->path, in->a,
                                          so->has_digest ? so : NULL, i, false})
                ? 0
                : -1;
@@ -577,7 +604,7 @@ static int concat_st_rows(nf_source_inputs *p, const nf_object *o, const nf_sour
         r0 = it->rows[0];
         r1 = it->rows[1];
     }
-    return segs_push_values(out, in->fd, t->offset + r0 * rb, (r1 - r0) * rb, in->path) ? 0
+    return segs_push_values(out, in->ref, t->offset + r0 * rb, (r1 - r0) * rb, in->path) ? 0
                                                                                        : -1;
 }
 
@@ -810,7 +837,7 @@ static int raw_tensor(nf_source_inputs *p, const nf_source *s, const input *in, 
                       nf_src_rv *r)
 {
     nf_piece pc = blank_piece();
-    pc.fd = in->fd;
+    pc.ref = in->ref;
     pc.path = in->path;
     pc.offset = off;
     pc.dtype = dt;
@@ -836,16 +863,16 @@ static int file_values(nf_source_inputs *p, const nf_object *o, const nf_source 
     if (!in)
         return -1;
     nf_piece pc = blank_piece();
-    pc.fd = in->fd;
+    pc.ref = in->ref;
     pc.path = in->path;
     pc.offset = s->offset;
     pc.dtype = (nf_dtype)nf_dtype_from_name(s->dtype);
     uint64_t rows = s->has_rows ? s->rows[1] : (target_cols ? left / target_cols : 1);
     if (!s->has_rows && !s->has_unpermute)
-        return add_raw(p, s, &pc, 1, left, fd_size(in->fd), r);
+        return add_raw(p, s, &pc, 1, left, in->size, r);
     if (o->rank <= 1 && !s->has_rows) /* a vector: one element per row */
         rows = left, target_cols = 1;
-    return add_raw(p, s, &pc, rows, target_cols, fd_size(in->fd), r);
+    return add_raw(p, s, &pc, rows, target_cols, in->size, r);
 }
 
 static int safetensors_values(nf_source_inputs *p, const nf_object *o, const nf_source *s,

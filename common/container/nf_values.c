@@ -153,7 +153,8 @@ static int read_base(const nf_piece *p, uint64_t a, uint64_t b, float *out)
     uint64_t per = sizeof buf / eb;
     while (a < b) {
         uint64_t n = b - a > per ? per : b - a;
-        ssize_t r = nf_pread_full(p->fd, buf, (size_t)(n * eb), p->offset + a * eb);
+        ssize_t r = p->ref ? nf_fdref_pread(p->ref, buf, (size_t)(n * eb), p->offset + a * eb)
+                           : nf_pread_full(p->fd, buf, (size_t)(n * eb), p->offset + a * eb);
         if (r < 0)
             return (int)r;
         if ((uint64_t)r != n * eb)

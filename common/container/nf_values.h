@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "nf_codec.h"
+#include "nf_io.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,8 +43,10 @@ typedef enum { NF_PIECE_RAW, NF_PIECE_OBJECT, NF_PIECE_VALUES } nf_piece_kind;
 typedef struct {
     nf_piece_kind kind;
     uint64_t elements;     /* elements this piece contributes */
-    /* raw: a source tensor of src_rows x src_cols elements at fd:offset */
+    /* raw: a source tensor of src_rows x src_cols elements at fd:offset, or
+       at ref:offset when ref is not NULL (a lazily opened file, nf_io.h) */
     int fd;
+    nf_fdref *ref;
     const char *path;      /* for messages */
     uint64_t offset;
     nf_dtype dtype;

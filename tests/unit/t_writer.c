@@ -1,8 +1,13 @@
 /* t_writer.c — the files-table plan (spec 2.3, 3.3) and catalog round trips. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nf_catalog.h"
+#include "nf_io.h"
 #include "nf_test.h"
 #include "nf_util.h"
 #include "nf_writer.h"
@@ -186,8 +191,73 @@ static void test_rules(void)
           "malformed digest -> integrity");
 }
 
+/* nf_fdpool (nf_io.h): 12 files through a pool of 3 descriptors; each
+ * pinned file reads its own bytes after being closed and reopened; a file
+ * replaced by rename is -ESTALE, never another file's bytes. */
+static void test_fdpool(void)
+{
+    char dir[] = "/tmp/t_writer_fdpool_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "temporary directory");
+    nf_fdpool *p = nf_fdpool_new(3);
+    CHECK(p != NULL, "pool");
+    nf_fdref *r[12];
+    char path[12][64];
+    for (int i = 0; i < 12; i++) {
+        snprintf(path[i], sizeof path[i], "%s/f%02d", dir, i);
+        int fd = open(path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        unsigned char b[100];
+        memset(b, i, sizeof b);
+        CHECK(fd >= 0 && write(fd, b, sizeof b) == (ssize_t)sizeof b, "write f%02d", i);
+        r[i] = nf_fdpool_add(p, path[i], fd);
+        CHECK(r[i] != NULL, "add f%02d", i);
+    }
+    int open_now = 0;
+    for (int fd = 0; fd < 1024; fd++) {
+        char lk[64], tgt[256];
+        snprintf(lk, sizeof lk, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(lk, tgt, sizeof tgt - 1);
+        if (n > 0) {
+            tgt[n] = 0;
+            open_now += strncmp(tgt, dir, strlen(dir)) == 0;
+        }
+    }
+    CHECK_EQ_U64(open_now, 3, "at most cap descriptors stay open");
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 12; i++) {
+            unsigned char b[10];
+            ssize_t n = nf_fdref_pread(r[i], b, sizeof b, 90);
+            CHECK(n == 10 && b[0] == i && b[9] == i, "f%02d reads its bytes (round %d)", i, round);
+        }
+    /* four pins at once: the pool grows past its cap while they are held */
+    int fds[4];
+    for (int i = 0; i < 4; i++)
+        fds[i] = nf_fdref_pin(r[i]);
+    CHECK(fds[0] >= 0 && fds[1] >= 0 && fds[2] >= 0 && fds[3] >= 0, "four pins");
+    for (int i = 0; i < 4; i++)
+        nf_fdref_unpin(r[i]);
+    CHECK_EQ_U64(nf_fdref_size(r[5]), 100, "size");
+    CHECK_STR(nf_fdref_path(r[5]), path[5], "path");
+    /* f11 is closed now (least recently used); replace it */
+    char tmp[80];
+    snprintf(tmp, sizeof tmp, "%s/new", dir);
+    int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0 && write(fd, "xxxxxxxxxx", 10) == 10, "replacement");
+    close(fd);
+    for (int i = 4; i < 10; i++) /* make sure f11 was evicted */
+        nf_fdref_pread(r[i], tmp + 70, 1, 0);
+    CHECK(rename(tmp, path[11]) == 0, "rename over f11");
+    unsigned char b[10];
+    CHECK_EQ_U64((uint64_t)-nf_fdref_pread(r[11], b, sizeof b, 0), ESTALE,
+                 "a replaced file is -ESTALE");
+    nf_fdpool_free(p);
+    for (int i = 0; i < 12; i++)
+        unlink(path[i]);
+    rmdir(dir);
+}
+
 int main(void)
 {
+    test_fdpool();
     test_plan_spec_example();
     test_plan_edges();
     test_roundtrip();
