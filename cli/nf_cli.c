@@ -283,6 +283,37 @@ const char nf_writer_usage[] =
     "  --no-sync               do not fdatasync files before publishing them\n"
     "  --progress / -q, --quiet  force / silence the progress line\n";
 
+void nf_writer_cli_out(const nf_writer_cli *wc, nf_out_opts *o, nf_progress *pr,
+                       const char *what, nf_plan *dry)
+{
+    memset(o, 0, sizeof *o);
+    o->w = wc->w;
+    o->out = wc->out;
+    o->zstd = wc->zstd;
+    o->no_digests = wc->no_digests;
+    o->verify = wc->verify;
+    nf_progress_init(pr, what, 0, wc->progress);
+    o->progress = nf_progress_update;
+    o->progress_ctx = pr;
+    memset(dry, 0, sizeof *dry);
+    o->dry_run = wc->dry_run ? dry : NULL;
+}
+
+int nf_print_plan(const nf_plan *plan, nf_diags *d)
+{
+    char *t = nf_plan_files_json(plan, true);
+    int rc = 0;
+    if (!t) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        rc = -1;
+    } else {
+        printf("%s\n", t);
+        rc = nf_stdout_flush(d);
+    }
+    free(t);
+    return rc;
+}
+
 void nf_cli_warn(void *ctx, const char *path, const char *msg)
 {
     (void)ctx;

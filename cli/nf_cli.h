@@ -164,6 +164,17 @@ void nf_writer_cli_init(nf_writer_cli *wc);
  * (and an allocation of that size): usage. Returns 0 or exit 2. */
 int nf_writer_cli_check(const nf_writer_cli *wc);
 
+/* The library's output options (nf_writer.h) from the parsed command line:
+ * progress goes to pr (initialized here, labelled what; the caller calls
+ * nf_progress_done), and with --dry-run the plan to *dry (zeroed here;
+ * nf_plan_free it). */
+void nf_writer_cli_out(const nf_writer_cli *wc, nf_out_opts *o, nf_progress *pr,
+                       const char *what, nf_plan *dry);
+
+/* --dry-run's output: the plan's files table as pretty JSON on stdout. A
+ * write error is nf_diag_stdout in d. Returns 0 or -1. */
+int nf_print_plan(const nf_plan *plan, nf_diags *d);
+
 /* Monotonic seconds. */
 double nf_now(void);
 

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "nf_cli.h"
 #include "nf_pack.h"
@@ -30,6 +32,18 @@ static const char usage[] =
     "Exit status: 0 ok, 1 the manifest breaks a rule, 2 usage, 3 I/O error,\n"
     "4 unsupported (an unknown format, a quantized GGUF tensor).\n";
 
+/* --report's table: a header, then one tab-separated line per transcoded
+ * object (nf_pack_report). */
+static void print_report(void *ctx, const nf_pack_report *r)
+{
+    FILE *f = ctx;
+    if (!r)
+        fprintf(f, "object\tformat\telements\trmse\tmax_abs_error\tsnr_db\n");
+    else
+        fprintf(f, "%s\t%s\t%llu\t%.9g\t%.9g\t%.3f\n", r->id, r->format,
+                (unsigned long long)r->elements, r->rmse, r->max_abs_error, r->snr_db);
+}
+
 int main(int argc, char **argv)
 {
     enum { O_MAXJ = 256, O_VERSION, O_REPORT, O_NONFINITE, O_THREADS };
@@ -46,7 +60,8 @@ int main(int argc, char **argv)
     nf_prog = "ninfer-pack";
     nf_writer_cli wc;
     nf_writer_cli_init(&wc);
-    nf_pack_opts po = {&wc, false, false, 0};
+    nf_pack_opts po = {0};
+    bool report = false;
     uint64_t maxj = 256ull << 20, v;
     int c, r;
     opterr = 0; /* nf_bad_option says it, once */
@@ -63,7 +78,7 @@ int main(int argc, char **argv)
             maxj = v;
             wc.max_json_bytes = v;
             break;
-        case O_REPORT: po.report = true; break;
+        case O_REPORT: report = true; break;
         case O_NONFINITE: po.allow_nonfinite = true; break;
         case O_THREADS:
             if (!nf_parse_u64(optarg, &v) || v == 0 || v > 16)
@@ -83,46 +98,26 @@ int main(int argc, char **argv)
     nf_diags d = NF_DIAGS_INIT;
     d.file = path;
     /* read the manifest, refusing more than the cap before allocating it */
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     char *text = NULL;
-    size_t len = 0, cap = 0;
-    if (!f) {
+    size_t len = 0;
+    int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
         nf_diag_add(&d, NF_C_IO, "", "cannot open: %s", strerror(errno));
     } else {
-        for (;;) {
-            if (len == cap) {
-                size_t nc = cap ? cap * 2 : 65536;
-                char *nt = len < maxj ? realloc(text, nc) : NULL;
-                if (!nt) {
-                    nf_diag_add(&d, len >= maxj ? NF_C_HEADER : NF_C_IO, "",
-                                len >= maxj ? "manifest is larger than %llu bytes (--max-json-bytes)"
-                                            : "out of memory (%llu)",
-                                (unsigned long long)maxj);
-                    break;
-                }
-                text = nt;
-                cap = nc;
-            }
-            size_t k = fread(text + len, 1, cap - len, f);
-            len += k;
-            if (k == 0)
-                break;
-            /* an artifact or a GGUF given as the manifest: say what it is
-             * at once, before reading up to the cap of it */
-            const char *hint = len >= 9 ? nf_not_manifest_hint(text, len) : NULL;
-            if (hint) {
-                nf_diag_add(&d, NF_C_JSON, "", "not JSON: %s", hint);
-                break;
-            }
-        }
-        if (ferror(f))
-            nf_diag_add(&d, NF_C_IO, "", "read error");
-        if (f != stdin)
-            fclose(f);
+        int rc = nf_read_all(fd, maxj, &text, &len);
+        if (fd > 0)
+            close(fd);
+        /* an artifact or a GGUF given as the manifest: say what it is */
+        const char *hint = text && len >= 9 ? nf_not_manifest_hint(text, len) : NULL;
+        if (hint && (rc == 0 || rc == -EFBIG))
+            nf_diag_add(&d, NF_C_JSON, "", "not JSON: %s", hint);
+        else if (rc == -EFBIG)
+            nf_diag_add(&d, NF_C_HEADER, "", "manifest is larger than %llu bytes (--max-json-bytes)",
+                        (unsigned long long)maxj);
+        else if (rc < 0)
+            nf_diag_add(&d, NF_C_IO, "", rc == -ENOMEM ? "out of memory" : "read error: %s",
+                        strerror(-rc));
     }
-    if (!nf_diags_exit(&d) && len > maxj)
-        nf_diag_add(&d, NF_C_HEADER, "", "manifest is larger than %llu bytes (--max-json-bytes)",
-                    (unsigned long long)maxj);
     /* the manifest is an input too: -o naming it is refused before anything
      * is written (DESIGN 3), as the writer refuses -o naming a source */
     struct stat sm, so;
@@ -137,8 +132,23 @@ int main(int argc, char **argv)
         nf_stdout_check(manifest, 1, &d);
     if (!nf_diags_exit(&d)) {
         char *base = strcmp(path, "-") == 0 ? strdup(".") : nf_dirname_dup(path);
-        nf_pack_owned(text, len, base ? base : ".", &po, &d);
+        nf_progress pr;
+        nf_plan plan;
+        nf_writer_cli_out(&wc, &po.out, &pr, "packing", &plan);
+        /* --report: to stdout, or stderr when the artifact goes to stdout */
+        FILE *rf = !wc.out || strcmp(wc.out, "-") == 0 ? stderr : stdout;
+        if (report) {
+            po.report = print_report;
+            po.report_ctx = rf;
+        }
+        int rc = nf_pack_owned(text, len, base ? base : ".", &po, &d);
         text = NULL; /* the packer took it */
+        nf_progress_done(&pr);
+        if (report)
+            fflush(rf);
+        if (rc == 0 && wc.dry_run)
+            nf_print_plan(&plan, &d);
+        nf_plan_free(&plan);
         free(base);
     }
     free(text);

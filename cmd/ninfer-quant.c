@@ -3,7 +3,9 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nf_artifact.h"
 #include "nf_cli.h"
@@ -38,69 +40,24 @@ static const char usage[] =
     "its encoding, 2 usage (also a rule that matches no parameter), 3 I/O error\n"
     "(also an existing output without --force).\n";
 
-static char *slurp(FILE *f, size_t *len)
+/* The manifest on fd, at most cap bytes (more is refused: `header`, as
+ * ninfer-pack). NULL with a diagnostic. */
+static char *read_manifest(int fd, uint64_t cap, size_t *len, nf_diags *d)
 {
     char *t = NULL;
-    size_t cap = 0;
-    ssize_t n = getdelim(&t, &cap, 0, f);
-    if (n < 0) {
-        free(t);
-        if (ferror(f))
-            return NULL;
-        t = strdup("");
-        n = 0;
-    }
-    *len = (size_t)n;
-    return t;
-}
-
-/* The manifest, at most cap bytes (more is refused before it is all read:
- * `header`, as ninfer-pack). NULL with a diagnostic. */
-static char *read_manifest(FILE *f, uint64_t cap, size_t *len, nf_diags *d)
-{
-    char *t = NULL;
-    size_t n = 0, room = 0;
-    for (;;) {
-        if (n == room) {
-            if (n > cap) {
-                nf_diag_add(d, NF_C_HEADER, "", "manifest is larger than %llu bytes (--max-json-bytes)",
-                            (unsigned long long)cap);
-                free(t);
-                return NULL;
-            }
-            size_t nr = room ? room * 2 : 65536;
-            char *nt = realloc(t, nr);
-            if (!nt) {
-                nf_diag_add(d, NF_C_IO, "", "out of memory reading the manifest");
-                free(t);
-                return NULL;
-            }
-            t = nt;
-            room = nr;
-        }
-        size_t k = fread(t + n, 1, room - n, f);
-        n += k;
-        if (k == 0)
-            break;
-        const char *hint = n >= 9 ? nf_not_manifest_hint(t, n) : NULL;
-        if (hint) {
-            nf_diag_add(d, NF_C_JSON, "", "not JSON: %s", hint);
-            free(t);
-            return NULL;
-        }
-    }
-    if (ferror(f)) {
-        nf_diag_add(d, NF_C_IO, "", "cannot read the manifest: %s", strerror(errno));
-        free(t);
-        return NULL;
-    }
-    if (n > cap) {
+    int rc = nf_read_all(fd, cap, &t, len);
+    const char *hint = t && *len >= 9 ? nf_not_manifest_hint(t, *len) : NULL;
+    if (hint && (rc == 0 || rc == -EFBIG))
+        nf_diag_add(d, NF_C_JSON, "", "not JSON: %s", hint);
+    else if (rc == -EFBIG)
         nf_diag_add(d, NF_C_HEADER, "", "manifest is larger than %llu bytes (--max-json-bytes)",
                     (unsigned long long)cap);
+    else if (rc < 0)
+        nf_diag_add(d, NF_C_IO, "", "cannot read the manifest: %s", strerror(-rc));
+    if (rc < 0 || hint) {
         free(t);
         return NULL;
     }
-    *len = n;
     return t;
 }
 
@@ -154,14 +111,14 @@ int main(int argc, char **argv)
     else
         nf_stdout_check(inputs, 2, &d);
     if (recipe) {
-        FILE *f = fopen(recipe, "r");
         size_t len = 0;
-        char *t = f ? slurp(f, &len) : NULL;
-        if (f)
-            fclose(f);
+        char *t = NULL;
+        /* a recipe is small: the manifest's cap bounds it too */
+        int rc = nf_read_path(recipe, false, maxj, &t, &len);
         d.file = recipe;
-        if (!t)
-            nf_diag_add(&d, NF_C_IO, "", "cannot read: %s", strerror(errno));
+        if (rc < 0)
+            nf_diag_add(&d, NF_C_IO, "", "cannot read: %s",
+                        rc == -EFBIG ? "larger than --max-json-bytes" : strerror(-rc));
         else
             nf_quant_recipe_parse(t, len, &rules, &d);
         free(t);
@@ -173,15 +130,15 @@ int main(int argc, char **argv)
         nf_diag_add(&d, NF_C_USAGE, "", "no rules given (see '%s --help')", nf_prog);
     if (!nf_diags_exit(&d)) {
         d.file = in ? in : "-";
-        FILE *f = in ? fopen(in, "r") : stdin;
+        int fd = in ? open(in, O_RDONLY | O_CLOEXEC | O_NOCTTY) : 0;
         size_t len = 0;
         char *t = NULL;
-        if (!f)
+        if (fd < 0)
             nf_diag_add(&d, NF_C_IO, "", "cannot open: %s", strerror(errno));
         else
-            t = read_manifest(f, maxj, &len, &d);
-        if (f && f != stdin)
-            fclose(f);
+            t = read_manifest(fd, maxj, &len, &d);
+        if (fd > 0)
+            close(fd);
         /* the catalog keeps the text (and frees it) */
         nf_catalog *cat = t ? nf_catalog_parse_owned(t, len, NF_CAT_MANIFEST, NULL, &d) : NULL;
         if (cat && !nf_diags_exit(&d) && nf_quant_apply(cat, &rules, &d) == 0) {

@@ -72,8 +72,15 @@ int main(int argc, char **argv)
     nf_operand op;
     if (nf_operand_open(&op, path, &oo, &d) == 0) {
         if (nf_diags_exit(&d) == 0) {
+            nf_out_opts o;
+            nf_progress pr;
+            nf_plan plan;
+            nf_writer_cli_out(&wc, &o, &pr, "copying", &plan);
             d.file = wc.out ? wc.out : "-";
-            nf_split(op.a, &wc, &d);
+            if (nf_split(op.a, &o, &d) == 0 && wc.dry_run)
+                nf_print_plan(&plan, &d);
+            nf_progress_done(&pr);
+            nf_plan_free(&plan);
         }
         nf_operand_close(&op);
     }

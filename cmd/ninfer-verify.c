@@ -244,24 +244,19 @@ static bool said_missing(const nf_diags *d, const char *path)
  * formatted", exit status unchanged). */
 static void check_sums(nf_artifact *a, nf_diags *d)
 {
-    FILE *f = fopen(opt.check_sums, "r");
-    if (!f) {
-        nf_diag_add(d, NF_C_IO, "", "cannot read %s: %s", opt.check_sums, strerror(errno));
-        return;
-    }
     char *text = NULL;
-    size_t cap = 0;
-    ssize_t n = getdelim(&text, &cap, 0, f);
-    bool rerr = ferror(f);
-    fclose(f);
-    if (rerr) {
-        nf_diag_add(d, NF_C_IO, "", "cannot read %s", opt.check_sums);
+    size_t n = 0;
+    /* a sums file is a few lines a file: the catalog cap bounds it */
+    int rc = nf_read_path(opt.check_sums, false, NF_DEFAULT_MAX_JSON, &text, &n);
+    if (rc < 0) {
+        nf_diag_add(d, NF_C_IO, "", "cannot read %s: %s", opt.check_sums,
+                    rc == -EFBIG ? "larger than 256 MiB" : strerror(-rc));
         free(text);
         return;
     }
     char *dir = nf_dirname_dup(opt.check_sums);
     size_t nl = 0, bad = 0;
-    sum_line *lines = sums_read(text, n > 0 ? (size_t)n : 0, dir ? dir : ".", &nl, &bad);
+    sum_line *lines = sums_read(text, n, dir ? dir : ".", &nl, &bad);
     free(text);
     if (bad && !opt.quiet) {
         fprintf(stderr, "%s: ", nf_prog);

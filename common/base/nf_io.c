@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
@@ -693,4 +694,75 @@ ssize_t nf_fdref_pread(nf_fdref *r, void *buf, size_t n, uint64_t off)
     ssize_t got = nf_pread_full(fd, buf, n, off);
     nf_fdref_unpin(r);
     return got;
+}
+
+/* ---- whole files ---- */
+
+int nf_read_all(int fd, uint64_t cap, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    struct stat st;
+    bool big = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > cap;
+    /* a regular file over the cap: only its first bytes, for the caller's
+     * message (what the file is); else up to cap + 1 bytes (one more says
+     * "over") */
+    uint64_t stop = (big ? (cap < 65536 ? cap : 65536) : cap) + 1;
+    if (stop > SIZE_MAX - 2)
+        stop = SIZE_MAX - 2;
+    size_t n = 0, room = 0;
+    char *t = NULL;
+    while (n < stop) {
+        if (n + 1 >= room) { /* one byte for the NUL */
+            size_t nr = room ? room * 2 : 65536;
+            if (nr > stop + 1)
+                nr = (size_t)stop + 1;
+            char *nt = realloc(t, nr);
+            if (!nt) {
+                free(t);
+                return -ENOMEM;
+            }
+            t = nt;
+            room = nr;
+        }
+        size_t k = room - 1 - n;
+        if (k > stop - n)
+            k = (size_t)(stop - n);
+        ssize_t r = read_some(fd, t + n, k);
+        if (r < 0) {
+            int e = errno;
+            free(t);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (!t && !(t = malloc(1)))
+        return -ENOMEM;
+    t[n] = 0;
+    *out = t;
+    *len = n;
+    return big || n > cap ? -EFBIG : 0;
+}
+
+int nf_read_path(const char *path, bool regular, uint64_t cap, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    int fd = strcmp(path, "-") == 0 ? 0
+                                     : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+                                                      (regular ? O_NONBLOCK : 0));
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (regular && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        if (fd > 0)
+            close(fd);
+        return -EINVAL;
+    }
+    int rc = nf_read_all(fd, cap, out, len);
+    if (fd > 0)
+        close(fd);
+    return rc;
 }

@@ -80,6 +80,22 @@ int nf_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
  * -errno. */
 ssize_t nf_pread_full(int fd, void *buf, size_t n, uint64_t off);
 
+/* ---- whole files: the one home of "read it all" (manifests, configs,
+ * indexes, recipes, sums files) ---- */
+
+/* Read fd to its end into *out (malloc'ed, one NUL after the *len bytes).
+ * At most cap bytes: more is -EFBIG, and *out then holds the first bytes
+ * (a regular file larger than cap is not read past its first 64 KiB), so
+ * the caller can say what the file is; the caller frees *out in every
+ * case. Returns 0, -EFBIG, -ENOMEM or a read's -errno (*out NULL). */
+int nf_read_all(int fd, uint64_t cap, char **out, size_t *len);
+
+/* nf_read_all of path ("-": standard input, not closed). regular: the path
+ * must be a regular file (-EINVAL otherwise, found without blocking on a
+ * FIFO); else a FIFO or device is read to its end too. An open failure is
+ * its -errno. */
+int nf_read_path(const char *path, bool regular, uint64_t cap, char **out, size_t *len);
+
 /* ---- descriptors opened lazily, closed least recently used first ----
  *
  * DESIGN 3: any number of input files within a small `ulimit -n`. A pool

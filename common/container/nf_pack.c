@@ -347,7 +347,7 @@ static void tc_free(tc_job *j)
 /* The main thread's side of a finished job: its diagnostics or its
  * --report line; returns the encoded bytes (the caller frees them) or
  * NULL. The job is freed. */
-static uint8_t *tc_finish(pack_ctx *p, tc_job *jp, const char *ptr, FILE *report)
+static uint8_t *tc_finish(pack_ctx *p, tc_job *jp, const char *ptr)
 {
     const nf_object *o = jp->o;
     const objsrc *os = jp->os;
@@ -387,12 +387,11 @@ static uint8_t *tc_finish(pack_ctx *p, tc_job *jp, const char *ptr, FILE *report
         free(obj);
         return NULL;
     }
-    if (report) {
+    if (p->po->report) {
         double n = j.st.elements ? (double)j.st.elements : 1;
-        double rmse = sqrt(j.st.sse / n);
-        double snr = j.st.sse > 0 ? 10 * log10(j.st.ssx / j.st.sse) : INFINITY;
-        fprintf(report, "%s\t%s\t%llu\t%.9g\t%.9g\t%.3f\n", o->id, o->format_name,
-                (unsigned long long)j.st.elements, rmse, j.max_abs, snr);
+        nf_pack_report rl = {o->id, o->format_name, j.st.elements, sqrt(j.st.sse / n), j.max_abs,
+                             j.st.sse > 0 ? 10 * log10(j.st.ssx / j.st.sse) : INFINITY};
+        p->po->report(p->po->report_ctx, &rl);
     }
     return obj;
 }
@@ -415,12 +414,15 @@ int nf_pack(const char *text, size_t len, const char *base_dir, const nf_pack_op
     return nf_pack_owned(copy, len, base_dir, po, d);
 }
 
+static bool stream_target(const nf_out_opts *o)
+{
+    return !o->out || strcmp(o->out, "-") == 0;
+}
+
 int nf_pack_owned(char *text, size_t len, const char *base_dir, const nf_pack_opts *po,
                   nf_diags *d)
 {
-    const nf_writer_cli *wc = po->wc;
-    bool stream_out = !wc->out || strcmp(wc->out, "-") == 0;
-    const char *entry = stream_out ? NULL : nf_basename(wc->out);
+    const char *entry = stream_target(&po->out) ? NULL : nf_basename(po->out.out);
     /* the catalog keeps (and frees) the text */
     nf_catalog *c = nf_catalog_parse_owned(text, len, NF_CAT_MANIFEST, entry, d);
     if (!c)
@@ -428,33 +430,44 @@ int nf_pack_owned(char *text, size_t len, const char *base_dir, const nf_pack_op
     return pack_catalog(c, base_dir, po, d);
 }
 
-static int pack_catalog(nf_catalog *c, const char *base_dir, const nf_pack_opts *po,
-                        nf_diags *d)
-{
-    const nf_writer_cli *wc = po->wc;
-    bool stream_out = !wc->out || strcmp(wc->out, "-") == 0;
-    const char *entry = stream_out ? NULL : nf_basename(wc->out);
-    int rc = -1;
-    pack_ctx p = {d, po, nf_source_inputs_new(base_dir, po->allow_nonfinite, d)};
-    objsrc *src = calloc(c->n_objects ? c->n_objects : 1, sizeof *src);
-    nf_plan plan = {0};
-    nf_writer *w = NULL;
-    nf_output *out = NULL;
-    unsigned char *buf = NULL;
-    const char **inputs = NULL;
-    FILE *report = NULL;
+/* One run of the packer: its phases (resolve, plan, open, write, finish)
+ * share this. */
+typedef struct {
+    pack_ctx p;            /* the sources' inputs, shared with tc_* */
+    nf_catalog *c;
+    nf_diags *d;
+    const nf_pack_opts *po;
+    bool stream_out;
+    objsrc *src;           /* per object: what its bytes come from */
+    nf_plan plan;
+    nf_writer *w;
+    nf_output *out;
+    unsigned char *buf;    /* CHUNK bytes for copies */
+    const char **inputs;   /* every file read (the output may name none) */
     tc_pool pool;
-    bool pool_on = false;
-    tc_job **jobs = NULL;
-    bool *tried = NULL;
-    unsigned nt = po->threads ? po->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
-    if (!p.in || !src)
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-    if (nf_diags_exit(d) || !p.in || !src)
-        goto done;
+    bool pool_on;
+    tc_job **jobs;         /* per object: its encoding job, once submitted */
+    bool *tried;           /* a quiet tc_prepare failed: ask again, loudly */
+    unsigned nt;           /* encoding threads */
+    uint64_t done_bytes;   /* payload written (progress) */
+} pack_run;
+
+static void run_progress(const pack_run *r)
+{
+    if (r->po->out.progress)
+        r->po->out.progress(r->po->out.progress_ctx, r->done_bytes, r->c->payload_bytes);
+}
+
+/* Phase 1: every object's source resolved to exact bytes (segs) or to
+ * values to transcode (DESIGN 5, 7.4); sizes set. Diagnostics for all. */
+static void resolve_all(pack_run *r)
+{
+    nf_catalog *c = r->c;
+    nf_diags *d = r->d;
     /* a files table in a manifest (an edited catalog) is replaced by the plan */
     for (size_t i = 0; i < c->n_objects; i++) {
         nf_object *o = &c->objects[i];
+        objsrc *os = &r->src[i];
         char ptr[64];
         snprintf(ptr, sizeof ptr, "/objects/%zu", i);
         if (o->kind == NF_OBJ_TENSOR && o->enc_status == NF_ENC_UNSUPPORTED) {
@@ -473,261 +486,305 @@ static int pack_catalog(nf_catalog *c, const char *base_dir, const nf_pack_opts 
             nf_diag_add(d, NF_C_SCHEMA, ptr, "object \"%s\" has no source", o->id);
             continue;
         }
-        int r = nf_source_bytes(p.in, o, o->source, &src[i].s);
-        if (r == 1) {
+        int rs = nf_source_bytes(r->p.in, o, o->source, &os->s);
+        if (rs == 1) {
             /* the source's encoding differs: decode to f32, encode (DESIGN 7.4) */
-            nf_source_segs_free(&src[i].s);
-            src[i].transcode = true;
+            nf_source_segs_free(&os->s);
+            os->transcode = true;
             uint64_t el = o->elements;
-            if (nf_source_values(p.in, o, o->source, &src[i].v, &src[i].held) < 0)
+            if (nf_source_values(r->p.in, o, o->source, &os->v, &os->held) < 0)
                 continue;
-            if (src[i].v.elements != el) {
+            if (os->v.elements != el) {
                 nf_diag_add(d, NF_C_SIZE, ptr, "the source gives %llu elements; the shape needs %llu",
-                            (unsigned long long)src[i].v.elements, (unsigned long long)el);
+                            (unsigned long long)os->v.elements, (unsigned long long)el);
                 continue;
             }
             o->has_digest = false;
             continue;
         }
-        if (r < 0)
+        if (rs < 0)
             continue;
-        if (o->has_bytes && src[i].s.total != o->bytes) {
+        if (o->has_bytes && os->s.total != o->bytes) {
             nf_diag_add(d, NF_C_SIZE, ptr, "bytes is %llu; the source gives %llu",
-                        (unsigned long long)o->bytes, (unsigned long long)src[i].s.total);
+                        (unsigned long long)o->bytes, (unsigned long long)os->s.total);
             continue;
         }
-        o->bytes = src[i].s.total;
+        o->bytes = os->s.total;
         o->has_bytes = true;
         o->has_digest = false;
     }
-    if (nf_diags_exit(d) || nf_catalog_layout(c, d) < 0)
-        goto done;
-    for (size_t i = 0; i < c->n_objects && !wc->no_digests; i++)
+}
+
+/* Phase 2: layout and files table (placeholder digests keep the catalog's
+ * length). With dry_run the plan goes to the caller: returns 1. */
+static int plan_all(pack_run *r)
+{
+    const nf_out_opts *o = &r->po->out;
+    nf_catalog *c = r->c;
+    if (nf_catalog_layout(c, r->d) < 0)
+        return -1;
+    for (size_t i = 0; i < c->n_objects && !o->no_digests; i++)
         nf_object_set_digest_hex(&c->objects[i], ZEROS64);
-    nf_write_opts wo = wc->w;
-    if (nf_plan_make(c, &wo, entry ? entry : "-", !wc->no_digests && !stream_out, &plan, d) < 0)
-        goto done;
-    if (wc->dry_run) {
-        char *t = nf_plan_files_json(&plan, true);
-        if (!t)
-            nf_diag_add(d, NF_C_IO, "", "out of memory");
-        else if (printf("%s\n", t) < 0 || fflush(stdout) != 0) {
-            nf_diag_addf(d, NF_C_IO, "(stdout)", "", "write error: %s", strerror(errno));
-            clearerr(stdout); /* told once (nf_stdout_close) */
-        } else {
-            rc = 0;
-        }
-        free(t);
-        goto done;
+    const char *entry = r->stream_out ? "-" : nf_basename(o->out);
+    if (nf_plan_make(c, &o->w, entry, !o->no_digests && !r->stream_out, &r->plan, r->d) < 0)
+        return -1;
+    if (o->dry_run) {
+        *o->dry_run = r->plan;
+        memset(&r->plan, 0, sizeof r->plan);
+        return 1;
     }
-    /* every file read: an output naming one is refused (DESIGN 3) */
+    return 0;
+}
+
+/* Phase 3: the writer, after every file read is known: an output naming
+ * one is refused (DESIGN 3). */
+static int open_output(pack_run *r)
+{
+    const nf_out_opts *o = &r->po->out;
     size_t ni = 0;
-    inputs = nf_source_inputs_files(p.in, &ni);
-    if (!inputs) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-        goto done;
+    r->inputs = nf_source_inputs_files(r->p.in, &ni);
+    if (!r->inputs) {
+        nf_diag_add(r->d, NF_C_IO, "", "out of memory");
+        return -1;
     }
-    if (stream_out) {
-        out = nf_stdout_check(inputs, ni, d) == 0 ? nf_output_open_fd(1, wc->zstd, false) : NULL;
-        w = out ? nf_writer_open_stream(out, &plan, d) : NULL;
+    if (r->stream_out) {
+        r->out = nf_stdout_check(r->inputs, ni, r->d) == 0 ? nf_output_open_fd(1, o->zstd, false)
+                                                            : NULL;
+        r->w = r->out ? nf_writer_open_stream(r->out, &r->plan, r->d) : NULL;
     } else {
-        w = nf_writer_open_files(wc->out, &plan, &wo, inputs, ni, d);
+        r->w = nf_writer_open_files(o->out, &r->plan, &o->w, r->inputs, ni, r->d);
     }
-    if (!w)
-        goto done;
+    if (!r->w)
+        return -1;
     /* the writer has what it needs of the plan's text (a stream wrote it;
      * files are written from the catalog at the end) */
-    free(plan.json);
-    plan.json = NULL;
-    buf = malloc(CHUNK);
-    if (!buf) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-        goto done;
+    free(r->plan.json);
+    r->plan.json = NULL;
+    size_t n = r->c->n_objects ? r->c->n_objects : 1;
+    r->buf = malloc(CHUNK);
+    r->jobs = calloc(n, sizeof *r->jobs);
+    r->tried = calloc(n, sizeof *r->tried);
+    if (!r->buf || !r->jobs || !r->tried) {
+        nf_diag_add(r->d, NF_C_IO, "", "out of memory");
+        return -1;
     }
-    if (po->report) {
-        report = stream_out ? stderr : stdout;
-        fprintf(report, "object\tformat\telements\trmse\tmax_abs_error\tsnr_db\n");
-    }
-    jobs = calloc(c->n_objects ? c->n_objects : 1, sizeof *jobs);
-    tried = calloc(c->n_objects ? c->n_objects : 1, sizeof *tried);
-    if (!jobs || !tried) {
-        free(jobs);
-        free(tried);
-        jobs = NULL;
-        tried = NULL;
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-        goto done;
-    }
-    nf_progress pr;
-    nf_progress_init(&pr, "packing", c->payload_bytes, wc->progress);
-    uint64_t done_bytes = 0;
-    for (size_t i = 0; i < c->n_objects; i++) {
-        nf_object *o = &c->objects[i];
-        nf_sha256 *h = wc->no_digests ? NULL : nf_sha256_new();
-        uint64_t pos = o->offset;
-        unsigned scan_eb = 0; /* NaN/Inf check of copied values (DESIGN 7.4) */
-        if (!po->allow_nonfinite && !src[i].transcode && o->kind == NF_OBJ_TENSOR &&
-            o->layout == NF_LAY_CONTIGUOUS_LE_V1 &&
-            (o->format == NF_FMT_BF16 || o->format == NF_FMT_FP32))
-            scan_eb = o->format == NF_FMT_BF16 ? 2 : 4;
-        if (src[i].transcode) {
-            char ptr[64];
-            snprintf(ptr, sizeof ptr, "/objects/%zu", i);
-            if (!pool_on) {
-                pool_on = tc_pool_start(&pool, nt);
-                if (!pool_on) {
-                    nf_diag_add(d, NF_C_IO, ptr, "cannot start the encoding threads");
-                    nf_sha256_free(h);
-                    goto done;
-                }
-            }
-            /* this object's job and the next two, within 256 MiB of encoded
-             * bytes in flight */
-            uint64_t fly = 0;
-            for (size_t k = i, ahead = 0; k < c->n_objects && ahead < 3; k++) {
-                if (!src[k].transcode)
-                    continue;
-                if (!jobs[k] && (k == i || !tried[k])) {
-                    if (k > i && fly + c->objects[k].bytes > (256u << 20))
-                        break;
-                    char pk[64];
-                    snprintf(pk, sizeof pk, "/objects/%zu", k);
-                    jobs[k] = tc_prepare(&p, &c->objects[k], &src[k], pk, report != NULL, nt, k != i);
-                    tried[k] = k != i; /* quiet failures are retried, loudly, at k */
-                    if (jobs[k])
-                        tc_submit(&pool, jobs[k]);
-                }
-                if (jobs[k])
-                    fly += jobs[k]->te.enc.encoded_bytes;
-                ahead++;
-            }
-            uint8_t *obj = NULL;
-            if (jobs[i]) {
-                tc_wait(&pool, jobs[i]);
-                obj = tc_finish(&p, jobs[i], ptr, report);
-                jobs[i] = NULL;
-            }
-            int wr = obj ? nf_writer_write(w, pos, obj, o->bytes, d) : -1;
-            if (obj && h)
-                nf_sha256_update(h, obj, o->bytes);
-            free(obj);
-            if (wr < 0) {
-                nf_sha256_free(h);
-                goto done;
-            }
-            done_bytes += o->bytes;
-            nf_progress_update(&pr, done_bytes, c->payload_bytes);
+    if (r->po->report)
+        r->po->report(r->po->report_ctx, NULL); /* the table begins */
+    return 0;
+}
+
+/* Phase 4a: transcoded object i: its job (and the next two, within 256 MiB
+ * of encoded bytes in flight) submitted, waited for, written, hashed. */
+static int write_transcoded(pack_run *r, size_t i, nf_sha256 *h)
+{
+    nf_catalog *c = r->c;
+    nf_object *o = &c->objects[i];
+    char ptr[64];
+    snprintf(ptr, sizeof ptr, "/objects/%zu", i);
+    if (!r->pool_on) {
+        r->pool_on = tc_pool_start(&r->pool, r->nt);
+        if (!r->pool_on) {
+            nf_diag_add(r->d, NF_C_IO, ptr, "cannot start the encoding threads");
+            return -1;
         }
-        for (size_t k = 0; !src[i].transcode && k < src[i].s.n; k++) {
-            const nf_source_seg *sg = &src[i].s.v[k];
-            nf_sha256 *sh = sg->check ? nf_sha256_new() : NULL;
-            if (sg->check && !sh) {
-                nf_diag_add(d, NF_C_IO, "", "out of memory");
-                nf_sha256_free(h);
-                goto done;
-            }
-            for (uint64_t q = 0; q < sg->len;) {
-                size_t n = sg->len - q > CHUNK ? CHUNK : (size_t)(sg->len - q);
-                const unsigned char *data;
-                if (sg->a) {
-                    if (nf_artifact_read(sg->a, sg->off + q, buf, n, d) < 0) {
-                        nf_sha256_free(sh);
-                        nf_sha256_free(h);
-                        goto done;
-                    }
-                    data = buf;
-                } else if (!sg->ref) {
-                    data = src[i].s.mem + sg->off + q;
-                } else {
-                    ssize_t r = nf_fdref_pread(sg->ref, buf, n, sg->off + q);
-                    if (r < 0 || (size_t)r != n) {
-                        nf_diag_addf(d, r < 0 ? NF_C_IO : NF_C_LENGTH, sg->path, "",
-                                     "cannot read %zu bytes at %llu: %s", n,
-                                     (unsigned long long)(sg->off + q),
-                                     r == -ESTALE ? "the file was replaced or changed while "
-                                                    "it was packed"
-                                     : r < 0      ? strerror((int)-r)
-                                                  : "the file is shorter than its header says");
-                        nf_sha256_free(h);
-                        goto done;
-                    }
-                    data = buf;
-                }
-                if (sh) {
-                    /* the source's digest is settled before its last bytes
-                     * are written: a stream is cut short (DESIGN 3) */
-                    nf_sha256_update(sh, data, n);
-                    if (q + n == sg->len) {
-                        char got[65], want[65];
-                        nf_sha256_final(sh, got);
-                        sh = NULL;
-                        nf_object_digest_hex(sg->check, want);
-                        if (strcmp(got, want) != 0) {
-                            nf_source_digest_error(d, sg->path, sg->check_index, sg->check, got);
-                            nf_sha256_free(h);
-                            goto done;
-                        }
-                    }
-                }
-                uint32_t bits = 0;
-                uint64_t bad = scan_eb && sg->values
-                                   ? nonfinite_at(scan_eb, pos - o->offset, data, n, &bits)
-                                   : UINT64_MAX;
-                if (bad != UINT64_MAX) {
-                    char ptr[64];
-                    float f;
-                    if (scan_eb == 2)
-                        bits <<= 16;
-                    memcpy(&f, &bits, 4);
-                    snprintf(ptr, sizeof ptr, "/objects/%zu", i);
-                    nf_diag_add(d, NF_C_RANGE, ptr,
-                                "object \"%s\": the source holds NaN or Inf at element %llu "
-                                "(%.9g; copied as %s) (--allow-nonfinite keeps them in bf16/fp32)",
-                                o->id, (unsigned long long)bad, (double)f, o->format_name);
+    }
+    uint64_t fly = 0;
+    for (size_t k = i, ahead = 0; k < c->n_objects && ahead < 3; k++) {
+        if (!r->src[k].transcode)
+            continue;
+        if (!r->jobs[k] && (k == i || !r->tried[k])) {
+            if (k > i && fly + c->objects[k].bytes > (256u << 20))
+                break;
+            char pk[64];
+            snprintf(pk, sizeof pk, "/objects/%zu", k);
+            r->jobs[k] = tc_prepare(&r->p, &c->objects[k], &r->src[k], pk, r->po->report != NULL,
+                                    r->nt, k != i);
+            r->tried[k] = k != i; /* quiet failures are retried, loudly, at k */
+            if (r->jobs[k])
+                tc_submit(&r->pool, r->jobs[k]);
+        }
+        if (r->jobs[k])
+            fly += r->jobs[k]->te.enc.encoded_bytes;
+        ahead++;
+    }
+    uint8_t *obj = NULL;
+    if (r->jobs[i]) {
+        tc_wait(&r->pool, r->jobs[i]);
+        obj = tc_finish(&r->p, r->jobs[i], ptr);
+        r->jobs[i] = NULL;
+    }
+    int wr = obj ? nf_writer_write(r->w, o->offset, obj, o->bytes, r->d) : -1;
+    if (obj && h)
+        nf_sha256_update(h, obj, o->bytes);
+    free(obj);
+    if (wr < 0)
+        return -1;
+    r->done_bytes += o->bytes;
+    run_progress(r);
+    return 0;
+}
+
+/* Phase 4b: copied object i, segment by segment in CHUNK pieces, hashed as
+ * it passes; a source artifact's carried digest is settled before the
+ * segment's last bytes are written (a stream is cut short: DESIGN 3). */
+static int write_copied(pack_run *r, size_t i, nf_sha256 *h)
+{
+    nf_diags *d = r->d;
+    objsrc *os = &r->src[i];
+    const nf_object *o = &r->c->objects[i];
+    uint64_t pos = o->offset;
+    unsigned scan_eb = 0; /* NaN/Inf check of copied values (DESIGN 7.4) */
+    if (!r->po->allow_nonfinite && o->kind == NF_OBJ_TENSOR &&
+        o->layout == NF_LAY_CONTIGUOUS_LE_V1 &&
+        (o->format == NF_FMT_BF16 || o->format == NF_FMT_FP32))
+        scan_eb = o->format == NF_FMT_BF16 ? 2 : 4;
+    for (size_t k = 0; k < os->s.n; k++) {
+        const nf_source_seg *sg = &os->s.v[k];
+        nf_sha256 *sh = sg->check ? nf_sha256_new() : NULL;
+        if (sg->check && !sh) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            return -1;
+        }
+        for (uint64_t q = 0; q < sg->len;) {
+            size_t n = sg->len - q > CHUNK ? CHUNK : (size_t)(sg->len - q);
+            const unsigned char *data = r->buf;
+            if (sg->a) {
+                if (nf_artifact_read(sg->a, sg->off + q, r->buf, n, d) < 0) {
                     nf_sha256_free(sh);
-                    nf_sha256_free(h);
-                    goto done;
+                    return -1;
                 }
-                if (h)
-                    nf_sha256_update(h, data, n);
-                if (nf_writer_write(w, pos, data, n, d) < 0) {
+            } else if (!sg->ref) {
+                data = os->s.mem + sg->off + q;
+            } else {
+                ssize_t got = nf_fdref_pread(sg->ref, r->buf, n, sg->off + q);
+                if (got < 0 || (size_t)got != n) {
+                    nf_diag_addf(d, got < 0 ? NF_C_IO : NF_C_LENGTH, sg->path, "",
+                                 "cannot read %zu bytes at %llu: %s", n,
+                                 (unsigned long long)(sg->off + q),
+                                 got == -ESTALE ? "the file was replaced or changed while "
+                                                  "it was packed"
+                                 : got < 0      ? strerror((int)-got)
+                                                : "the file is shorter than its header says");
                     nf_sha256_free(sh);
-                    nf_sha256_free(h);
-                    goto done;
+                    return -1;
                 }
-                pos += n;
-                q += n;
-                done_bytes += n;
-                nf_progress_update(&pr, done_bytes, c->payload_bytes);
             }
+            if (sh) {
+                nf_sha256_update(sh, data, n);
+                if (q + n == sg->len) {
+                    char got[65], want[65];
+                    nf_sha256_final(sh, got);
+                    sh = NULL;
+                    nf_object_digest_hex(sg->check, want);
+                    if (strcmp(got, want) != 0) {
+                        nf_source_digest_error(d, sg->path, sg->check_index, sg->check, got);
+                        return -1;
+                    }
+                }
+            }
+            uint32_t bits = 0;
+            uint64_t bad = scan_eb && sg->values
+                               ? nonfinite_at(scan_eb, pos - o->offset, data, n, &bits)
+                               : UINT64_MAX;
+            if (bad != UINT64_MAX) {
+                char ptr[64];
+                float f;
+                if (scan_eb == 2)
+                    bits <<= 16;
+                memcpy(&f, &bits, 4);
+                snprintf(ptr, sizeof ptr, "/objects/%zu", i);
+                nf_diag_add(d, NF_C_RANGE, ptr,
+                            "object \"%s\": the source holds NaN or Inf at element %llu "
+                            "(%.9g; copied as %s) (--allow-nonfinite keeps them in bf16/fp32)",
+                            o->id, (unsigned long long)bad, (double)f, o->format_name);
+                nf_sha256_free(sh);
+                return -1;
+            }
+            if (h)
+                nf_sha256_update(h, data, n);
+            if (nf_writer_write(r->w, pos, data, n, d) < 0) {
+                nf_sha256_free(sh);
+                return -1;
+            }
+            pos += n;
+            q += n;
+            r->done_bytes += n;
+            run_progress(r);
+        }
+    }
+    return 0;
+}
+
+/* Phase 4: every object in catalog order, its digest recorded; then the
+ * catalog and publication (nf_writer_finish_catalog). */
+static int write_all(pack_run *r)
+{
+    bool digests = !r->po->out.no_digests;
+    for (size_t i = 0; i < r->c->n_objects; i++) {
+        nf_sha256 *h = digests ? nf_sha256_new() : NULL;
+        if (digests && !h) {
+            nf_diag_add(r->d, NF_C_IO, "", "out of memory");
+            return -1;
+        }
+        int rc = r->src[i].transcode ? write_transcoded(r, i, h) : write_copied(r, i, h);
+        if (rc < 0) {
+            nf_sha256_free(h);
+            return -1;
         }
         if (h) {
             char hex[65];
             nf_sha256_final(h, hex);
-            nf_object_set_digest_hex(o, hex);
+            nf_object_set_digest_hex(&r->c->objects[i], hex);
         }
     }
-    nf_progress_done(&pr);
-    rc = nf_writer_finish_catalog(w, c, !wc->no_digests, d);
-    w = NULL;
-done:
-    if (pool_on)
-        tc_pool_stop(&pool);
-    for (size_t i = 0; jobs && i < c->n_objects; i++)
-        tc_free(jobs[i]);
-    free(jobs);
-    free(tried);
-    if (report)
-        fflush(report);
-    nf_writer_abort(w);
-    nf_output_close(out);
-    free(buf);
-    free(inputs);
-    nf_plan_free(&plan);
-    for (size_t i = 0; src && i < c->n_objects; i++)
-        os_free(&src[i]);
-    free(src);
-    nf_source_inputs_free(p.in);
-    nf_catalog_free(c);
+    int rc = nf_writer_finish_catalog(r->w, r->c, digests, r->d);
+    r->w = NULL;
+    return rc;
+}
+
+static void run_free(pack_run *r)
+{
+    if (r->pool_on)
+        tc_pool_stop(&r->pool);
+    for (size_t i = 0; r->jobs && i < r->c->n_objects; i++)
+        tc_free(r->jobs[i]);
+    free(r->jobs);
+    free(r->tried);
+    nf_writer_abort(r->w);
+    nf_output_close(r->out);
+    free(r->buf);
+    free(r->inputs);
+    nf_plan_free(&r->plan);
+    for (size_t i = 0; r->src && i < r->c->n_objects; i++)
+        os_free(&r->src[i]);
+    free(r->src);
+    nf_source_inputs_free(r->p.in);
+    nf_catalog_free(r->c);
+}
+
+static int pack_catalog(nf_catalog *c, const char *base_dir, const nf_pack_opts *po,
+                        nf_diags *d)
+{
+    pack_run r;
+    memset(&r, 0, sizeof r);
+    r.p = (pack_ctx){d, po, nf_source_inputs_new(base_dir, po->allow_nonfinite, d)};
+    r.c = c;
+    r.d = d;
+    r.po = po;
+    r.stream_out = stream_target(&po->out);
+    r.nt = po->threads ? po->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    r.src = calloc(c->n_objects ? c->n_objects : 1, sizeof *r.src);
+    int rc = -1;
+    if (!r.src || !r.p.in)
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    if (!nf_diags_exit(d)) {
+        resolve_all(&r);
+        int pl = nf_diags_exit(d) ? -1 : plan_all(&r);
+        if (pl == 1)
+            rc = 0;
+        else if (pl == 0 && open_output(&r) == 0)
+            rc = write_all(&r);
+    }
+    run_free(&r);
     return rc;
 }

@@ -18,18 +18,33 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "nf_cli.h"
 #include "nf_diag.h"
+#include "nf_writer.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* One transcoded object's --report line (DESIGN 7.4): RMSE and the largest
+ * absolute error of the decoded values against the source's f32 values
+ * (non-finite sources left out), and the SNR in dB (+inf when exact). */
 typedef struct {
-    const nf_writer_cli *wc; /* output and writer options */
-    bool report;             /* per transcoded object: RMSE, max abs error, SNR */
-    bool allow_nonfinite;    /* keep NaN/Inf sources in bf16/fp32 objects */
-    unsigned threads;        /* encoding threads (0: all CPUs) */
+    const char *id, *format;
+    uint64_t elements;
+    double rmse, max_abs_error, snr_db;
+} nf_pack_report;
+
+/* Called once with NULL when writing begins (the table's start), then once
+ * per transcoded object in catalog order, from the calling thread. */
+typedef void (*nf_pack_report_fn)(void *ctx, const nf_pack_report *r);
+
+typedef struct {
+    nf_out_opts out;          /* where and how (nf_writer.h); out.dry_run:
+                                 resolve and plan only */
+    nf_pack_report_fn report; /* NULL: no report (nothing is decoded back) */
+    void *report_ctx;
+    bool allow_nonfinite;     /* keep NaN/Inf sources in bf16/fp32 objects */
+    unsigned threads;         /* encoding threads (0: all CPUs) */
 } nf_pack_opts;
 
 /* Pack the manifest text[0..len). base_dir resolves relative source paths
@@ -37,9 +52,10 @@ typedef struct {
  * object's encoding are copied; others are decoded to f32 and encoded
  * (DESIGN 7.4) in row blocks on po->threads threads, memory bounded by the
  * largest encoded object (nvfp4: its largest divisor slice in f32 too).
- * With po->report, one tab-separated line per transcoded object (object,
- * format, elements, rmse, max_abs_error, snr_db) goes to stdout (stderr
- * when the artifact itself goes to stdout). Returns 0 or -1 with
+ * Per transcoded object po->report gets its errors (nf_pack_report);
+ * progress goes to po->out.progress; nothing is printed. An output naming
+ * a source file (standard output too) is `usage` before anything is
+ * written. Returns 0 or -1 with
  * diagnostics (schema/reference/size for bad sources, range for NaN/Inf
  * or out-of-range values, unsupported for unknown formats and quantized
  * GGUF tensors, io for unreadable sources). */

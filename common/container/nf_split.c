@@ -15,9 +15,15 @@
 struct copy_ctx {
     nf_writer *w;
     nf_diags *d;
-    nf_progress *pr;
+    const nf_out_opts *o;
     uint64_t done, total;
 };
+
+static void progress(const nf_out_opts *o, uint64_t done, uint64_t total)
+{
+    if (o->progress)
+        o->progress(o->progress_ctx, done, total);
+}
 
 static int copy_seg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t roff, uint64_t len)
 {
@@ -32,7 +38,7 @@ static int copy_seg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t rof
         roff += k;
         foff += k;
         c->done += k;
-        nf_progress_update(c->pr, c->done, c->total);
+        progress(c->o, c->done, c->total);
     }
     return 0;
 }
@@ -48,12 +54,12 @@ static void digest_error(nf_diags *d, const nf_catalog *c, size_t i, const char 
 
 static const char ZEROS64[] = "0000000000000000000000000000000000000000000000000000000000000000";
 
-int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
+int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
 {
     nf_catalog *c = nf_artifact_catalog(src);
     bool stream_in = nf_artifact_is_stream(src);
-    bool stream_out = !wc->out || strcmp(wc->out, "-") == 0;
-    const char *entry = stream_out ? "-" : nf_basename(wc->out);
+    bool stream_out = !oo->out || strcmp(oo->out, "-") == 0;
+    const char *entry = stream_out ? "-" : nf_basename(oo->out);
     size_t n = c->n_objects;
     bool *want = calloc(n ? n : 1, sizeof *want);
     char (*got)[65] = calloc(n ? n : 1, sizeof *got);
@@ -72,29 +78,22 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
     for (size_t i = 0; i < n; i++) {
         nf_object *o = &c->objects[i];
         nf_object_digest_hex(o, carried[i]);
-        if (wc->no_digests) {
+        if (oo->no_digests) {
             o->has_digest = false;
             continue;
         }
         /* check carried digests whenever the bytes pass through us anyway */
-        want[i] = stream_in || wc->verify || (!o->has_digest && !stream_out);
+        want[i] = stream_in || oo->verify || (!o->has_digest && !stream_out);
         if (!o->has_digest && !stream_out)
             nf_object_set_digest_hex(o, ZEROS64); /* placeholder: same length as the digest */
         hashing |= want[i];
     }
-    if (nf_plan_make(c, &wc->w, entry, !wc->no_digests, &plan, d) < 0)
+    if (nf_plan_make(c, &oo->w, entry, !oo->no_digests, &plan, d) < 0)
         goto out;
-    if (wc->dry_run) {
-        char *t = nf_plan_files_json(&plan, true);
-        if (!t)
-            nf_diag_add(d, NF_C_IO, "", "out of memory");
-        else if (printf("%s\n", t) < 0 || fflush(stdout) != 0) {
-            nf_diag_addf(d, NF_C_IO, "(stdout)", "", "write error: %s", strerror(errno));
-            clearerr(stdout); /* told once (nf_stdout_close) */
-        } else {
-            rc = 0;
-        }
-        free(t);
+    if (oo->dry_run) {
+        *oo->dry_run = plan; /* the caller shows it */
+        memset(&plan, 0, sizeof plan);
+        rc = 0;
         goto out;
     }
     /* the files read: an output naming one is refused (DESIGN 3) */
@@ -107,21 +106,19 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
     if (!inputs)
         nf_diag_add(d, NF_C_IO, "", "out of memory");
     else if (stream_out && nf_stdout_check(inputs, ni, d) == 0)
-        w = (out_stream = nf_output_open_fd(1, wc->zstd, false))
+        w = (out_stream = nf_output_open_fd(1, oo->zstd, false))
                 ? nf_writer_open_stream(out_stream, &plan, d)
                 : NULL;
     else if (!stream_out)
-        w = nf_writer_open_files(wc->out, &plan, &wc->w, inputs, ni, d);
+        w = nf_writer_open_files(oo->out, &plan, &oo->w, inputs, ni, d);
     free(inputs);
     if (!w)
         goto out;
     /* the writer has what it needs of the plan's text */
     free(plan.json);
     plan.json = NULL;
-    nf_progress pr;
-    nf_progress_init(&pr, "copying", c->payload_bytes, wc->progress);
     if (!hashing && !stream_in && !stream_out) {
-        struct copy_ctx cc = {w, d, &pr, 0, c->payload_bytes};
+        struct copy_ctx cc = {w, d, oo, 0, c->payload_bytes};
         if (nf_artifact_segments(src, 0, c->payload_bytes, copy_seg, &cc, d) != 0)
             goto out_w;
     } else {
@@ -160,12 +157,11 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
             if (nf_writer_write(w, pos, buf, k, d) < 0)
                 goto out_w;
             pos += k;
-            nf_progress_update(&pr, pos, c->payload_bytes);
+            progress(oo, pos, c->payload_bytes);
         }
         if (stream_in && nf_artifact_stream_finish(src, d) < 0)
             goto out_w;
     }
-    nf_progress_done(&pr);
     /* carried digests must match what passed; missing ones are filled in */
     bool bad = false;
     for (size_t i = 0; i < n; i++) {
@@ -180,7 +176,7 @@ int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d)
     }
     if (bad)
         goto out_w;
-    rc = nf_writer_finish_catalog(w, c, !wc->no_digests, d);
+    rc = nf_writer_finish_catalog(w, c, !oo->no_digests, d);
     w = NULL;
 out_w:
     nf_writer_abort(w);

@@ -11,19 +11,22 @@
 #define NF_SPLIT_H
 
 #include "nf_artifact.h"
-#include "nf_cli.h"
 #include "nf_diag.h"
+#include "nf_writer.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Write src anew as wc says (files at wc->out, or a stream on stdout).
- * wc->verify: also hash every object copied from files and check carried
- * digests. Digests missing from src are computed for file outputs (not for
- * streams, whose catalog precedes the payload) unless wc->no_digests.
- * Returns 0 or -1 with diagnostics; on failure nothing is published. */
-int nf_split(nf_artifact *src, const nf_writer_cli *wc, nf_diags *d);
+/* Write src anew as o says (files at o->out, or a stream on standard
+ * output; o->dry_run: only the plan, handed to the caller). o->verify: also
+ * hash every object copied from files and check carried digests. Digests
+ * missing from src are computed for file outputs (not for streams, whose
+ * catalog precedes the payload) unless o->no_digests. An output naming one
+ * of src's files (standard output too) is `usage` before anything is
+ * written. Progress goes to o->progress; nothing is printed. Returns 0 or
+ * -1 with diagnostics; on failure nothing is published. */
+int nf_split(nf_artifact *src, const nf_out_opts *o, nf_diags *d);
 
 #ifdef __cplusplus
 }

@@ -429,6 +429,43 @@ static long temp_pid(const char *name, const char *base)
     return pid;
 }
 
+static void block_signals(sigset_t *old);
+
+/* Create the temporary ".<base>.tmp-<pid>-XXXXXX" in dir (the one home of
+ * the writers' temporaries: artifact sets and single files alike) with the
+ * umask's mode, registered in *slot for the signal handler with signals
+ * blocked, so no signal can leave an unregistered one behind. With retry
+ * (not NULL), EMFILE/ENFILE runs retry(ctx), which closes descriptors, and
+ * tries once more. Returns the fd, or -errno (*slot untouched). */
+static int make_temp(const char *dir, const char *base, char *volatile *slot,
+                     void (*retry)(void *), void *ctx)
+{
+    char *t = NULL;
+    if (asprintf(&t, "%s/.%s.tmp-%ld-XXXXXX", dir, base, (long)getpid()) < 0)
+        return -ENOMEM;
+    mode_t um = umask(0);
+    umask(um);
+    sigset_t old;
+    block_signals(&old);
+    int fd = mkostemp(t, O_CLOEXEC);
+    int e = errno;
+    if (fd < 0 && (e == EMFILE || e == ENFILE) && retry) {
+        retry(ctx);
+        memcpy(t + strlen(t) - 6, "XXXXXX", 6); /* a failed call may change it */
+        fd = mkostemp(t, O_CLOEXEC);
+        e = errno;
+    }
+    if (fd >= 0)
+        *slot = t;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (fd < 0) {
+        free(t);
+        return -e;
+    }
+    fchmod(fd, 0666 & ~um); /* honour the umask like any other created file */
+    return fd;
+}
+
 /* "<entry>.part-<digits>": the digits' start, or NULL. */
 static const char *part_suffix(const char *name, const char *entry)
 {
@@ -714,6 +751,11 @@ static int cache_drop(nf_writer *w, size_t i, nf_diags *d)
     return 0;
 }
 
+static void writer_close_cache(void *w)
+{
+    cache_close_all(w);
+}
+
 /* The slot for a new descriptor: a free one, else the least recently used
  * (closed first). Returns the slot or -1 (`io`: a failed close). */
 static int cache_slot(nf_writer *w, nf_diags *d)
@@ -806,8 +848,6 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
     remove_stale_temps(w->dir, w->entry_name);
     if (w->entry_existed)
         collect_old_parts(w);
-    mode_t um = umask(0);
-    umask(um);
     sigset_t old;
     block_signals(&old);
     int reg = writer_register(w);
@@ -818,42 +858,20 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
         return NULL;
     }
     for (size_t i = 0; i < w->n_files; i++) {
-        char *t = NULL;
-        if (asprintf(&t, "%s/.%s.tmp-%ld-XXXXXX", w->dir, nf_basename(w->final[i]),
-                     (long)getpid()) < 0)
-            goto oom;
         int k = cache_slot(w, d);
         if (k < 0) {
-            free(t);
             writer_free(w);
             return NULL;
         }
-        /* create and register with signals blocked: no moment where a
-         * signal could leave an unregistered temporary behind */
-        block_signals(&old);
-        int fd = mkostemp(t, O_CLOEXEC);
-        int e = errno;
-        if (fd < 0 && (e == EMFILE || e == ENFILE)) {
-            /* out of descriptors: close the other temporaries and retry */
-            cache_close_all(w);
-            k = 0;
-            memcpy(t + strlen(t) - 6, "XXXXXX", 6); /* a failed call may change it */
-            fd = mkostemp(t, O_CLOEXEC);
-            e = errno;
-        }
-        if (fd >= 0)
-            w->tmp[i] = t;
-        sigprocmask(SIG_SETMASK, &old, NULL);
+        /* out of descriptors: close the other temporaries and retry */
+        int fd = make_temp(w->dir, nf_basename(w->final[i]), &w->tmp[i], writer_close_cache, w);
         if (fd < 0) {
             nf_diag_addf(d, NF_C_IO, w->final[i], "", "cannot create a temporary file in %s: %s%s",
-                         w->dir, strerror(e), e == EMFILE ? " (raise `ulimit -n`)" : "");
-            free(t);
+                         w->dir, strerror(-fd), fd == -EMFILE ? " (raise `ulimit -n`)" : "");
             writer_free(w);
             return NULL;
         }
-        cache_put(w, k, i, fd);
-        /* honour the umask like any other created file */
-        fchmod(fd, 0666 & ~um);
+        cache_put(w, k, i, fd); /* slot k is still free after a retry closed them all */
         /* the files grow as they are written (appending into a file is
          * faster than filling a sparse one made full-size first); each is
          * cut to its full length when it is finished, so gaps between
@@ -1458,36 +1476,24 @@ int nf_write_file(const char *path, const void *buf, size_t n, bool force,
     int rc = 0, fd = -1;
     sigset_t old;
     struct stat st;
-    mode_t um = umask(0);
-    umask(um);
-    if (!dir || asprintf(&tmp, "%s/.%s.tmp-%ld-XXXXXX", dir, nf_basename(real),
-                         (long)getpid()) < 0) {
-        tmp = NULL;
+    if (!dir) {
         rc = -ENOMEM;
         goto out;
     }
     if (stat(dir, &st) < 0 && errno == ENOENT && mkdir_p(dir) < 0) {
         nf_diag_addf(d, NF_C_IO, path, "", "cannot create directory %s: %s", dir,
                      strerror(errno));
-        free(tmp);
         free(dir);
         free(real);
         return -1;
     }
     install_handlers();
-    block_signals(&old);
-    fd = mkostemp(tmp, O_CLOEXEC);
-    int e = errno;
-    if (fd >= 0)
-        g_single_tmp = tmp;
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    fd = make_temp(dir, nf_basename(real), &g_single_tmp, NULL, NULL);
     if (fd < 0) {
-        free(tmp);
-        tmp = NULL;
-        rc = -e;
+        rc = fd;
         goto out;
     }
-    fchmod(fd, 0666 & ~um);
+    tmp = g_single_tmp;
     rc = nf_write_all(fd, buf, n);
     if (close(fd) < 0 && !rc)
         rc = -errno;

@@ -102,6 +102,25 @@ void nf_plan_free(nf_plan *plan);
 /* Serialize the files table as the catalog shows it (for --dry-run). */
 char *nf_plan_files_json(const nf_plan *plan, bool pretty);
 
+/* Progress of a long write: `done` of `total` payload bytes (called from
+ * the writing thread, often: rate-limit in the callback). */
+typedef void (*nf_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* Where and how nf_split and nf_pack write a whole artifact (DESIGN 3, 4). */
+typedef struct {
+    nf_write_opts w;         /* limits, force, sync, warnings */
+    const char *out;         /* the entry path; NULL or "-": a stream on
+                                standard output (descriptor 1) */
+    int zstd;                /* a stream's zstd level (0: plain) */
+    bool no_digests;         /* no metadata.integrity */
+    bool verify;             /* split: hash objects copied from files too */
+    nf_plan *dry_run;        /* non-NULL: plan only, write nothing; the plan
+                                (files table, reservation) is moved here for
+                                the caller to show and nf_plan_free */
+    nf_progress_fn progress; /* NULL: none */
+    void *progress_ctx;
+} nf_out_opts;
+
 typedef struct nf_writer nf_writer;
 
 /* Begin writing files for target (the entry path). inputs: paths of files

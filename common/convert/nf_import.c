@@ -87,31 +87,22 @@ static bool ends_with(const char *s, const char *suf)
  * diagnostic naming the file. */
 static char *slurp(const char *path, uint64_t cap, size_t *len, nf_diags *d)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-        nf_diag_addf(d, NF_C_IO, path, "", "cannot read: %s",
-                     fd < 0 ? strerror(errno) : "not a regular file");
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    if ((uint64_t)sb.st_size > cap) {
+    char *t = NULL;
+    int rc = nf_read_path(path, true, cap, &t, len);
+    if (rc == -EFBIG) {
+        struct stat sb;
         nf_diag_addf(d, NF_C_RANGE, path, "", "%llu bytes is over the %llu-byte cap",
-                     (unsigned long long)sb.st_size, (unsigned long long)cap);
-        close(fd);
-        return NULL;
+                     stat(path, &sb) == 0 ? (unsigned long long)sb.st_size
+                                          : (unsigned long long)cap + 1,
+                     (unsigned long long)cap);
+    } else if (rc < 0) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot read: %s",
+                     rc == -EINVAL ? "not a regular file" : strerror(-rc));
     }
-    char *t = malloc((size_t)sb.st_size + 1);
-    ssize_t n = t ? nf_pread_full(fd, t, (size_t)sb.st_size, 0) : -ENOMEM;
-    close(fd);
-    if (n != sb.st_size) {
-        nf_diag_addf(d, NF_C_IO, path, "", "cannot read: %s", n < 0 ? strerror((int)-n) : "short read");
+    if (rc < 0) {
         free(t);
         return NULL;
     }
-    t[n] = 0;
-    *len = (size_t)n;
     return t;
 }
 
