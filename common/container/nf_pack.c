@@ -105,11 +105,12 @@ static void os_free(objsrc *os)
 /* ---- transcoding: a pool of threads encoding objects in row blocks --------------
  *
  * The objects to transcode are jobs, each cut into blocks of rows (about
- * four a thread where the object allows, at most 4M elements; nvfp4: whole
- * divisor slices). The pool's threads take blocks of the jobs in catalog
- * order; the main thread submits the next jobs (two ahead, at most 256 MiB
- * of encoded bytes in flight) and, while the pool encodes them, hashes and
- * writes the object before. A job's diagnostics and --report line come when
+ * four a thread where the object allows, at most 4M elements, 256K when the
+ * job is streamed; nvfp4: whole divisor slices). The pool's threads take
+ * blocks of the jobs in catalog order; the main thread submits the next
+ * jobs (two ahead, at most 256 MiB of encoded bytes in memory) and, while
+ * the pool encodes them, hashes and writes the object before; a streamed
+ * job's blocks are written as they come (write_streamed). A job's diagnostics and --report line come when
  * the main thread reaches it, in catalog order, as without the pool. */
 
 typedef struct tc_job {
@@ -125,6 +126,14 @@ typedef struct tc_job {
     bool report, cancel;
     nf_encode_opts eo;
     struct tc_job *qnext;
+    /* streamed (red-team C2): each block is encoded as a tensor of its own
+     * rows into blk[b], and the main thread writes it and frees it; at most
+     * `window` blocks are encoded ahead of the one it writes */
+    bool stream;
+    nf_tensor_enc bte[2];  /* a block's encoding: full blocks, the last one */
+    uint8_t **blk;         /* under the pool's lock, like bdone and consumed */
+    bool *bdone;
+    uint64_t consumed, window;
 } tc_job;
 
 typedef struct {
@@ -153,6 +162,10 @@ static void *tc_worker(void *arg)
             continue;
         }
         tc_job *j = P->head;
+        if (j->stream && !j->err && !j->cancel && j->next - j->consumed >= j->window) {
+            pthread_cond_wait(&P->work, &P->lock); /* the main thread writes one first */
+            continue;
+        }
         uint64_t b = j->next++;
         bool skip = j->err || j->cancel;
         pthread_mutex_unlock(&P->lock);
@@ -162,6 +175,12 @@ static void *tc_worker(void *arg)
         uint64_t cols = j->te.cols ? j->te.cols : 1;
         uint64_t r0 = b * j->block, r1 = r0 + j->block > j->te.rows ? j->te.rows : r0 + j->block;
         uint64_t need = (r1 - r0) * cols;
+        /* a streamed block is a tensor of its own rows, in a buffer of its own */
+        const nf_tensor_enc *te = j->stream ? &j->bte[b + 1 == j->nblocks] : &j->te;
+        uint64_t er0 = j->stream ? 0 : r0, er1 = j->stream ? r1 - r0 : r1;
+        uint8_t *dst = j->obj;
+        if (!skip && j->stream && !(dst = calloc(1, te->enc.encoded_bytes ? te->enc.encoded_bytes : 1)))
+            rc = NF_CODEC_ENOMEM;
         if (!skip && need > cap) {
             free(src);
             free(back);
@@ -179,9 +198,11 @@ static void *tc_worker(void *arg)
         if (!skip && !rc)
             rc = nf_values_read(&j->os->v, r0 * cols, r1 * cols, src);
         if (!skip && !rc)
-            rc = nf_encode_rows_f32(&j->te, src, r0, r1, j->obj, j->te.enc.encoded_bytes, &j->eo, &st);
+            rc = nf_encode_rows_f32(te, src, er0, er1, dst, te->enc.encoded_bytes, &j->eo, &st);
+        if (j->stream && st.bad_element)
+            st.bad_element += r0 * cols; /* the object's element, not the block's */
         if (!skip && !rc && j->report &&
-            !(rc = nf_decode_rows_f32(&j->te, j->obj, j->te.enc.encoded_bytes, r0, r1, back)))
+            !(rc = nf_decode_rows_f32(te, dst, te->enc.encoded_bytes, er0, er1, back)))
             for (uint64_t k = 0; k < need; k++) {
                 double e = fabs((double)src[k] - (double)back[k]);
                 if (e > mx && isfinite(src[k]))
@@ -202,7 +223,15 @@ static void *tc_worker(void *arg)
             if (mx > j->max_abs)
                 j->max_abs = mx;
         }
-        if (++j->done == j->nblocks)
+        if (j->stream) {
+            if (rc || skip) {
+                free(dst);
+                dst = NULL;
+            }
+            j->blk[b] = dst;
+            j->bdone[b] = true;
+        }
+        if (++j->done == j->nblocks || j->stream)
             pthread_cond_broadcast(&P->done);
     }
     pthread_mutex_unlock(&P->lock);
@@ -274,6 +303,55 @@ static void tc_wait(tc_pool *P, tc_job *j)
     pthread_mutex_unlock(&P->lock);
 }
 
+static void tc_free(tc_job *j);
+
+/* Can job j be streamed (red-team C2)? Every plane row-major over all rows
+ * (not nvfp4's tiles and divisors), rank >= 2, two blocks or more; then
+ * blocks of at most 256K elements (a block's rows encode alone exactly as
+ * within the object: every row-major format groups within a row), each
+ * shape's encoding in bte[], and a window of a block a thread + 2. */
+static bool tc_stream_setup(tc_job *j, unsigned nt)
+{
+    const nf_encoding *E = &j->te.enc;
+    uint64_t rows = j->te.rows, cols = j->te.cols ? j->te.cols : 1;
+    if (j->te.rank < 2 || j->te.dims[0] != rows || j->o->format == NF_FMT_NVFP4 || rows < 2)
+        return false;
+    for (unsigned p = 0; p < E->nplanes; p++)
+        if (!E->plane[p].row_bytes || E->plane[p].rows != rows)
+            return false;
+    uint64_t block = j->block;
+    if (block > (256u << 10) / cols)
+        block = (256u << 10) / cols ? (256u << 10) / cols : 1;
+    uint64_t nb = nf_ceil_div_u64(rows, block);
+    if (nb < 2)
+        return false;
+    uint64_t dims[NF_MAX_RANK];
+    memcpy(dims, j->te.dims, sizeof dims);
+    for (int k = 0; k < 2; k++) {
+        dims[0] = k ? rows - (nb - 1) * block : block;
+        if (nf_tensor_enc_init(&j->bte[k], j->te.format, j->te.layout, dims, j->te.rank,
+                               j->te.divisors, NULL) != NF_ENC_OK ||
+            j->bte[k].enc.nplanes != E->nplanes)
+            return false;
+        for (unsigned p = 0; p < E->nplanes; p++)
+            if (j->bte[k].enc.plane[p].row_bytes != E->plane[p].row_bytes ||
+                j->bte[k].enc.plane[p].rows != dims[0])
+                return false;
+    }
+    j->block = block;
+    j->nblocks = nb;
+    j->window = (uint64_t)(nt ? nt : 1) + 2;
+    j->stream = true;
+    return true;
+}
+
+/* Bytes of job j that are in memory at once: the object, or its window. */
+static uint64_t tc_resident(const tc_job *j)
+{
+    uint64_t w = j->window * j->bte[0].enc.encoded_bytes;
+    return j->stream && w < j->te.enc.encoded_bytes ? w : j->te.enc.encoded_bytes;
+}
+
 /* A job for object o: the encoding checked, its buffer, its blocks. NULL
  * when it cannot start; with quiet, nothing is said (the main thread asks
  * again, not quiet, when it reaches the object). */
@@ -309,14 +387,6 @@ static tc_job *tc_prepare(pack_ctx *p, const nf_object *o, const objsrc *os, con
         free(j);
         return NULL;
     }
-    j->obj = calloc(1, j->te.enc.encoded_bytes ? j->te.enc.encoded_bytes : 1);
-    if (!j->obj) {
-        if (!quiet)
-            nf_diag_add(p->d, NF_C_IO, ptr, "out of memory for %llu encoded bytes",
-                        (unsigned long long)j->te.enc.encoded_bytes);
-        free(j);
-        return NULL;
-    }
     j->o = o;
     j->os = os;
     j->report = report;
@@ -333,12 +403,29 @@ static tc_job *tc_prepare(pack_ctx *p, const nf_object *o, const objsrc *os, con
     if (j->block > rows)
         j->block = rows ? rows : 1;
     j->nblocks = rows ? nf_ceil_div_u64(rows, j->block) : 0;
+    if (tc_stream_setup(j, nt)) {
+        j->blk = calloc(j->nblocks, sizeof *j->blk);
+        j->bdone = calloc(j->nblocks, sizeof *j->bdone);
+    } else {
+        j->obj = calloc(1, j->te.enc.encoded_bytes ? j->te.enc.encoded_bytes : 1);
+    }
+    if (j->stream ? !j->blk || !j->bdone : !j->obj) {
+        if (!quiet)
+            nf_diag_add(p->d, NF_C_IO, ptr, "out of memory for %llu encoded bytes",
+                        (unsigned long long)j->te.enc.encoded_bytes);
+        tc_free(j);
+        return NULL;
+    }
     return j;
 }
 
 static void tc_free(tc_job *j)
 {
     if (j) {
+        for (uint64_t b = 0; j->blk && b < j->nblocks; b++)
+            free(j->blk[b]);
+        free(j->blk);
+        free(j->bdone);
         free(j->obj);
         free(j);
     }
@@ -358,7 +445,8 @@ static uint8_t *tc_finish(pack_ctx *p, tc_job *jp, const char *ptr)
     } j = {jp->st, jp->max_abs};
     int err = jp->err;
     uint64_t bad = jp->bad;
-    free(jp);
+    jp->obj = NULL;
+    tc_free(jp);
     if (err) {
         char el[96] = "";
         float bv = 0;
@@ -573,6 +661,95 @@ static int open_output(pack_run *r)
     return 0;
 }
 
+/* Write n zero bytes at *pos (a gap between planes), hashed. */
+static int write_zeros(pack_run *r, uint64_t *pos, uint64_t n, nf_sha256 *h)
+{
+    memset(r->buf, 0, n < CHUNK ? n : CHUNK);
+    while (n) {
+        size_t k = n < CHUNK ? (size_t)n : CHUNK;
+        if (h)
+            nf_sha256_update(h, r->buf, k);
+        if (nf_writer_write(r->w, *pos, r->buf, k, r->d) < 0)
+            return -1;
+        *pos += k;
+        n -= k;
+    }
+    return 0;
+}
+
+/* A streamed job (red-team C2): block by block as the pool finishes them,
+ * the first plane's rows written and hashed at once, the other planes'
+ * rows gathered (the row scales, a few percent of the object) and written
+ * after it; then the job's diagnostics or report line. The job is freed. */
+static int write_streamed(pack_run *r, size_t i, tc_job *j, const char *ptr, nf_sha256 *h)
+{
+    const nf_encoding *E = &j->te.enc;
+    uint64_t base = r->c->objects[i].offset, pos = base;
+    uint8_t *side[NF_MAX_PLANES] = {0};
+    bool oom = false, failed = false;
+    for (unsigned p = 1; p < E->nplanes; p++)
+        oom |= !(side[p] = malloc(E->plane[p].bytes ? E->plane[p].bytes : 1));
+    if (!oom && write_zeros(r, &pos, E->plane[0].offset, h) < 0)
+        failed = true;
+    for (uint64_t b = 0; !oom && !failed && b < j->nblocks; b++) {
+        pthread_mutex_lock(&r->pool.lock);
+        while (!j->bdone[b])
+            pthread_cond_wait(&r->pool.done, &r->pool.lock);
+        uint8_t *blk = j->blk[b];
+        j->blk[b] = NULL;
+        pthread_mutex_unlock(&r->pool.lock);
+        if (!blk)
+            break; /* an error: said by tc_finish */
+        const nf_tensor_enc *bt = &j->bte[b + 1 == j->nblocks];
+        uint64_t r0 = b * j->block;
+        const nf_plane *p0 = &bt->enc.plane[0];
+        if (h)
+            nf_sha256_update(h, blk + p0->offset, p0->bytes);
+        if (nf_writer_write(r->w, pos, blk + p0->offset, p0->bytes, r->d) < 0)
+            failed = true;
+        pos += p0->bytes;
+        for (unsigned p = 1; p < E->nplanes; p++)
+            memcpy(side[p] + r0 * E->plane[p].row_bytes, blk + bt->enc.plane[p].offset,
+                   bt->enc.plane[p].bytes);
+        free(blk);
+        pthread_mutex_lock(&r->pool.lock);
+        j->consumed++;
+        pthread_cond_broadcast(&r->pool.work);
+        pthread_mutex_unlock(&r->pool.lock);
+    }
+    /* the job's end: every block claimed and finished (a failure cancels
+     * the rest, which then finish at once) */
+    pthread_mutex_lock(&r->pool.lock);
+    if (oom || failed || j->err)
+        j->cancel = true;
+    j->window = UINT64_MAX;
+    pthread_cond_broadcast(&r->pool.work);
+    pthread_mutex_unlock(&r->pool.lock);
+    tc_wait(&r->pool, j);
+    bool ok = !oom && !failed && !j->err;
+    uint8_t *none = tc_finish(&r->p, j, ptr); /* diagnostics or the report line */
+    free(none);
+    if (oom)
+        nf_diag_add(r->d, NF_C_IO, ptr, "out of memory for the object's scales");
+    for (unsigned p = 1; ok && p < E->nplanes; p++) {
+        uint64_t gap = base + E->plane[p].offset - pos;
+        if (write_zeros(r, &pos, gap, h) < 0)
+            ok = false;
+        else if (h)
+            nf_sha256_update(h, side[p], E->plane[p].bytes);
+        if (ok && nf_writer_write(r->w, pos, side[p], E->plane[p].bytes, r->d) < 0)
+            ok = false;
+        pos += E->plane[p].bytes;
+    }
+    for (unsigned p = 1; p < E->nplanes; p++)
+        free(side[p]);
+    if (!ok)
+        return -1;
+    r->done_bytes += pos - base;
+    run_progress(r);
+    return 0;
+}
+
 /* Phase 4a: transcoded object i: its job (and the next two, within 256 MiB
  * of encoded bytes in flight) submitted, waited for, written, hashed. */
 static int write_transcoded(pack_run *r, size_t i, nf_sha256 *h)
@@ -604,8 +781,13 @@ static int write_transcoded(pack_run *r, size_t i, nf_sha256 *h)
                 tc_submit(&r->pool, r->jobs[k]);
         }
         if (r->jobs[k])
-            fly += r->jobs[k]->te.enc.encoded_bytes;
+            fly += tc_resident(r->jobs[k]);
         ahead++;
+    }
+    if (r->jobs[i] && r->jobs[i]->stream) {
+        tc_job *j = r->jobs[i];
+        r->jobs[i] = NULL;
+        return write_streamed(r, i, j, ptr, h);
     }
     uint8_t *obj = NULL;
     if (r->jobs[i]) {

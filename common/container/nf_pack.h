@@ -50,8 +50,13 @@ typedef struct {
 /* Pack the manifest text[0..len). base_dir resolves relative source paths
  * (the manifest's directory, or "." for stdin). Sources already in the
  * object's encoding are copied; others are decoded to f32 and encoded
- * (DESIGN 7.4) in row blocks on po->threads threads, memory bounded by the
- * largest encoded object (nvfp4: its largest divisor slice in f32 too).
+ * (DESIGN 7.4) in row blocks on po->threads threads. An object whose
+ * planes are all row-major (every format but nvfp4) is streamed: blocks of
+ * at most 256K elements, at most threads + 2 of them encoded ahead of the
+ * one being written, its first plane written as the blocks come and its
+ * other planes (scales: a few percent of it) gathered and written after;
+ * so memory does not grow with the object. An nvfp4 object is held whole
+ * (and its largest divisor slice in f32).
  * Per transcoded object po->report gets its errors (nf_pack_report);
  * progress goes to po->out.progress; nothing is printed. An output naming
  * a source file (standard output too) is `usage` before anything is
