@@ -683,7 +683,7 @@ static int write_zeros(pack_run *r, uint64_t *pos, uint64_t n, nf_sha256 *h)
  * after it; then the job's diagnostics or report line. The job is freed. */
 static int write_streamed(pack_run *r, size_t i, tc_job *j, const char *ptr, nf_sha256 *h)
 {
-    const nf_encoding *E = &j->te.enc;
+    const nf_encoding enc = j->te.enc, *E = &enc; /* a copy: tc_finish frees j */
     uint64_t base = r->c->objects[i].offset, pos = base;
     uint8_t *side[NF_MAX_PLANES] = {0};
     bool oom = false, failed = false;
