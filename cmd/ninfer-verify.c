@@ -375,8 +375,11 @@ static int verify_one(const char *path)
         nf_jval_free(rec);
     } else {
         nf_diags_print(&d, nf_prog, stderr);
-        if (ex == 0 && !opt.quiet && !opt.sums)
-            printf("%s: OK (%zu digests checked)\n", path, r.digests_checked);
+        if (ex == 0 && !opt.quiet && !opt.sums) {
+            /* the name escaped as in diagnostics: one line per operand */
+            nf_fput_text(path, stdout);
+            printf(": OK (%zu digests checked)\n", r.digests_checked);
+        }
     }
     nf_jval_free(segs);
     nf_verify_result_free(&r);

@@ -931,6 +931,14 @@ sums_case() {
     printf '%s\n' "$output" > SUMS
     run -0 sha256sum -c SUMS
     run -0 --separate-stderr ninfer-verify -q --check-sums SUMS "$nl" 'back\slash.ninfer'
+    # the OK lines escape the name as diagnostics do: one line per operand
+    local n
+    n=$(ninfer-verify --json "$nl" | sed 's/.*"digests_checked":\([0-9]*\).*/\1/')
+    [ "$n" -gt 0 ]
+    run -0 --separate-stderr ninfer-verify "$nl" 'back\slash.ninfer'
+    [ "${#lines[@]}" -eq 2 ]
+    [ "${lines[0]}" = "we\\x0ai\\x0dd.ninfer: OK ($n digests checked)" ]
+    [ "${lines[1]}" = "back\\slash.ninfer: OK ($n digests checked)" ]
     # a part name cannot hold '\': splitting such an entry is a usage error
     run -2 --separate-stderr ninfer-split --max-file-bytes 12288 -o 'x\y.ninfer' src.ninfer
     [[ "$stderr" == *"usage: the part names derive from the entry's name, which contains '\\': a part path cannot (spec 3.3; name the output without it)" ]]
