@@ -831,19 +831,22 @@ static uint16_t q_group(nf_format f, const qrange *q, const float *x,
                 best_err = err[j];
                 best = cand[j];
             }
-        for (int it = 0; it < 3; it++) {
-            double cx;
-            int64_t cc;
-            nf_qs_refit(xp, L, q->qmin, q->qmax, best, &cx, &cc, isa);
-            if (cc == 0)
-                break;
+        /* least-squares refits: the sums of the best's codes, then each
+         * candidate's error and its own sums in one pass */
+        double cx;
+        int64_t cc;
+        nf_qs_refit(xp, L, q->qmin, q->qmax, best, &cx, &cc, isa);
+        for (int it = 0; it < 3 && cc != 0; it++) {
             uint16_t sb = q_scale(cx / (double)cc);
-            double e1;
-            nf_qs_fast(xp, L, q->qmin, q->qmax, &sb, 1, &e1, isa);
+            double e1, cx1;
+            int64_t cc1;
+            nf_qs_fast_refit(xp, L, q->qmin, q->qmax, sb, &e1, &cx1, &cc1, isa);
             if (!(e1 < best_err))
                 break;
             best_err = e1;
             best = sb;
+            cx = cx1;
+            cc = cc1;
         }
         /* the FP16 neighbours: dlt -2, -1, 1, 2 from the current best (which
          * moves when one wins); those of the best at entry are evaluated

@@ -207,6 +207,44 @@ TQ2 static void refit_avx2(const float *x, unsigned L, float lo, float hi, uint1
     *cc = t;
 }
 
+TQ2 static void fast_refit_avx2(const float *x, unsigned L, float lo, float hi, uint16_t sb,
+                                double *err, double *cx, int64_t *cc)
+{
+    float s = nf_fp16_to_f32(sb);
+    float inv = s != 0.0f ? 1.0f / s : 0.0f;
+    const __m256 S = _mm256_set1_ps(s), I = _mm256_set1_ps(inv), LO = _mm256_set1_ps(lo),
+                 HI = _mm256_set1_ps(hi), M = _mm256_set1_ps(MAGIC23);
+    __m256 acc = _mm256_setzero_ps();
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0;
+    __m256i c2 = _mm256_setzero_si256();
+    for (unsigned i = 0; i < L; i += 8) {
+        __m256 xv = _mm256_loadu_ps(x + i);
+        __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(xv, I), LO), HI);
+        __m256 c = _mm256_sub_ps(_mm256_add_ps(t, M), M);
+        __m256 d = _mm256_sub_ps(xv, _mm256_mul_ps(c, S));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, d));
+        a0 = _mm256_add_pd(a0, _mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(c)),
+                                             _mm256_cvtps_pd(_mm256_castps256_ps128(xv))));
+        a1 = _mm256_add_pd(a1, _mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(c, 1)),
+                                             _mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1))));
+        __m256i ci = _mm256_cvtps_epi32(c);
+        c2 = _mm256_add_epi32(c2, _mm256_mullo_epi32(ci, ci));
+    }
+    float a[8];
+    _mm256_storeu_ps(a, acc);
+    *err = combine8f(a);
+    double l[8];
+    _mm256_storeu_pd(l, a0);
+    _mm256_storeu_pd(l + 4, a1);
+    *cx = combine8d(l);
+    int32_t q[8];
+    _mm256_storeu_si256((__m256i *)q, c2);
+    int64_t tq = 0;
+    for (int j = 0; j < 8; j++)
+        tq += q[j];
+    *cc = tq;
+}
+
 TQ2 static bool row_avx2(const float *x, uint64_t K, double *ssx)
 {
     __m256d a0 = _mm256_setzero_pd(), a1 = a0;
@@ -246,7 +284,19 @@ TQ2 static float amax_avx2(const float *x, unsigned n, float *first)
     for (; i < n; i++)
         a = fabsf(x[i]) > a ? fabsf(x[i]) : a;
     *first = 0.0f;
-    for (unsigned k = 0; a != 0.0f && k < n; k++)
+    if (a == 0.0f)
+        return a;
+    const __m256 A = _mm256_set1_ps(a);
+    unsigned k = 0;
+    for (; k + 8 <= n; k += 8) {
+        unsigned mk = (unsigned)_mm256_movemask_ps(
+            _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), ab), A, _CMP_EQ_OQ));
+        if (mk) {
+            *first = x[k + (unsigned)__builtin_ctz(mk)];
+            return a;
+        }
+    }
+    for (; k < n; k++)
         if (fabsf(x[k]) == a) {
             *first = x[k];
             break;
@@ -483,6 +533,20 @@ void nf_qs_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t sb, do
     }
 #endif
     (void)isa;
+    refit_scalar(x, L, (float)qmin, (float)qmax, sb, cx, cc);
+}
+
+void nf_qs_fast_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t sb, double *err,
+                      double *cx, int64_t *cc, nf_isa isa)
+{
+#if NF_QS_X86
+    if (isa >= NF_ISA_AVX2) {
+        fast_refit_avx2(x, L, (float)qmin, (float)qmax, sb, err, cx, cc);
+        return;
+    }
+#endif
+    (void)isa;
+    *err = fast_scalar(x, L, (float)qmin, (float)qmax, sb, NULL);
     refit_scalar(x, L, (float)qmin, (float)qmax, sb, cx, cc);
 }
 

@@ -41,6 +41,11 @@ double nf_qs_exact(const float *x, unsigned n, int qmin, int qmax, uint16_t sb, 
 void nf_qs_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t sb, double *cx,
                  int64_t *cc, nf_isa isa);
 
+/* nf_qs_fast's error of one candidate and, in the same pass, its refit
+ * sums (as nf_qs_refit): *err, *cx, *cc. */
+void nf_qs_fast_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t sb, double *err,
+                      double *cx, int64_t *cc, nf_isa isa);
+
 /* A row's values x[0..K): returns false if one is not finite; *ssx = sum
  * x^2 in f64 in eight lane sums (lane j: k % 8 == j), combined as above. */
 bool nf_qs_row(const float *x, uint64_t K, double *ssx, nf_isa isa);
