@@ -21,8 +21,9 @@ static const char usage[] =
     "directory (the working directory for '-').\n"
     "\n"
     "%s"
-    "  --report                print per transcoded object: elements, RMSE, max abs error\n"
-    "                          and SNR (dB) against the source (tab-separated)\n"
+    "  --report                print per transcoded object: elements, RMSE, max abs error,\n"
+    "                          SNR (dB) against the source, and the scales that saturated\n"
+    "                          or were zeroed (tab-separated)\n"
     "  --allow-nonfinite       keep NaN/Inf source values in bf16/fp32 objects\n"
     "  --threads N             encoding threads (default: all CPUs)\n"
     "  --max-json-bytes N      refuse manifests larger than N (default 256M)\n"
@@ -32,16 +33,40 @@ static const char usage[] =
     "Exit status: 0 ok, 1 the manifest breaks a rule, 2 usage, 3 I/O error,\n"
     "4 unsupported (an unknown format, a quantized GGUF tensor).\n";
 
-/* --report's table: a header, then one tab-separated line per transcoded
- * object (nf_pack_report). */
+/* --report's table (when f): a header, then one tab-separated line per
+ * transcoded object (nf_pack_report); and, with or without it, a warning on
+ * stderr for an object whose scales saturated or were zeroed (DESIGN 7.4:
+ * a user without --report must learn that those weights are lost;
+ * red-team E18). */
+typedef struct {
+    FILE *f;
+    const char *manifest;
+} report_out;
+
 static void print_report(void *ctx, const nf_pack_report *r)
 {
-    FILE *f = ctx;
-    if (!r)
-        fprintf(f, "object\tformat\telements\trmse\tmax_abs_error\tsnr_db\n");
-    else
-        fprintf(f, "%s\t%s\t%llu\t%.9g\t%.9g\t%.3f\n", r->id, r->format,
-                (unsigned long long)r->elements, r->rmse, r->max_abs_error, r->snr_db);
+    report_out *ro = ctx;
+    if (!r) {
+        if (ro->f)
+            fprintf(ro->f, "object\tformat\telements\trmse\tmax_abs_error\tsnr_db\t"
+                           "scales_saturated\tscales_zeroed\n");
+        return;
+    }
+    if (ro->f)
+        fprintf(ro->f, "%s\t%s\t%llu\t%.9g\t%.9g\t%.3f\t%llu\t%llu\n", r->id, r->format,
+                (unsigned long long)r->elements, r->rmse, r->max_abs_error, r->snr_db,
+                (unsigned long long)r->scales_saturated, (unsigned long long)r->scales_zeroed);
+    if (r->scales_saturated || r->scales_zeroed) {
+        fprintf(stderr, "%s: ", nf_prog);
+        nf_fput_text(ro->manifest, stderr);
+        fputs(": warning: object \"", stderr);
+        nf_fput_text(r->id, stderr);
+        fprintf(stderr,
+                "\" (%s): of %llu scales, %llu saturated (their values clamped) and %llu "
+                "zeroed (their values decode to 0); snr %.3f dB\n",
+                r->format, (unsigned long long)r->scales, (unsigned long long)r->scales_saturated,
+                (unsigned long long)r->scales_zeroed, r->snr_db);
+    }
 }
 
 int main(int argc, char **argv)
@@ -137,10 +162,10 @@ int main(int argc, char **argv)
         nf_writer_cli_out(&wc, &po.out, &pr, "packing", &plan);
         /* --report: to stdout, or stderr when the artifact goes to stdout */
         FILE *rf = !wc.out || strcmp(wc.out, "-") == 0 ? stderr : stdout;
-        if (report) {
-            po.report = print_report;
-            po.report_ctx = rf;
-        }
+        report_out ro = {report ? rf : NULL, path};
+        po.report = print_report; /* the warnings come through it too */
+        po.report_ctx = &ro;
+        po.max_abs_error = report;
         int rc = nf_pack_owned(text, len, base ? base : ".", &po, &d);
         text = NULL; /* the packer took it */
         nf_progress_done(&pr);

@@ -144,6 +144,61 @@ JSON
     [[ "$stderr" == *"cannot hold"* ]]
 }
 
+# scales_manifest FORMAT LAYOUT N K AWK_EXPR [DIVISORS] — m.json: one
+# tensor w [N,K] from inline values, element (r,k) = AWK_EXPR.
+scales_manifest() {
+    local vals
+    vals=$(awk -v n="$3" -v K="$4" 'BEGIN { for (i = 0; i < n * K; i++) {
+        r = int(i / K); k = i % K; printf "%s%.9g", i ? "," : "", '"$5"' } }')
+    printf '{"components":{"text":{"config":{}}},"objects":[{"id":"w","kind":"tensor","shape":[%d,%d],"format":"%s","layout":"%s","divisors":%d,"source":{"values":[%s]}}],"bindings":{},"uses":[]}\n' \
+        "$3" "$4" "$1" "$2" "${6:-1}" "$vals" > m.json
+}
+
+# packs FORMAT SATURATED ZEROED SCALES — m.json packs (exit 0); --report's
+# last columns are the counts (its line left in $row); stderr has the warning
+# exactly when one is not 0, with or without --report
+packs() {
+    run -0 --separate-stderr ninfer-pack -q --force -o w.ninfer m.json
+    if [ "$2$3" = 00 ]; then
+        [ -z "$stderr" ]
+    else
+        [ "$stderr" = "ninfer-pack: m.json: warning: object \"w\" ($1): of $4 scales, $2 saturated (their values clamped) and $3 zeroed (their values decode to 0); snr ${stderr##*snr }" ]
+    fi
+    run -0 --separate-stderr ninfer-pack -q --force --report -o w.ninfer m.json
+    [ "${lines[0]}" = "$(printf 'object\tformat\telements\trmse\tmax_abs_error\tsnr_db\tscales_saturated\tscales_zeroed')" ]
+    [ "${#lines[@]}" -eq 2 ]
+    [[ "${lines[1]}" == "w"$'\t'"$1"$'\t'* ]]
+    [[ "${lines[1]}" == *$'\t'"$2"$'\t'"$3" ]]
+    [ "$2$3" = 00 ] || [[ "$stderr" == *"warning: object \"w\" ($1): of $4 scales, $2 saturated"* ]]
+    row=${lines[1]}
+    run -0 ninfer-verify --deep w.ninfer
+}
+
+@test "scales beyond their storage type: counted in --report and warned about on stderr (DESIGN 7.4)" {
+    # q8: |x| up to 1e10 needs a scale of ~7.9e7, beyond FP16's 65504: both
+    # groups of each row saturate (every code clamped), SNR near 0
+    scales_manifest q8_g32_fp16 row_split_k128_v1 2 64 '(k - 31.5) * 3e8'
+    packs q8_g32_fp16 4 0 4
+    snr=$(cut -f6 <<< "$row")
+    awk -v s="$snr" 'BEGIN { exit !(s < 1) }'
+    # q4: 1e-30 rounds every scale to 0: the values decode to 0
+    scales_manifest q4_g64_fp16 row_split_k128_v1 1 128 '(k - 63.5) * 1e-30'
+    packs q4_g64_fp16 0 2 2
+    [[ "$row" == *$'\t'"0.000"$'\t'0$'\t'2 ]]
+    # one 1e9 outlier in the first group of a row of ordinary weights
+    scales_manifest q4_g64_fp16 row_split_k128_v1 1 128 '(k == 5 ? 1e9 : (k % 7 - 3) * 0.01)'
+    packs q4_g64_fp16 1 0 2
+    # nvfp4: a slice of amax 1e-37 needs a divisor 448*6/amax beyond FLT_MAX;
+    # a block 1e-7 of the next slice's amax 1 gets block scale 0
+    scales_manifest nvfp4 block_scale_k16_m128x4_v1 256 64 '(r < 128 ? 1e-37 : (r == 128 && k < 16 ? 1e-7 : 1)) * (k % 2 ? 1 : -1)' 2
+    packs nvfp4 1 1 1026
+    # ordinary weights: no warning, counts 0 (q8 and nvfp4)
+    scales_manifest q8_g32_fp16 row_split_k128_v1 2 64 '((r * 64 + k) % 13 - 6) * 0.05'
+    packs q8_g32_fp16 0 0 4
+    scales_manifest nvfp4 block_scale_k16_m128x4_v1 128 64 '((r * 64 + k) % 13 - 6) * 0.05'
+    packs nvfp4 0 0 513
+}
+
 # ---- hostile encodings: packed as raw bytes, caught by --deep ----
 
 # raw_object FILE SHAPE FORMAT LAYOUT → m.ninfer holding FILE's bytes as the object

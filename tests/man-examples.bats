@@ -374,12 +374,13 @@ json_num() {
     man_block ninfer-pack.1 5 > q4.json
     grep -q '"nvfp4"' q4.json
     run -0 --separate-stderr man_example ninfer-pack.1 8
-    [ "${lines[0]}" = "$(printf 'object\tformat\telements\trmse\tmax_abs_error\tsnr_db')" ]
+    [ "${lines[0]}" = "$(printf 'object\tformat\telements\trmse\tmax_abs_error\tsnr_db\tscales_saturated\tscales_zeroed')" ]
     [ "${#lines[@]}" -eq 3 ]
+    [ -z "$stderr" ] # no scale saturated or zeroed: no warning
     local row snr
     for row in "${lines[1]}" "${lines[2]}"; do
-        [[ "$row" =~ ^w\.(q|k)$'\t'(q4_g64_fp16|nvfp4)$'\t'(65536|32768)$'\t' ]]
-        snr=${row##*$'\t'}
+        [[ "$row" =~ ^w\.(q|k)$'\t'(q4_g64_fp16|nvfp4)$'\t'(65536|32768)$'\t'.*$'\t'0$'\t'0$ ]]
+        snr=$(cut -f6 <<< "$row")
         # 4-bit codes on a Gaussian-like weight: roughly 20 dB, far from 0
         [ "${snr%%.*}" -ge 15 ]
     done

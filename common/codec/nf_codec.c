@@ -776,28 +776,46 @@ static uint16_t q_scale(double s)
 #define NF_GRID 4
 #define NF_GRID_STEP 0.2
 
-/* Choose the FP16 scale of one group (DESIGN 7.4) and its codes: the
- * absmax baseline, the grid above, least-squares refits of the best codes
- * (for fixed codes the best real scale is sum(c*x)/sum(c*c)), and the FP16
- * neighbours of the best, ranked by nf_qs_fast. The winner replaces the
- * baseline only if its exact error (nf_qs_exact) is strictly smaller, so
- * the result is never worse than absmax. Returns the scale bits;
- * codes[0..n) receives the codes. The arithmetic is nf_qsearch's, the same
- * bits on every ISA. */
+static uint16_t q_group_(const qrange *q, const float *x, unsigned n, bool absmax_only,
+                         int *codes, double *sse, uint64_t *sat, float m, uint16_t base);
+
+/* q_group_ after the group's amax: an all-zero group gets +0.0; the scale
+ * counts of nf_encode_stats (saturated: the absmax scale is beyond FP16;
+ * zeroed: a nonzero group whose chosen scale is 0). */
 static uint16_t q_group(nf_format f, const qrange *q, const float *x,
-                        unsigned n, bool absmax_only, int *codes,
-                        double *sse, uint64_t *sat)
+                        unsigned n, bool absmax_only, int *codes, nf_encode_stats *st)
 {
-    nf_isa isa = nf_codec_isa();
     float m;
-    float amax = nf_qs_amax(x, n, &m, isa);
+    float amax = nf_qs_amax(x, n, &m, nf_codec_isa());
     if (amax == 0.0f) {
         for (unsigned i = 0; i < n; i++)
             codes[i] = 0;
         return 0x0000; /* +0.0 */
     }
-    uint16_t base = f == NF_FMT_Q2_G64_FP16 ? q_scale((double)m / 2.0)
-                                            : q_scale((double)amax / q->qmax);
+    double ideal = f == NF_FMT_Q2_G64_FP16 ? (double)m / 2.0 : (double)amax / q->qmax;
+    st->scales++;
+    if (!fp16_finite(nf_f32_to_fp16((float)ideal)))
+        st->scales_saturated++;
+    uint16_t sb = q_group_(q, x, n, absmax_only, codes, &st->sse, &st->saturated, m,
+                           q_scale(ideal));
+    if ((sb & 0x7fffu) == 0)
+        st->scales_zeroed++;
+    return sb;
+}
+
+/* Choose the FP16 scale of one group (DESIGN 7.4) and its codes: the
+ * absmax baseline, the grid above, least-squares refits of the best codes
+ * (for fixed codes the best real scale is sum(c*x)/sum(c*c)), and the FP16
+ * neighbours of the best, ranked by nf_qs_fast. The winner replaces the
+ * baseline only if its exact error (nf_qs_exact) is strictly smaller, so
+ * the result is never worse than absmax (base: its scale; m: the first
+ * element of the largest magnitude). Returns the scale bits;
+ * codes[0..n) receives the codes. The arithmetic is nf_qsearch's, the same
+ * bits on every ISA. */
+static uint16_t q_group_(const qrange *q, const float *x, unsigned n, bool absmax_only,
+                         int *codes, double *sse, uint64_t *sat, float m, uint16_t base)
+{
+    nf_isa isa = nf_codec_isa();
     uint16_t best = base;
     if (!absmax_only) {
         float xp[128] __attribute__((aligned(64)));
@@ -932,8 +950,7 @@ static int enc_rowsplit(const nf_tensor_enc *t, const float *src, uint64_t r0,
             unsigned nv = k0 >= K ? 0 : (unsigned)(K - k0 < G ? K - k0 : G);
             uint16_t sb = 0;
             if (nv)
-                sb = q_group(t->format, &q, x + k0, nv, o->absmax_only, codes,
-                             &st->sse, &st->saturated);
+                sb = q_group(t->format, &q, x + k0, nv, o->absmax_only, codes, st);
             st16(scales + 2 * g, sb);
             /* the group's bytes in each plane (whole bytes: G * bits is a
              * multiple of 8); padding columns get the code of value 0 */
@@ -985,6 +1002,10 @@ static int enc_rowscale(const nf_tensor_enc *t, const float *src, uint64_t r0,
             amax = fmaxf(amax, fabsf(x[k]));
         uint16_t rb = nf_f32_to_bf16(amax / NF_E4M3_MAX);
         float r = nf_bf16_to_f32(rb);
+        /* amax / 448 of a finite row is far below BF16's largest: no row
+         * scale saturates; one of a tiny row can round to 0 */
+        st->scales++;
+        st->scales_zeroed += r == 0.0f && amax != 0.0f;
         st16(obj + pr->offset + 2 * n, rb);
         uint8_t *codes = obj + pc->offset + n * K;
         for (uint64_t k = 0; k < K; k++) {
@@ -1020,8 +1041,11 @@ static int enc_nvfp4(const nf_tensor_enc *t, const float *src, uint64_t r0,
         for (uint64_t i = 0; i < slice * K; i++)
             amax = fmaxf(amax, fabsf(xs[i]));
         float w = amax == 0.0f ? 1.0f : (NF_E4M3_MAX * 6.0f) / amax;
-        if (isinf(w))
+        st->scales++;
+        if (isinf(w)) {
             w = FLT_MAX;
+            st->scales_saturated++;
+        }
         st32(obj + pw->offset + 4 * j, nf_f32_bits(w));
         for (uint64_t n = j * slice; n < (j + 1) * slice; n++) {
             const float *x = src + (n - r0) * K;
@@ -1032,8 +1056,14 @@ static int enc_nvfp4(const nf_tensor_enc *t, const float *src, uint64_t r0,
                 float bmax = 0.0f;
                 for (int i = 0; i < 16; i++)
                     bmax = fmaxf(bmax, fabsf(xb[i]));
-                uint8_t bb = nf_f32_to_e4m3(bmax / 6.0f * w);
+                float bs = bmax / 6.0f * w;
+                uint8_t bb = nf_f32_to_e4m3(bs);
                 float b = nf_e4m3_to_f32(bb);
+                if (bmax != 0.0f) {
+                    st->scales++;
+                    st->scales_saturated += bs > NF_E4M3_MAX;
+                    st->scales_zeroed += b == 0.0f;
+                }
                 obj[pbs->offset + nf_nvfp4_scale_index(n, c, K)] = bb;
                 for (int i = 0; i < 16; i++) {
                     uint8_t code = 0;
@@ -1147,13 +1177,23 @@ int nf_encode_rows_f32(const nf_tensor_enc *t, const float *src, uint64_t r0,
         return rc;
     }
     zero_gaps(t, obj);
-    if (stats) {
-        stats->sse += st.sse;
-        stats->ssx += st.ssx;
-        stats->elements += (r1 - r0) * t->cols;
-        stats->saturated += st.saturated;
-    }
+    st.elements = (r1 - r0) * t->cols;
+    if (stats)
+        nf_encode_stats_add(stats, &st);
     return 0;
+}
+
+void nf_encode_stats_add(nf_encode_stats *dst, const nf_encode_stats *src)
+{
+    dst->sse += src->sse;
+    dst->ssx += src->ssx;
+    dst->elements += src->elements;
+    dst->saturated += src->saturated;
+    if (src->bad_element && (!dst->bad_element || src->bad_element < dst->bad_element))
+        dst->bad_element = src->bad_element;
+    dst->scales += src->scales;
+    dst->scales_saturated += src->scales_saturated;
+    dst->scales_zeroed += src->scales_zeroed;
 }
 
 int nf_encode_f32(const nf_tensor_enc *t, const float *src, uint8_t *obj,

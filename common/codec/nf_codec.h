@@ -157,7 +157,18 @@ typedef struct {
     uint64_t bad_element; /* on ENONFINITE/EOVERFLOW into a contiguous target:
                              1 + the C-order index of the first such element
                              (0: not known) */
+    /* The scales of DESIGN 7.4 (q groups with a value, fp8 rows, nvfp4 blocks
+     * and divisors; none for bf16/fp32/int32): how many were chosen, how many
+     * saturated (the scale the values need is beyond its storage type: q
+     * groups whose absmax scale amax/qmax is not a finite FP16, nvfp4
+     * divisors 448*6/amax beyond FLT_MAX and block scales beyond 448) and how
+     * many were zeroed (a group, row or block with a nonzero value whose
+     * stored scale is 0: its values decode to 0). */
+    uint64_t scales, scales_saturated, scales_zeroed;
 } nf_encode_stats;
+
+/* Add src's sums and counts to dst (bad_element: the smaller nonzero one). */
+void nf_encode_stats_add(nf_encode_stats *dst, const nf_encode_stats *src);
 
 /* Encode src (the row range's elements in C order, (r1-r0)*cols f32) into
  * rows [r0,r1) of the object buffer obj (obj_bytes >= encoded size): every

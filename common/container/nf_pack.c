@@ -216,10 +216,8 @@ static void *tc_worker(void *arg)
                 if (!j->err)
                     j->err = rc;
             }
-            j->st.sse += st.sse;
-            j->st.ssx += st.ssx;
-            j->st.elements += st.elements;
-            j->st.saturated += st.saturated;
+            st.bad_element = 0; /* j->bad, above */
+            nf_encode_stats_add(&j->st, &st);
             if (mx > j->max_abs)
                 j->max_abs = mx;
         }
@@ -477,8 +475,10 @@ static uint8_t *tc_finish(pack_ctx *p, tc_job *jp, const char *ptr)
     }
     if (p->po->report) {
         double n = j.st.elements ? (double)j.st.elements : 1;
-        nf_pack_report rl = {o->id, o->format_name, j.st.elements, sqrt(j.st.sse / n), j.max_abs,
-                             j.st.sse > 0 ? 10 * log10(j.st.ssx / j.st.sse) : INFINITY};
+        nf_pack_report rl = {o->id, o->format_name, j.st.elements, sqrt(j.st.sse / n),
+                             p->po->max_abs_error ? j.max_abs : NAN,
+                             j.st.sse > 0 ? 10 * log10(j.st.ssx / j.st.sse) : INFINITY,
+                             j.st.scales, j.st.scales_saturated, j.st.scales_zeroed};
         p->po->report(p->po->report_ctx, &rl);
     }
     return obj;
@@ -774,8 +774,8 @@ static int write_transcoded(pack_run *r, size_t i, nf_sha256 *h)
                 break;
             char pk[64];
             snprintf(pk, sizeof pk, "/objects/%zu", k);
-            r->jobs[k] = tc_prepare(&r->p, &c->objects[k], &r->src[k], pk, r->po->report != NULL,
-                                    r->nt, k != i);
+            r->jobs[k] = tc_prepare(&r->p, &c->objects[k], &r->src[k], pk,
+                                    r->po->report && r->po->max_abs_error, r->nt, k != i);
             r->tried[k] = k != i; /* quiet failures are retried, loudly, at k */
             if (r->jobs[k])
                 tc_submit(&r->pool, r->jobs[k]);

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "nf_diag.h"
 #include "nf_writer.h"
 
@@ -27,11 +28,16 @@ extern "C" {
 
 /* One transcoded object's --report line (DESIGN 7.4): RMSE and the largest
  * absolute error of the decoded values against the source's f32 values
- * (non-finite sources left out), and the SNR in dB (+inf when exact). */
+ * (non-finite sources left out; max_abs_error is NaN unless
+ * po->max_abs_error), the SNR in dB (+inf when exact), and the scales the
+ * encoder chose (q groups, fp8 rows, nvfp4 blocks and divisors) with those
+ * that saturated at their storage type's largest value or were stored as 0
+ * for values that are not (nf_encode_stats). */
 typedef struct {
     const char *id, *format;
     uint64_t elements;
     double rmse, max_abs_error, snr_db;
+    uint64_t scales, scales_saturated, scales_zeroed;
 } nf_pack_report;
 
 /* Called once with NULL when writing begins (the table's start), then once
@@ -41,8 +47,10 @@ typedef void (*nf_pack_report_fn)(void *ctx, const nf_pack_report *r);
 typedef struct {
     nf_out_opts out;          /* where and how (nf_writer.h); out.dry_run:
                                  resolve and plan only */
-    nf_pack_report_fn report; /* NULL: no report (nothing is decoded back) */
+    nf_pack_report_fn report; /* NULL: no report */
     void *report_ctx;
+    bool max_abs_error;       /* decode each transcoded object back for the
+                                 report's max_abs_error */
     bool allow_nonfinite;     /* keep NaN/Inf sources in bf16/fp32 objects */
     unsigned threads;         /* encoding threads (0: all CPUs) */
 } nf_pack_opts;
