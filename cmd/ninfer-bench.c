@@ -264,7 +264,10 @@ static int bench_device(const char *name, const nf_tensor_enc *t, const uint8_t 
     double *s = calloc(opt.iters, sizeof *s);
     if (!s)
         return NF_EXIT_IO;
-    int ex = nf_device_bench_samples(opt.op, t, obj, opt.warmup, opt.iters, name, s);
+    nf_diags d = NF_DIAGS_INIT;
+    int ex = nf_device_bench_samples(opt.op, t, obj, opt.warmup, opt.iters, name, s, &d);
+    nf_diags_print(&d, nf_prog, stderr);
+    nf_diags_free(&d);
     if (!ex)
         report(name, t, s, opt.iters, (double)t->enc.encoded_bytes);
     free(s);
@@ -556,7 +559,10 @@ int main(int argc, char **argv)
         }
     }
     if (!strcmp(opt.device, "cuda")) {
-        int e = nf_device_init(stderr);
+        nf_diags d = NF_DIAGS_INIT;
+        int e = nf_device_init(&d);
+        nf_diags_print(&d, nf_prog, stderr);
+        nf_diags_free(&d);
         if (e)
             return e;
         peak_gbps = nf_device_peak_gbps();

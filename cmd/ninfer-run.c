@@ -162,15 +162,17 @@ int main(int argc, char **argv)
     if (!device && stream) {
         fprintf(stderr, "%s: running on the CPU (a stream)\n", nf_prog);
     } else if (!device) {
-        FILE *null = fopen("/dev/null", "w");
-        ro.cuda = nf_device_built() && null && nf_device_init(null) == 0;
-        if (null)
-            fclose(null);
+        nf_diags quiet = NF_DIAGS_INIT; /* why not: the line below says it */
+        ro.cuda = nf_device_built() && nf_device_init(&quiet) == 0;
+        nf_diags_free(&quiet);
         fprintf(stderr, "%s: running on the %s\n", nf_prog,
                 ro.cuda ? "CUDA device" : (nf_device_built() ? "CPU (no CUDA device found)"
                                                              : "CPU (built without CUDA)"));
     } else if (!strcmp(device, "cuda")) {
-        int e = nf_device_init(stderr);
+        nf_diags dd = NF_DIAGS_INIT;
+        int e = nf_device_init(&dd);
+        nf_diags_print(&dd, nf_prog, stderr);
+        nf_diags_free(&dd);
         if (e)
             return e;
         ro.cuda = true;

@@ -6,7 +6,7 @@
  * nf_kernels.cuh, their arithmetic in nf_kindex.h.
  *
  * Not thread-safe: one device, one set of process-wide state, as the
- * commands use it. Environment (for experiments and tests; all optional):
+ * commands use it. Nothing here prints: problems are diagnostics. Environment (for experiments and tests; all optional):
  *   NF_CUDA_DEVICE=i        device index (default 0)
  *   NF_CUDA_R=1|2|4         rows per warp group of the GEMV kernels
  *   NF_CUDA_W=1|2|4|8       warps per row group (split-K inside a block)
@@ -24,7 +24,6 @@
 #include "nf_kernels.cuh"
 
 extern "C" {
-extern const char *nf_prog;
 double nf_now(void);
 }
 
@@ -128,7 +127,7 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* the same interpolation as ninfer-bench's report() */
+/* the median etc. of sorted samples (the interpolation of ninfer-bench) */
 static double pct(const double *s, unsigned n, double q)
 {
     double idx = q * (n - 1);
@@ -140,13 +139,9 @@ static double pct(const double *s, unsigned n, double q)
 
 bool nf_device_built(void) { return true; }
 
-int nf_device_init(FILE *err)
+int nf_device_init(nf_diags *d)
 {
-    char why[256];
-    if (dev_init(why, sizeof why) == 0)
-        return 0;
-    fprintf(err, "%s: unsupported: %s\n", nf_prog, why);
-    return NF_EXIT_UNSUPPORTED;
+    return need_dev(d) ? NF_EXIT_UNSUPPORTED : 0;
 }
 
 double nf_device_peak_gbps(void)
@@ -192,25 +187,22 @@ double nf_device_peak_gbps(void)
 }
 
 /* Time op over obj: s[0..iters) receives seconds per launch (unsorted).
- * Errors are printed; returns an exit status. */
+ * Errors are diagnostics (file: name); returns an exit status. */
 static int bench_run(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
-                     unsigned warmup, unsigned iters, const char *name, double *s)
+                     unsigned warmup, unsigned iters, const char *name, double *s, nf_diags *d)
 {
-    char why[256];
-    if (dev_init(why, sizeof why)) {
-        fprintf(stderr, "%s: unsupported: %s\n", nf_prog, why);
+    if (need_dev(d))
         return NF_EXIT_UNSUPPORTED;
-    }
     int gemv = !strcmp(op, "gemv");
     if (!gemv && strcmp(op, "decode")) {
-        fprintf(stderr, "%s: %s: unsupported: --op %s has no CUDA kernel (gemv, decode)\n",
-                nf_prog, name, op);
+        nf_diag_addf(d, NF_C_UNSUPPORTED, name, "", "--op %s has no CUDA kernel (gemv, decode)",
+                     op);
         return NF_EXIT_UNSUPPORTED;
     }
     nf_kgeom g;
     if (!t || !obj || geom_of(t, &g)) {
-        fprintf(stderr, "%s: %s: unsupported: no CUDA kernel for %s/%s\n", nf_prog, name,
-                t ? nf_format_name(t->format) : "?", t ? nf_layout_name(t->layout) : "?");
+        nf_diag_addf(d, NF_C_UNSUPPORTED, name, "", "no CUDA kernel for %s/%s",
+                     t ? nf_format_name(t->format) : "?", t ? nf_layout_name(t->layout) : "?");
         return NF_EXIT_UNSUPPORTED;
     }
     uint64_t eb = t->enc.encoded_bytes, rows = t->rows, K = t->cols;
@@ -242,7 +234,7 @@ static int bench_run(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
     const char *what = "allocation";
     int ex = 0;
     if (!w || !xh) {
-        fprintf(stderr, "%s: %s: out of memory\n", nf_prog, name);
+        nf_diag_addf(d, NF_C_IO, name, "", "out of memory");
         ex = NF_EXIT_IO;
         goto done;
     }
@@ -305,7 +297,7 @@ static int bench_run(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
             s[i] = (double)ms * 1e-3 / (double)copies;
     }
     if (e != cudaSuccess) {
-        fprintf(stderr, "%s: %s: cuda: %s: %s\n", nf_prog, name, what, cudaGetErrorString(e));
+        nf_diag_addf(d, NF_C_IO, name, "", "cuda: %s: %s", what, cudaGetErrorString(e));
         ex = NF_EXIT_IO;
     }
 done:
@@ -330,37 +322,10 @@ done:
 }
 
 int nf_device_bench_samples(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
-                            unsigned warmup, unsigned iters, const char *name, double *samples_s)
+                            unsigned warmup, unsigned iters, const char *name, double *samples_s,
+                            nf_diags *d)
 {
-    return bench_run(op, t, obj, warmup, iters ? iters : 1, name, samples_s);
-}
-
-int nf_device_bench(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
-                    unsigned warmup, unsigned iters, const char *name)
-{
-    if (!iters)
-        iters = 1;
-    double *s = (double *)calloc(iters, sizeof *s);
-    if (!s) {
-        fprintf(stderr, "%s: %s: out of memory\n", nf_prog, name);
-        return NF_EXIT_IO;
-    }
-    int ex = bench_run(op, t, obj, warmup, iters, name, s);
-    if (!ex) {
-        /* ninfer-bench's text row (report()); --json/--csv need
-         * nf_device_bench_samples and the caller's report */
-        qsort(s, iters, sizeof *s, cmp_d);
-        double med = pct(s, iters, 0.5), p10 = pct(s, iters, 0.1), p90 = pct(s, iters, 0.9);
-        double gbps = (double)t->enc.encoded_bytes / med / 1e9,
-               pp = G.peak > 0 ? 100 * gbps / G.peak : 0;
-        printf("%-8s %-6s %-20s %7llu %7llu %12llu %9.3f %9.3f %9.3f %8.2f %6.1f%%\n", op, "cuda",
-               nf_format_name(t->format), (unsigned long long)t->rows,
-               (unsigned long long)t->cols, (unsigned long long)t->enc.encoded_bytes, med * 1e3,
-               p10 * 1e3, p90 * 1e3, gbps, pp);
-        fflush(stdout);
-    }
-    free(s);
-    return ex;
+    return bench_run(op, t, obj, warmup, iters ? iters : 1, name, samples_s, d);
 }
 
 /* ---- the load path ------------------------------------------------------------ */

@@ -2,30 +2,22 @@
 #include "nf_device.h"
 #include "nf_diag.h"
 
-extern const char *nf_prog;
-
 bool nf_device_built(void) { return false; }
 
-int nf_device_init(FILE *err)
+int nf_device_init(nf_diags *d)
 {
-    fprintf(err, "%s: unsupported: built without CUDA (rebuild where nvcc is installed)\n",
-            nf_prog);
+    nf_diag_add(d, NF_C_UNSUPPORTED, "", "built without CUDA (rebuild where nvcc is installed)");
     return NF_EXIT_UNSUPPORTED;
 }
 
 double nf_device_peak_gbps(void) { return 0; }
 
-int nf_device_bench(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
-                    unsigned warmup, unsigned iters, const char *name)
-{
-    (void)op, (void)t, (void)obj, (void)warmup, (void)iters, (void)name;
-    return NF_EXIT_UNSUPPORTED;
-}
-
 int nf_device_bench_samples(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
-                            unsigned warmup, unsigned iters, const char *name, double *samples_s)
+                            unsigned warmup, unsigned iters, const char *name, double *samples_s,
+                            nf_diags *d)
 {
-    (void)op, (void)t, (void)obj, (void)warmup, (void)iters, (void)name, (void)samples_s;
+    (void)op, (void)t, (void)obj, (void)warmup, (void)iters, (void)samples_s;
+    nf_diag_addf(d, NF_C_UNSUPPORTED, name, "", "built without CUDA");
     return NF_EXIT_UNSUPPORTED;
 }
 

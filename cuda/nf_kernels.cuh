@@ -109,7 +109,7 @@ __device__ __forceinline__ nf_krow nf_krow_at(const nf_kargs &a, uint64_t n)
     r.c = a.obj + a.g.o_codes + n * a.g.rb_codes;
     r.h = a.obj + a.g.o_high + n * a.g.rb_high;
     r.s = a.obj + a.g.o_scale +
-          (F == NF_FMT_NVFP4 ? nf_k_nvfp4_row_part(n, a.g.cols) : n * a.g.rb_scale);
+          (F == NF_FMT_NVFP4 ? nf_nvfp4_scale_row_part(n, a.g.cols) : n * a.g.rb_scale);
     r.rs = (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_NVFP4) ? nf_k_rscale(a.obj, &a.g, n)
                                                                    : 1.0f;
     return r;
@@ -138,7 +138,7 @@ __device__ __forceinline__ nf_kraw nf_kload(const nf_krow &r, uint32_t jj)
     if (G)
         x.s = __ldg(reinterpret_cast<const unsigned short *>(r.s + 2ull * ((uint64_t)jj * C / (G ? G : 1))));
     if (F == NF_FMT_NVFP4)
-        x.s = __ldg(reinterpret_cast<const unsigned short *>(r.s + nf_k_nvfp4_col_part(2ull * jj)));
+        x.s = __ldg(reinterpret_cast<const unsigned short *>(r.s + nf_nvfp4_scale_col_part(2ull * jj)));
     return x;
 }
 

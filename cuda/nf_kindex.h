@@ -330,17 +330,8 @@ NF_KHOST int nf_kgeom_init(nf_kgeom *g, nf_format f, nf_layout l, uint64_t rows,
     return 0;
 }
 
-/* nvfp4 block scale of row n, block column c (DESIGN 8), split as the
- * kernels use it: a per-row part and a per-column part. */
-NF_KFN uint64_t nf_k_nvfp4_row_part(uint64_t n, uint64_t K)
-{
-    return (n / 128) * (K / 64) * 512 + (n % 32) * 16 + ((n % 128) / 32) * 4;
-}
-NF_KFN uint64_t nf_k_nvfp4_col_part(uint64_t c) { return (c / 4) * 512 + c % 4; }
-NF_KFN uint64_t nf_k_nvfp4_sidx(uint64_t n, uint64_t c, uint64_t K)
-{
-    return nf_k_nvfp4_row_part(n, K) + nf_k_nvfp4_col_part(c);
-}
+/* nvfp4 block scale of row n, block column c: nf_nvfp4_scale_index and its
+ * row and column parts (nf_layout.h, DESIGN 8), host and device. */
 
 /* Chunk jj of a row: byte offsets inside the row of each plane. A chunk's
  * C columns never straddle a group (C <= G, G % C == 0) or a pair of nvfp4
@@ -386,7 +377,7 @@ NF_KFN float nf_k_elem(const uint8_t *obj, const nf_kgeom *g, uint64_t n, uint64
                         nf_k_bf16(nf_k_ld16(obj + g->o_scale + 2 * n)));
     case NF_FMT_NVFP4: {
         uint32_t c = nf_k_getbits(obj + g->o_codes + n * (g->cols / 2), k, 4);
-        float b = nf_k_e4m3(obj[g->o_scale + nf_k_nvfp4_sidx(n, k / 16, g->cols)]);
+        float b = nf_k_e4m3(obj[g->o_scale + nf_nvfp4_scale_index(n, k / 16, g->cols)]);
         float w = nf_k_float(nf_k_ld32(obj + g->o_div + 4 * (n / g->slice)));
         return nf_k_div(nf_k_mul(nf_k_e2m1(c), b), w);
     }
@@ -902,8 +893,8 @@ NF_KHOST nf_kraw nf_k_load_host(const uint8_t *obj, const nf_kgeom *g, uint64_t 
         break;
     }
     case NF_FMT_NVFP4:
-        r.s = nf_k_ld16(obj + g->o_scale + nf_k_nvfp4_row_part(n, g->cols) +
-                        nf_k_nvfp4_col_part(2 * jj));
+        r.s = nf_k_ld16(obj + g->o_scale + nf_nvfp4_scale_row_part(n, g->cols) +
+                        nf_nvfp4_scale_col_part(2 * jj));
         break;
     default:
         break;

@@ -112,12 +112,6 @@ nf_enc_status nf_tensor_enc_init(nf_tensor_enc *t, nf_format f, nf_layout l,
     return NF_ENC_OK;
 }
 
-uint64_t nf_nvfp4_scale_index(uint64_t n, uint64_t c, uint64_t K)
-{
-    return ((n / 128) * (K / 64) + c / 4) * 512 + (n % 32) * 16 +
-           ((n % 128) / 32) * 4 + c % 4;
-}
-
 static int check_obj(const nf_tensor_enc *t, const void *obj, uint64_t obj_bytes)
 {
     if (!t || !obj || t->enc.nplanes == 0 || t->format < 0 ||

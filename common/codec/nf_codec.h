@@ -94,12 +94,8 @@ nf_enc_status nf_tensor_enc_init(nf_tensor_enc *t, nf_format f, nf_layout l,
                                  const uint64_t *dims, unsigned rank,
                                  uint64_t divisors, const char **why);
 
-/* The byte index, inside the block-scales plane, of the E4M3FN block scale
- * of row n and block column c = k/16 of an nvfp4 object with K columns
- * (K % 64 == 0): ((n/128)*(K/64) + c/4)*512 + (n%32)*16 + ((n%128)/32)*4 +
- * c%4 (DESIGN 8, block_scale_k16_m128x4_v1; the cuBLASLt VEC16_UE4M3
- * 128x4 tile). For K=128: (5,2) -> 82, (5,5) -> 593. */
-uint64_t nf_nvfp4_scale_index(uint64_t n, uint64_t c, uint64_t K);
+/* The nvfp4 block-scale index (the cuBLASLt VEC16_UE4M3 128x4 tile) is
+ * nf_nvfp4_scale_index in nf_layout.h. */
 
 /* ---- Decode -------------------------------------------------------------- */
 

@@ -499,13 +499,13 @@ T512 static int nv_row512(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out
     }
     const float *tab = s->tab;
     const uint8_t *codes = c->pl[0] + n * (K / 2);
-    const uint8_t *sb = c->pl[1] + (n / 128) * (K / 64) * 512 + (n % 32) * 16 + ((n % 128) / 32) * 4;
+    const uint8_t *sb = c->pl[1] + nf_nvfp4_scale_row_part(n, K);
     const __m512i blk = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 16, 16, 16, 16, 16, 16, 16, 16);
     const __m512i m15 = _mm512_set1_epi32(15);
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     const float *x = c->xp;
     for (uint64_t q = 0; q < K / 64; q++, x += 64) { /* 4 blocks */
-        uint32_t b4 = ld32(sb + 512 * q);
+        uint32_t b4 = ld32(sb + nf_nvfp4_scale_col_part(4 * q)); /* blocks 4q..4q+3 */
         const uint8_t *cb = codes + 32 * q;
         if (!(q & 1))
             PF(cb);
@@ -849,12 +849,12 @@ T256 static int nv_row256(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out
     }
     const float *tab = s->tab;
     const uint8_t *codes = c->pl[0] + n * (K / 2);
-    const uint8_t *sb = c->pl[1] + (n / 128) * (K / 64) * 512 + (n % 32) * 16 + ((n % 128) / 32) * 4;
+    const uint8_t *sb = c->pl[1] + nf_nvfp4_scale_row_part(n, K);
     const __m256i sg = _mm256_set1_epi32((int)0x80000000);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     const float *x = c->xp;
     for (uint64_t q = 0; q < K / 64; q++) {
-        uint32_t b4 = ld32(sb + 512 * q);
+        uint32_t b4 = ld32(sb + nf_nvfp4_scale_col_part(4 * q)); /* blocks 4q..4q+3 */
         const uint8_t *cb = codes + 32 * q;
         if (!(q & 1))
             PF(cb);

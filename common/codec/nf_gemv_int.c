@@ -595,13 +595,13 @@ T5I NF_INLINE __m512 scales512c(nf_format f, const irow *r, uint64_t c, bool hal
         return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
                                      _mm512_castps128_ps512(_mm_loadu_ps(r->sc + 4 * c)));
     case NF_FMT_NVFP4: {
-        /* blocks 8c .. 8c+7: two 4-byte runs 512 bytes apart; lane i <- block i/2,
-         * its E4M3 byte in the top byte of the lane, shifted down to f32 */
-        const uint8_t *p = r->sb + 2 * c * 512;
+        /* blocks 8c .. 8c+7: two 4-byte runs (nf_layout.h's tiles); lane i <-
+         * block i/2, its E4M3 byte in the top byte of the lane, shifted down
+         * to f32 */
         uint32_t b0, b1 = 0;
-        memcpy(&b0, p, 4);
+        memcpy(&b0, r->sb + nf_nvfp4_scale_col_part(8 * c), 4);
         if (!half)
-            memcpy(&b1, p + 512, 4);
+            memcpy(&b1, r->sb + nf_nvfp4_scale_col_part(8 * c + 4), 4);
         __m128i b = _mm_set_epi32(0, 0, (int)b1, (int)b0);
         *nan |= _mm_cmpeq_epi8_mask(_mm_and_si128(b, _mm_set1_epi8(0x7f)), _mm_set1_epi8(0x7f));
         const __m512i idx = _mm512_set_epi32(7 << 24, 7 << 24, 6 << 24, 6 << 24, 5 << 24, 5 << 24,
@@ -866,7 +866,7 @@ T2I NF_INLINE __m256 scales256c(nf_format f, const irow *r, uint64_t c, int *nan
     case NF_FMT_NVFP4: {
         /* blocks 4c .. 4c+3: one 4-byte run; lane i <- block i/2 */
         uint32_t b;
-        memcpy(&b, r->sb + c * 512, 4);
+        memcpy(&b, r->sb + nf_nvfp4_scale_col_part(4 * c), 4);
         *nan |= (((b & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u) != 0; /* a byte & 0x7f == 0x7f */
         __m256i t = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b),
                                         _mm256_setr_epi8(-1, -1, -1, 0, -1, -1, -1, 0, -1, -1, -1, 1, -1, -1, -1, 1,
@@ -1039,7 +1039,7 @@ static bool row_setup(const ictx *c, uint64_t n, irow *r)
     if (c->t->format == NF_FMT_NVFP4) {
         uint64_t K = c->t->cols;
         r->base = c->pl[0] + n * (K / 2);
-        r->sb = c->pl[1] + (n / 128) * (K / 64) * 512 + (n % 32) * 16 + ((n % 128) / 32) * 4;
+        r->sb = c->pl[1] + nf_nvfp4_scale_row_part(n, K);
         uint32_t wb;
         memcpy(&wb, c->pl[2] + 4 * (n / c->slice), 4);
         r->wdiv = nf_f32_from_bits(wb);

@@ -418,3 +418,55 @@ nf_enc_status nf_encoding_compute(nf_format f, nf_layout l,
         *why = NULL;
     return NF_ENC_OK;
 }
+
+/* ---- views ------------------------------------------------------------------ */
+
+bool nf_rows_are_view(nf_layout l, uint64_t r0, uint64_t r1)
+{
+    if (r0 >= r1)
+        return false;
+    if (l == NF_LAY_BLOCK_SCALE_K16_M128X4_V1)
+        return r0 % 128 == 0 && r1 % 128 == 0;
+    return true;
+}
+
+unsigned nf_view_spans(nf_format f, nf_layout l, const uint64_t *dims, unsigned rank,
+                       const nf_encoding *e, uint64_t begin, uint64_t end, nf_plane_span *out,
+                       bool *view)
+{
+    if (begin >= end || end > e->elements)
+        return 0;
+    if (l == NF_LAY_CONTIGUOUS_LE_V1) {
+        unsigned eb = nf_format_elem_bytes(f);
+        out[0] = (nf_plane_span){e->plane[0].name, begin * eb, (end - begin) * eb};
+        *view = true;
+        return 1;
+    }
+    if (rank != 2 || !dims[1])
+        return 0;
+    uint64_t N = dims[0], K = dims[1];
+    uint64_t r0 = begin / K, r1 = nf_ceil_div_u64(end, K);
+    *view = begin % K == 0 && end % K == 0 && nf_rows_are_view(l, r0, r1);
+    if (l == NF_LAY_BLOCK_SCALE_K16_M128X4_V1) {
+        uint64_t b0 = r0 / 128, b1 = nf_ceil_div_u64(r1, 128);
+        r0 = b0 * 128;
+        r1 = b1 * 128 < N ? b1 * 128 : N;
+        uint64_t tile = nf_nvfp4_tile_row_bytes(K);
+        out[0] = (nf_plane_span){e->plane[0].name, e->plane[0].offset + r0 * (K / 2),
+                                 (r1 - r0) * (K / 2)};
+        out[1] = (nf_plane_span){e->plane[1].name, e->plane[1].offset + b0 * tile,
+                                 (b1 - b0) * tile};
+        out[2] = (nf_plane_span){e->plane[2].name, e->plane[2].offset, e->plane[2].bytes};
+        return 3;
+    }
+    unsigned n = 0;
+    for (unsigned i = 0; i < e->nplanes; i++) {
+        const nf_plane *p = &e->plane[i];
+        if (p->row_bytes)
+            out[n++] = (nf_plane_span){p->name, p->offset + r0 * p->row_bytes,
+                                       (r1 - r0) * p->row_bytes};
+        else
+            out[n++] = (nf_plane_span){p->name, p->offset, p->bytes};
+    }
+    return n;
+}

@@ -17,6 +17,14 @@
 extern "C" {
 #endif
 
+/* The few rules below that the CUDA kernels use too (cuda/nf_kindex.h) are
+ * inline functions that nvcc compiles for host and device. */
+#ifdef __CUDACC__
+#define NF_LAYOUT_FN static __host__ __device__ __forceinline__
+#else
+#define NF_LAYOUT_FN static inline
+#endif
+
 #define NF_MAX_RANK 16        /* spec 1: Shape has length 0..16 */
 #define NF_TENSOR_ALIGN 256   /* spec 5.3/6.2: object alignment of tensors */
 #define NF_PLANE_ALIGN 256    /* DESIGN 8: plane i starts at align_up(end, 256) */
@@ -179,6 +187,58 @@ nf_enc_status nf_encoding_compute(nf_format f, nf_layout l,
                                   const uint64_t *dims, unsigned rank,
                                   uint64_t divisors, nf_encoding *out,
                                   const char **why);
+
+/* ---- block_scale_k16_m128x4_v1: the nvfp4 scale tiles (DESIGN 8) ---------
+ *
+ * Block scale (n, c) (row n < N, 16-column block c < K/16; N % 128 == 0,
+ * K % 64 == 0) is byte
+ *   ((n/128)*(K/64) + c/4)*512 + (n%32)*16 + ((n%128)/32)*4 + c%4
+ * of the block_scales plane: one 512-byte tile per 128 rows x 64 columns,
+ * tiles of a 128-row block side by side along K. The index splits into a
+ * part that depends on the row and one on the block (the kernels add the
+ * row part once per row); a 128-row block's tiles are K/64*512 contiguous
+ * bytes. Units: bytes from the start of the plane. No checks: the caller
+ * keeps n < N and c < K/16 (nf_encoding_compute checked N and K). */
+NF_LAYOUT_FN uint64_t nf_nvfp4_scale_row_part(uint64_t n, uint64_t K)
+{
+    return (n / 128) * (K / 64) * 512 + (n % 32) * 16 + ((n % 128) / 32) * 4;
+}
+NF_LAYOUT_FN uint64_t nf_nvfp4_scale_col_part(uint64_t c) { return (c / 4) * 512 + c % 4; }
+NF_LAYOUT_FN uint64_t nf_nvfp4_scale_index(uint64_t n, uint64_t c, uint64_t K)
+{
+    return nf_nvfp4_scale_row_part(n, K) + nf_nvfp4_scale_col_part(c);
+}
+/* Bytes of the scale tiles of one 128-row block (K % 64 == 0). */
+NF_LAYOUT_FN uint64_t nf_nvfp4_tile_row_bytes(uint64_t K) { return K / 64 * 512; }
+
+/* ---- views (DESIGN 8 "Zero-copy views", spec 7.3) ------------------------ */
+
+/* One byte interval of one plane, relative to the object's start. */
+typedef struct {
+    const char *plane;  /* the plane's name (nf_plane.name) */
+    uint64_t offset, bytes;
+} nf_plane_span;
+
+/* Whether rows [r0, r1) (r0 < r1 <= N) of a rank-2 object of layout l are a
+ * zero-copy view: any whole-row range, except in block_scale_k16_m128x4_v1
+ * whole 128-row blocks (r0 % 128 == 0, r1 % 128 == 0). Contiguous objects
+ * count rows of dims[0]. */
+bool nf_rows_are_view(nf_layout l, uint64_t r0, uint64_t r1);
+
+/* The byte intervals elements [begin, end) of an object (format f, layout l,
+ * shape dims[0..rank), planes e from nf_encoding_compute) need, one per
+ * plane (up to NF_MAX_PLANES), and whether the range is a zero-copy view:
+ * in contiguous_le_v1 any range (one interval); in row_split_k128_v1,
+ * row_scale_v1 and gguf_rows_v1 whole rows (an interval of each plane); in
+ * block_scale_k16_m128x4_v1 whole 128-row blocks (a codes interval, a
+ * scale-tile interval and all the divisors). For a range that is not a view
+ * the intervals cover the whole rows (or 128-row blocks) it touches.
+ * Elements count logical elements (no padding, no scales). Returns the
+ * number of spans, 0 for an empty or out-of-range range or a layout other
+ * than contiguous that is not rank 2. */
+unsigned nf_view_spans(nf_format f, nf_layout l, const uint64_t *dims, unsigned rank,
+                       const nf_encoding *e, uint64_t begin, uint64_t end, nf_plane_span *out,
+                       bool *view);
 
 /* elements(shape) (spec 1): 1 for rank 0, else the product. False on overflow. */
 bool nf_shape_elements(const uint64_t *dims, unsigned rank, uint64_t *out);

@@ -1095,45 +1095,8 @@ done:
 unsigned nf_part_spans(const nf_tensor_enc *te, uint64_t begin, uint64_t end, nf_plane_span *out,
                        bool *view)
 {
-    uint64_t el = te->enc.elements;
-    if (begin >= end || end > el)
-        return 0;
-    const nf_encoding *e = &te->enc;
-    if (te->layout == NF_LAY_CONTIGUOUS_LE_V1) {
-        unsigned eb = nf_format_elem_bytes(te->format);
-        out[0] = (nf_plane_span){e->plane[0].name, begin * eb, (end - begin) * eb};
-        *view = true;
-        return 1;
-    }
-    uint64_t K = te->cols;
-    if (!K || te->rank != 2)
-        return 0;
-    uint64_t r0 = begin / K, r1 = nf_ceil_div_u64(end, K);
-    *view = begin % K == 0 && end % K == 0;
-    if (te->layout == NF_LAY_BLOCK_SCALE_K16_M128X4_V1) {
-        uint64_t b0 = r0 / 128, b1 = nf_ceil_div_u64(r1, 128);
-        *view = *view && r0 % 128 == 0 && r1 % 128 == 0;
-        r0 = b0 * 128;
-        r1 = b1 * 128;
-        if (r1 > te->rows)
-            r1 = te->rows;
-        uint64_t tile = K / 64 * 512;
-        out[0] = (nf_plane_span){e->plane[0].name, e->plane[0].offset + r0 * (K / 2),
-                                 (r1 - r0) * (K / 2)};
-        out[1] = (nf_plane_span){e->plane[1].name, e->plane[1].offset + b0 * tile, (b1 - b0) * tile};
-        out[2] = (nf_plane_span){e->plane[2].name, e->plane[2].offset, e->plane[2].bytes};
-        return 3;
-    }
-    unsigned n = 0;
-    for (unsigned i = 0; i < e->nplanes; i++) {
-        const nf_plane *p = &e->plane[i];
-        if (p->row_bytes)
-            out[n++] = (nf_plane_span){p->name, p->offset + r0 * p->row_bytes,
-                                       (r1 - r0) * p->row_bytes};
-        else
-            out[n++] = (nf_plane_span){p->name, p->offset, p->bytes};
-    }
-    return n;
+    return nf_view_spans(te->format, te->layout, te->dims, te->rank, &te->enc, begin, end, out,
+                         view);
 }
 
 /* ---- extraction ---------------------------------------------------------------- */

@@ -229,19 +229,10 @@ void nf_arch_plans_free(nf_arch_plan *plans, size_t n);
 
 /* ---- views and plans (DESIGN 8, spec 7.3, 11.2) --------------------------- */
 
-/* One byte interval of one plane, relative to the object's start. */
-typedef struct {
-    const char *plane;  /* the plane's name (nf_plane.name) */
-    uint64_t offset, bytes;
-} nf_plane_span;
-
-/* The byte intervals a part [begin, end) of an object with encoding te
- * needs, one per plane (up to NF_MAX_PLANES), and whether the part is a
- * zero-copy view (DESIGN 8): in contiguous_le_v1 any range; in
- * row_split_k128_v1, row_scale_v1 and gguf_rows_v1 (one plane) whole rows; in
- * block_scale_k16_m128x4_v1 whole 128-row blocks. For a range that is not a
- * view the intervals cover the whole rows (or 128-row blocks) the range
- * touches. Returns the number of spans, 0 for a bad range. */
+/* nf_view_spans (nf_layout.h: the rule of DESIGN 8's zero-copy views) of a
+ * part [begin, end) of an object with encoding te: the byte intervals it
+ * needs, one per plane, and whether it is a view. Returns the number of
+ * spans, 0 for a bad range. */
 unsigned nf_part_spans(const nf_tensor_enc *te, uint64_t begin, uint64_t end,
                        nf_plane_span *out, bool *view);
 

@@ -1,8 +1,8 @@
 /* nf_device.h — the device backend seen from C (DESIGN 11). Implemented in
  * cuda/ by nvcc when the CUDA toolkit is present, or by a stub that reports
  * "built without CUDA" (exit 4) when it is not (`make CUDA=0` forces the
- * stub). Functions print their own one-line errors to the stream given to
- * nf_device_init, prefixed with the program name.
+ * stub). Nothing here prints: problems are diagnostics (nf_diag.h) for the
+ * caller to print.
  */
 #ifndef NF_DEVICE_H
 #define NF_DEVICE_H
@@ -22,27 +22,25 @@ extern "C" {
 bool nf_device_built(void);
 
 /* Find and initialise a device. Returns 0, or NF_EXIT_UNSUPPORTED (4)
- * after printing why ("built without CUDA", "no CUDA device"). */
-int nf_device_init(FILE *err);
+ * with one `unsupported` diagnostic (no file, no pointer) saying why
+ * ("built without CUDA (rebuild where nvcc is installed)", "no CUDA device
+ * (...)", a compute capability below 9.0). */
+int nf_device_init(nf_diags *d);
 
 /* Peak bandwidth of the device in GB/s: a device-to-device copy of a
  * buffer larger than L2, counted as 2 x size per second (DESIGN 11). */
 double nf_device_peak_gbps(void);
 
-/* Time op ("gemv" or "decode") over the encoded object obj on the device
- * (warmup untimed runs, then iters timed with events, L2 flushed or
- * weights rotated between iterations) and print one result line like
- * ninfer-bench's CPU cases. Returns an exit status. */
-int nf_device_bench(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
-                    unsigned warmup, unsigned iters, const char *name);
-
-/* The same measurement without the printing, for a caller that reports
- * itself (--json, --csv): samples_s[0..iters) receives each timed
- * iteration's seconds per launch, unsorted. Errors are printed (prefixed
- * with the program name and `name`). Returns an exit status. */
+/* Time op ("gemv" or "decode") over the encoded object obj on the device:
+ * warmup untimed runs, then iters timed with events over weights rotated
+ * through copies that exceed 4x L2 (DESIGN 11); samples_s[0..iters)
+ * receives each timed iteration's seconds per launch, unsorted, for the
+ * caller to report. Problems are diagnostics whose file is `name` (the
+ * case): `unsupported` (no device, an op or format without a kernel), `io`
+ * (out of memory, a CUDA error). Returns an exit status (0, 3, 4). */
 int nf_device_bench_samples(const char *op, const nf_tensor_enc *t, const uint8_t *obj,
                             unsigned warmup, unsigned iters, const char *name,
-                            double *samples_s);
+                            double *samples_s, nf_diags *d);
 
 /* ---- the load path and the kernels, for ninfer-run ---------------------- */
 

@@ -24,8 +24,9 @@ typedef struct {
 #define MAX_VIEWS 1024
 
 /* Row views of a projection's binding (spec 7.3): the whole object, or parts
- * that are whole rows of rank-2 parents with one K. Returns the number of
- * views, 0 when the binding needs a gather. */
+ * that are whole rows of rank-2 parents with one K and zero-copy views of
+ * their layout (nf_rows_are_view: nvfp4 parts are whole 128-row blocks).
+ * Returns the number of views, 0 when the binding needs a gather. */
 static size_t row_views(const nf_catalog *c, const nf_binding *b, view *v, size_t max,
                         uint64_t *K)
 {
@@ -42,7 +43,8 @@ static size_t row_views(const nf_catalog *c, const nf_binding *b, view *v, size_
     for (size_t k = 0; k < b->n_parts; k++) {
         const nf_object *o = &c->objects[b->parts[k].obj];
         uint64_t kk = o->rank == 2 ? o->dims[1] : 0;
-        if (!kk || (k && kk != *K) || b->parts[k].begin % kk || b->parts[k].end % kk)
+        if (!kk || (k && kk != *K) || b->parts[k].begin % kk || b->parts[k].end % kk ||
+            !nf_rows_are_view(o->layout, b->parts[k].begin / kk, b->parts[k].end / kk))
             return 0;
         *K = kk;
         v[k] = (view){b->parts[k].obj, b->parts[k].begin / kk, b->parts[k].end / kk};
@@ -156,329 +158,400 @@ static uint8_t *host_arena(const nf_catalog *c, const size_t *objs, size_t nobj,
     return buf;
 }
 
+/* What the phases of nf_run share: the selection, the parents (host copies
+ * or device buffers, by slot), the activations. */
+typedef struct {
+    nf_artifact *a;
+    const nf_catalog *c;
+    const nf_run_opts *o;
+    nf_diags *d;
+    bool *sel, *need;        /* components selected; objects needed */
+    size_t *objs, *slot;     /* the needed objects in order; object -> slot */
+    size_t nobj;
+    uint8_t **host;          /* by slot: the parent's bytes (CPU), in host_buf */
+    uint8_t *host_buf;
+    nf_dbuf **dev;           /* by slot: the parent on the device (CUDA) */
+    const uint16_t *input;   /* the given activations, or NULL */
+    size_t input_len;
+    uint16_t *input_buf;     /* read_input's */
+} run_ctx;
+
+static int oom(nf_diags *d)
+{
+    nf_diag_add(d, NF_C_IO, "", "out of memory");
+    return -1;
+}
+
+/* Phase 1: the selection and its parents, then the architecture checks of
+ * ninfer-bind --check on the selected components, as an engine binds
+ * (issue 11 item 7: a parameter bound to an object of the wrong shape, a
+ * config with hidden_size 0, an unknown architecture are the same
+ * diagnostics and stop the run). */
+static int select_and_bind(run_ctx *r)
+{
+    const nf_catalog *c = r->c;
+    if (nf_select(c, r->o->components, false, r->sel, r->need, r->d) < 0 || nf_diags_exit(r->d))
+        return -1;
+    const char **names = calloc(c->n_components ? c->n_components : 1, sizeof *names);
+    if (!names)
+        return oom(r->d);
+    nf_bind_opts bo = {names, 0};
+    for (size_t i = 0; i < c->n_components; i++)
+        if (r->sel[i])
+            names[bo.n_components++] = c->components[i].id;
+    int bx = bo.n_components
+                 ? nf_binder_check(c, nf_artifact_is_stream(r->a) ? NULL : r->a, &bo, r->d)
+                 : 0;
+    free(names);
+    if (bx || nf_diags_exit(r->d))
+        return -1;
+    for (size_t i = 0; i < c->n_objects; i++)
+        if (r->need[i]) {
+            r->slot[i] = r->nobj;
+            r->objs[r->nobj++] = i;
+        }
+    return 0;
+}
+
+/* Phase 2: the activations. A given input (or read_input's) must cover
+ * every projection's K and be finite: a NaN or infinity makes every result
+ * NaN, the input's fault, not the artifact's (which `codes` would claim). */
+static int prepare_input(run_ctx *r)
+{
+    const nf_catalog *c = r->c;
+    const nf_run_opts *o = r->o;
+    r->input = o->input;
+    r->input_len = o->input_len;
+    if (!o->input && !o->read_input)
+        return 0;
+    uint64_t maxk = 0;
+    for (size_t u = 0; u < c->n_uses; u++) {
+        const nf_use *use = &c->uses[u];
+        if (!use->parameter || !use->activation_policy || !nf_select_has(c, r->sel, use->parameter))
+            continue;
+        if (use->binding >= c->n_bindings)
+            continue;
+        view vv[MAX_VIEWS];
+        uint64_t kk = 0;
+        if (row_views(c, &c->bindings[use->binding].b, vv, MAX_VIEWS, &kk) && kk > maxk)
+            maxk = kk;
+    }
+    if (o->read_input && maxk) {
+        r->input_buf = maxk <= SIZE_MAX / sizeof *r->input_buf
+                           ? malloc(maxk * sizeof *r->input_buf)
+                           : NULL;
+        if (!r->input_buf)
+            return oom(r->d);
+        if (o->read_input(o->read_input_ctx, r->input_buf, (size_t)maxk, r->d) < 0)
+            return -1;
+        r->input = r->input_buf;
+        r->input_len = (size_t)maxk;
+    }
+    if (r->input_len < maxk) {
+        nf_diag_addf(r->d, NF_C_USAGE, o->input_name, "",
+                     "--input holds %zu bf16 values; the largest projection needs K = %llu",
+                     r->input_len, (unsigned long long)maxk);
+        return -1;
+    }
+    for (uint64_t k = 0; k < maxk; k++)
+        if ((r->input[k] & 0x7f80) == 0x7f80) {
+            nf_diag_addf(r->d, NF_C_USAGE, o->input_name, "",
+                         "--input value %llu is %s (bf16 0x%04x): activations must be finite",
+                         (unsigned long long)k, r->input[k] & 0x7f ? "NaN" : "infinite",
+                         r->input[k]);
+            return -1;
+        }
+    return 0;
+}
+
+/* Host copies for every parent (host_arena). */
+static int host_buffers(run_ctx *r)
+{
+    r->host_buf = host_arena(r->c, r->objs, r->nobj, r->host, r->d);
+    return r->host_buf ? 0 : -1;
+}
+
+/* A stream passes once, in order: keep the bytes of the parents as they
+ * go by. */
+static int load_stream(run_ctx *r)
+{
+    const nf_catalog *c = r->c;
+    if (host_buffers(r) < 0)
+        return -1;
+    unsigned char *buf = malloc(4u << 20);
+    if (!buf)
+        return oom(r->d);
+    size_t cur = 0;
+    for (uint64_t pos = 0; pos < c->payload_bytes;) {
+        size_t n = c->payload_bytes - pos > (4u << 20) ? (4u << 20) : (size_t)(c->payload_bytes - pos);
+        ssize_t got = nf_artifact_stream_read(r->a, buf, n, r->d);
+        if (got < 0 || (size_t)got != n) {
+            free(buf);
+            return -1;
+        }
+        while (cur < r->nobj && c->objects[r->objs[cur]].offset + c->objects[r->objs[cur]].bytes <= pos)
+            cur++;
+        for (size_t k = cur; k < r->nobj && c->objects[r->objs[k]].offset < pos + n; k++) {
+            const nf_object *ob = &c->objects[r->objs[k]];
+            uint64_t b = ob->offset > pos ? ob->offset : pos;
+            uint64_t e = ob->offset + ob->bytes < pos + n ? ob->offset + ob->bytes : pos + n;
+            if (b < e)
+                memcpy(r->host[k] + (b - ob->offset), buf + (b - pos), (size_t)(e - b));
+        }
+        pos += n;
+    }
+    free(buf);
+    return nf_artifact_stream_finish(r->a, r->d);
+}
+
+/* Phase 3: materialize each parent once: on the device, from a stream, or
+ * with range reads of the files. */
+static int load_parents(run_ctx *r, nf_load_stats *ls)
+{
+    const nf_catalog *c = r->c;
+    double t0 = nf_now();
+    memset(ls, 0, sizeof *ls);
+    if (r->o->cuda && nf_artifact_is_stream(r->a)) {
+        nf_diag_add(r->d, NF_C_USAGE, "", "--device cuda reads an artifact file, not a stream");
+        return -1;
+    }
+    if (r->o->cuda)
+        return nf_device_load(r->a, r->objs, r->nobj, r->dev, ls, r->d);
+    if (nf_artifact_is_stream(r->a)) {
+        if (load_stream(r) < 0)
+            return -1;
+    } else {
+        if (host_buffers(r) < 0)
+            return -1;
+        for (size_t k = 0; k < r->nobj; k++) {
+            const nf_object *ob = &c->objects[r->objs[k]];
+            if (nf_artifact_read(r->a, ob->offset, r->host[k], ob->bytes, r->d) < 0)
+                return -1;
+        }
+    }
+    for (size_t k = 0; k < r->nobj; k++) {
+        ls->bytes += c->objects[r->objs[k]].bytes;
+        ls->parents++;
+    }
+    ls->read_s = nf_now() - t0;
+    return 0;
+}
+
+/* The report's head: device, components, what was loaded. */
+static void report_load(const run_ctx *r, const nf_load_stats *ls, nf_jval *rep)
+{
+    const nf_catalog *c = r->c;
+    nf_jobj_set(rep, "device", nf_jnew_string(r->o->cuda ? "cuda" : "cpu"));
+    nf_jval *comps = nf_jnew_array();
+    for (size_t i = 0; i < c->n_components; i++)
+        if (r->sel[i])
+            nf_jarr_push(comps, nf_jnew_string(c->components[i].id));
+    nf_jobj_set(rep, "components", comps);
+    nf_jobj_set(rep, "parents_loaded", nf_jnew_u64(ls->parents));
+    nf_jobj_set(rep, "bytes_read", nf_jnew_u64(ls->bytes));
+    nf_jobj_set(rep, "load_s", nf_jnew_double(ls->read_s));
+    nf_jobj_set(rep, "load_gbps", nf_jnew_double(ls->read_s > 0 ? ls->bytes / ls->read_s / 1e9 : 0));
+    nf_jval *loaded = nf_jnew_array(), *unread = nf_jnew_array();
+    for (size_t i = 0; i < c->n_objects; i++)
+        nf_jarr_push(r->need[i] ? loaded : unread, nf_jnew_string(c->objects[i].id));
+    nf_jobj_set(rep, "objects_loaded", loaded);
+    nf_jobj_set(rep, "objects_unread", unread);
+}
+
+/* The median of `it` timed CPU runs of rows [r0,r1) of one view, in ms. */
+static int time_cpu(const run_ctx *r, const nf_tensor_enc *te, const nf_object *ob,
+                    const uint8_t *w, const view *v, const uint16_t *x, float *y, nf_act act,
+                    double *ms)
+{
+    double best[64];
+    unsigned it = r->o->iters ? (r->o->iters > 64 ? 64 : r->o->iters) : 5;
+    int e = 0;
+    for (unsigned i = 0; i < it && !e; i++) {
+        double ts = nf_now();
+        /* a small view costs less than starting threads */
+        unsigned th = ob->bytes < (1u << 20) ? 1 : r->o->threads;
+        e = nf_gemv_rows_act(te, w, ob->bytes, v->r0, v->r1, x, y, th, act);
+        best[i] = (nf_now() - ts) * 1e3;
+    }
+    for (unsigned i = 1; i < it; i++) /* insertion sort: a few values */
+        for (unsigned j = i; j > 0 && best[j] < best[j - 1]; j--) {
+            double tmp = best[j];
+            best[j] = best[j - 1];
+            best[j - 1] = tmp;
+        }
+    *ms = best[it / 2];
+    return e;
+}
+
+/* One view of use u: the kernel (timed) into y, the reference into yr and
+ * bound. Returns 0, or -1 (a diagnostic where the kernel or the encoding
+ * failed). */
+static int run_view(const run_ctx *r, size_t u, const view *v, const uint16_t *x, nf_act act,
+                    float *y, float *yr, double *bound, double *ms)
+{
+    const nf_catalog *c = r->c;
+    const nf_use *use = &c->uses[u];
+    const nf_object *ob = &c->objects[v->obj];
+    nf_tensor_enc te;
+    if (nf_tensor_enc_init(&te, ob->format, ob->layout, ob->dims, ob->rank, ob->divisors, NULL) !=
+        NF_ENC_OK) {
+        char optr[48];
+        snprintf(optr, sizeof optr, "/objects/%zu", v->obj);
+        nf_diag_add(r->d, NF_C_UNSUPPORTED, optr, "%s: no kernel for %s/%s", use->parameter,
+                    ob->format_name, ob->layout_name);
+        return -1;
+    }
+    const uint8_t *w = r->host[r->slot[v->obj]];
+    int e = r->o->cuda ? nf_device_gemv(&te, r->dev[r->slot[v->obj]], v->r0, v->r1, x, y,
+                                        r->o->iters ? r->o->iters : 5, ms, r->d)
+                       : time_cpu(r, &te, ob, w, v, x, y, act, ms);
+    if (e) {
+        char uptr[48];
+        snprintf(uptr, sizeof uptr, "/uses/%zu", u);
+        if (!r->o->cuda)
+            nf_diag_add(r->d, NF_C_CODES, uptr, "%s: kernel failed: %s", use->parameter,
+                        nf_codec_strerror(e));
+        return -1;
+    }
+    /* the reference needs host bytes; the device path keeps none */
+    uint8_t *hb = (uint8_t *)w;
+    if (r->o->cuda) {
+        hb = malloc(ob->bytes);
+        if (!hb || nf_artifact_read(r->a, ob->offset, hb, ob->bytes, r->d) < 0) {
+            free(hb);
+            return -1;
+        }
+    }
+    e = nf_gemv_ref_rows_act(&te, hb, ob->bytes, v->r0, v->r1, x, yr, bound, act);
+    if (r->o->cuda)
+        free(hb);
+    return e ? -1 : 0;
+}
+
+/* Phase 4, one use: its record (status lookup or gather without a
+ * projection to run), or the projection over each row view against the
+ * reference. Returns 0 (*failed: a view failed or a row is out of bound),
+ * or -1 to stop (out of memory, a bad input_columns). */
+static int run_use(const run_ctx *r, size_t u, nf_jval *rec, bool *failed)
+{
+    const nf_catalog *c = r->c;
+    const nf_use *use = &c->uses[u];
+    nf_jobj_set(rec, "parameter", nf_jnew_string(use->parameter));
+    nf_jobj_set(rec, "input", nf_jnew_string(use->input));
+    view v[MAX_VIEWS];
+    uint64_t K = 0;
+    size_t nv = row_views(c, &c->bindings[use->binding].b, v, MAX_VIEWS, &K);
+    const char *status = NULL;
+    if (!use->activation_policy)
+        status = "lookup"; /* token ids index rows; no projection to run */
+    else if (!nv)
+        status = "gather"; /* not row views of rank-2 parents: no native view */
+    if (status) {
+        nf_jobj_set(rec, "status", nf_jnew_string(status));
+        return 0;
+    }
+    uint64_t N = 0;
+    for (size_t k = 0; k < nv; k++)
+        N += v[k].r1 - v[k].r0;
+    uint16_t *x = malloc(K * sizeof *x);
+    float *y = malloc(N * sizeof *y), *yr = malloc(N * sizeof *yr);
+    double *bound = malloc(N * sizeof *bound);
+    int rc = x && y && yr && bound ? 0 : oom(r->d);
+    if (rc == 0 && r->input && r->input_len >= K)
+        memcpy(x, r->input, K * sizeof *x);
+    else if (rc == 0)
+        make_input(use->input, x, K);
+    const nf_aux *icx = NULL;
+    for (size_t j = 0; j < use->n_aux; j++)
+        if (!strcmp(use->aux[j].role, "input_columns"))
+            icx = &use->aux[j];
+    if (rc == 0 && icx &&
+        gather_input(c, r->a, r->o->cuda, r->host, r->slot, icx, u, x, K, r->d) < 0)
+        rc = -1;
+    if (rc == 0 && icx)
+        nf_jobj_set(rec, "input_columns", nf_jnew_bool(true));
+    /* spec 8: A8 where the use's policy allows it (CPU kernels only) */
+    nf_act act = !r->o->cuda && !r->o->a16_only &&
+                         (!strcmp(use->activation_policy, "AllowA8") ||
+                          !strcmp(use->activation_policy, "AllowA4"))
+                     ? NF_ACT_A8
+                     : NF_ACT_A16;
+    double ms_total = 0, bytes = 0, maxrel = 0, maxref = 0;
+    bool ok = rc == 0;
+    for (size_t k = 0, row = 0; ok && k < nv; row += v[k].r1 - v[k].r0, k++) {
+        const nf_object *ob = &c->objects[v[k].obj];
+        double ms = 0;
+        ok = run_view(r, u, &v[k], x, act, y + row, yr + row, bound + row, &ms) == 0;
+        if (!ok)
+            break;
+        ms_total += ms;
+        bytes += (double)ob->bytes * (double)(v[k].r1 - v[k].r0) / (double)ob->dims[0];
+    }
+    for (uint64_t n = 0; ok && n < N; n++) {
+        double diff = fabs((double)y[n] - (double)yr[n]);
+        if (fabs(yr[n]) > maxref)
+            maxref = fabs(yr[n]);
+        if (!(diff <= bound[n])) {
+            ok = false;
+            char uptr[48];
+            snprintf(uptr, sizeof uptr, "/uses/%zu", u);
+            nf_diag_add(r->d, NF_C_CODES, uptr,
+                        "%s: row %llu: kernel gives %.9g, the reference %.9g (bound %.3g)",
+                        use->parameter, (unsigned long long)n, y[n], yr[n], bound[n]);
+        }
+        if (diff > maxrel)
+            maxrel = diff;
+    }
+    free(x), free(y), free(yr), free(bound);
+    if (rc < 0)
+        return -1;
+    maxrel = maxref > 0 ? maxrel / maxref : maxrel;
+    nf_jobj_set(rec, "format", nf_jnew_string(c->objects[v[0].obj].format_name));
+    nf_jobj_set(rec, "rows", nf_jnew_u64(N));
+    nf_jobj_set(rec, "k", nf_jnew_u64(K));
+    nf_jobj_set(rec, "parents", nf_jnew_u64(nv));
+    nf_jobj_set(rec, "view", nf_jnew_string("rows"));
+    nf_jobj_set(rec, "activation", nf_jnew_string(act == NF_ACT_A8 ? "a8" : "a16"));
+    nf_jobj_set(rec, "time_ms", nf_jnew_double(ms_total));
+    nf_jobj_set(rec, "gbps", nf_jnew_double(ms_total > 0 ? bytes / (ms_total * 1e-3) / 1e9 : 0));
+    nf_jobj_set(rec, "max_rel_error", nf_jnew_double(maxrel));
+    nf_jobj_set(rec, "status", nf_jnew_string(ok ? "ok" : "failed"));
+    *failed |= !ok;
+    return 0;
+}
+
 int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d)
 {
     const nf_catalog *c = nf_artifact_catalog(a);
     *report = NULL;
-    bool *sel = calloc(c->n_components ? c->n_components : 1, sizeof *sel);
-    bool *need = calloc(c->n_objects ? c->n_objects : 1, sizeof *need);
-    size_t *objs = calloc(c->n_objects ? c->n_objects : 1, sizeof *objs);
-    size_t *slot = calloc(c->n_objects ? c->n_objects : 1, sizeof *slot);
-    uint8_t **host = calloc(c->n_objects ? c->n_objects : 1, sizeof *host);
-    nf_dbuf **dev = calloc(c->n_objects ? c->n_objects : 1, sizeof *dev);
+    size_t no = c->n_objects ? c->n_objects : 1;
+    run_ctx r = {a, c, o, d, calloc(c->n_components ? c->n_components : 1, sizeof(bool)),
+                 calloc(no, sizeof(bool)), calloc(no, sizeof(size_t)), calloc(no, sizeof(size_t)),
+                 0, calloc(no, sizeof(uint8_t *)), NULL, calloc(no, sizeof(nf_dbuf *)), NULL, 0,
+                 NULL};
     int rc = -1;
     nf_jval *rep = nf_jnew_object(), *uses = nf_jnew_array();
-    size_t nobj = 0;
-    const uint16_t *input = o->input;
-    size_t input_len = o->input_len;
-    uint16_t *input_buf = NULL;
-    uint8_t *host_buf = NULL; /* every host[k] points into it */
-    if (!sel || !need || !objs || !slot || !host || !dev || !rep || !uses) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    nf_load_stats ls;
+    if (!r.sel || !r.need || !r.objs || !r.slot || !r.host || !r.dev || !rep || !uses) {
+        oom(d);
         goto out;
     }
-    /* parents of the selected bindings and of their uses' auxiliaries */
-    if (nf_select(c, o->components, false, sel, need, d) < 0 || nf_diags_exit(d))
+    if (select_and_bind(&r) < 0 || prepare_input(&r) < 0 || load_parents(&r, &ls) < 0)
         goto out;
-    /* bind as an engine would: the architecture checks of ninfer-bind --check
-     * on the selected components (issue 11 item 7: a parameter bound to an
-     * object of the wrong shape, a config with hidden_size 0, an unknown
-     * architecture are the same diagnostics and stop the run) */
-    {
-        const char **names = calloc(c->n_components ? c->n_components : 1, sizeof *names);
-        if (!names) {
-            nf_diag_add(d, NF_C_IO, "", "out of memory");
-            goto out;
-        }
-        nf_bind_opts bo = {names, 0};
-        for (size_t i = 0; i < c->n_components; i++)
-            if (sel[i])
-                names[bo.n_components++] = c->components[i].id;
-        int bx = bo.n_components
-                     ? nf_binder_check(c, nf_artifact_is_stream(a) ? NULL : a, &bo, d)
-                     : 0;
-        free(names);
-        if (bx || nf_diags_exit(d))
-            goto out;
-    }
-    for (size_t i = 0; i < c->n_objects; i++)
-        if (need[i]) {
-            slot[i] = nobj;
-            objs[nobj++] = i;
-        }
-    /* materialize: each parent once */
-    /* the activations: a given input must cover every projection's K */
-    if (o->input || o->read_input) {
-        uint64_t maxk = 0;
-        for (size_t u = 0; u < c->n_uses; u++) {
-            const nf_use *use = &c->uses[u];
-            if (!use->parameter || !use->activation_policy || !nf_select_has(c, sel, use->parameter))
-                continue;
-            if (use->binding >= c->n_bindings)
-                continue;
-            view vv[MAX_VIEWS];
-            uint64_t kk = 0;
-            if (row_views(c, &c->bindings[use->binding].b, vv, MAX_VIEWS, &kk) && kk > maxk)
-                maxk = kk;
-        }
-        if (o->read_input && maxk) {
-            input_buf = maxk <= SIZE_MAX / sizeof *input_buf ? malloc(maxk * sizeof *input_buf)
-                                                              : NULL;
-            if (!input_buf) {
-                nf_diag_add(d, NF_C_IO, "", "out of memory");
-                goto out;
-            }
-            if (o->read_input(o->read_input_ctx, input_buf, (size_t)maxk, d) < 0)
-                goto out;
-            input = input_buf;
-            input_len = (size_t)maxk;
-        }
-        if (input_len < maxk) {
-            nf_diag_addf(d, NF_C_USAGE, o->input_name, "",
-                         "--input holds %zu bf16 values; the largest projection needs K = %llu",
-                         input_len, (unsigned long long)maxk);
-            goto out;
-        }
-        /* a NaN or infinity makes every result NaN: the input's fault, not
-         * the artifact's (which `codes` would claim) */
-        for (uint64_t k = 0; k < maxk; k++)
-            if ((input[k] & 0x7f80) == 0x7f80) {
-                nf_diag_addf(d, NF_C_USAGE, o->input_name, "",
-                             "--input value %llu is %s (bf16 0x%04x): activations must be finite",
-                             (unsigned long long)k, input[k] & 0x7f ? "NaN" : "infinite",
-                             input[k]);
-                goto out;
-            }
-    }
-    nf_load_stats ls = {0};
-    double t0 = nf_now();
-    if (o->cuda && nf_artifact_is_stream(a)) {
-        nf_diag_add(d, NF_C_USAGE, "", "--device cuda reads an artifact file, not a stream");
-        goto out;
-    }
-    if (o->cuda) {
-        if (nf_device_load(a, objs, nobj, dev, &ls, d) < 0)
-            goto out;
-    } else if (nf_artifact_is_stream(a)) {
-        /* a stream passes once, in order: keep the bytes of the parents */
-        if (!(host_buf = host_arena(c, objs, nobj, host, d)))
-            goto out;
-        unsigned char *buf = malloc(4u << 20);
-        if (!buf) {
-            nf_diag_add(d, NF_C_IO, "", "out of memory");
-            goto out;
-        }
-        size_t cur = 0;
-        for (uint64_t pos = 0; pos < c->payload_bytes;) {
-            size_t n = c->payload_bytes - pos > (4u << 20) ? (4u << 20) : (size_t)(c->payload_bytes - pos);
-            ssize_t r = nf_artifact_stream_read(a, buf, n, d);
-            if (r < 0 || (size_t)r != n) {
-                free(buf);
-                goto out;
-            }
-            while (cur < nobj && c->objects[objs[cur]].offset + c->objects[objs[cur]].bytes <= pos)
-                cur++;
-            for (size_t k = cur; k < nobj && c->objects[objs[k]].offset < pos + n; k++) {
-                const nf_object *ob = &c->objects[objs[k]];
-                uint64_t b = ob->offset > pos ? ob->offset : pos;
-                uint64_t e = ob->offset + ob->bytes < pos + n ? ob->offset + ob->bytes : pos + n;
-                if (b < e)
-                    memcpy(host[k] + (b - ob->offset), buf + (b - pos), (size_t)(e - b));
-            }
-            pos += n;
-        }
-        free(buf);
-        if (nf_artifact_stream_finish(a, d) < 0)
-            goto out;
-        for (size_t k = 0; k < nobj; k++) {
-            ls.bytes += c->objects[objs[k]].bytes;
-            ls.parents++;
-        }
-        ls.read_s = nf_now() - t0;
-    } else {
-        if (!(host_buf = host_arena(c, objs, nobj, host, d)))
-            goto out;
-        for (size_t k = 0; k < nobj; k++) {
-            const nf_object *ob = &c->objects[objs[k]];
-            if (nf_artifact_read(a, ob->offset, host[k], ob->bytes, d) < 0)
-                goto out;
-            ls.bytes += ob->bytes;
-            ls.parents++;
-        }
-        ls.read_s = nf_now() - t0;
-    }
-    nf_jobj_set(rep, "device", nf_jnew_string(o->cuda ? "cuda" : "cpu"));
-    nf_jval *comps = nf_jnew_array();
-    for (size_t i = 0; i < c->n_components; i++)
-        if (sel[i])
-            nf_jarr_push(comps, nf_jnew_string(c->components[i].id));
-    nf_jobj_set(rep, "components", comps);
-    nf_jobj_set(rep, "parents_loaded", nf_jnew_u64(ls.parents));
-    nf_jobj_set(rep, "bytes_read", nf_jnew_u64(ls.bytes));
-    nf_jobj_set(rep, "load_s", nf_jnew_double(ls.read_s));
-    nf_jobj_set(rep, "load_gbps", nf_jnew_double(ls.read_s > 0 ? ls.bytes / ls.read_s / 1e9 : 0));
-    nf_jval *loaded = nf_jnew_array(), *unread = nf_jnew_array();
-    for (size_t i = 0; i < c->n_objects; i++)
-        nf_jarr_push(need[i] ? loaded : unread, nf_jnew_string(c->objects[i].id));
-    nf_jobj_set(rep, "objects_loaded", loaded);
-    nf_jobj_set(rep, "objects_unread", unread);
-
+    report_load(&r, &ls, rep);
     /* every projection of the selected components */
     bool failed = false;
     for (size_t u = 0; u < c->n_uses; u++) {
         const nf_use *use = &c->uses[u];
-        if (!use->parameter || !nf_select_has(c, sel, use->parameter))
-            continue;
-        size_t bi = use->binding;
-        if (bi >= c->n_bindings)
+        if (!use->parameter || !nf_select_has(c, r.sel, use->parameter) ||
+            use->binding >= c->n_bindings)
             continue;
         nf_jval *rec = nf_jnew_object();
-        nf_jobj_set(rec, "parameter", nf_jnew_string(use->parameter));
-        nf_jobj_set(rec, "input", nf_jnew_string(use->input));
-        view v[MAX_VIEWS];
-        uint64_t K = 0;
-        size_t nv = row_views(c, &c->bindings[bi].b, v, MAX_VIEWS, &K);
-        const char *status = NULL;
-        if (!use->activation_policy)
-            status = "lookup"; /* token ids index rows; no projection to run */
-        else if (!nv)
-            status = "gather"; /* not whole rows of rank-2 parents: no native view */
-        if (status) {
-            nf_jobj_set(rec, "status", nf_jnew_string(status));
-            nf_jarr_push(uses, rec);
-            continue;
-        }
-        uint64_t N = 0;
-        for (size_t k = 0; k < nv; k++)
-            N += v[k].r1 - v[k].r0;
-        uint16_t *x = malloc(K * sizeof *x);
-        float *y = malloc(N * sizeof *y), *yr = malloc(N * sizeof *yr);
-        double *bound = malloc(N * sizeof *bound);
-        if (!x || !y || !yr || !bound) {
-            free(x), free(y), free(yr), free(bound);
-            nf_diag_add(d, NF_C_IO, "", "out of memory");
-            goto out;
-        }
-        if (input && input_len >= K)
-            memcpy(x, input, K * sizeof *x);
-        else
-            make_input(use->input, x, K);
-        const nf_aux *icx = NULL;
-        for (size_t j = 0; j < use->n_aux; j++)
-            if (!strcmp(use->aux[j].role, "input_columns"))
-                icx = &use->aux[j];
-        if (icx && gather_input(c, a, o->cuda, host, slot, icx, u, x, K, d) < 0) {
-            free(x), free(y), free(yr), free(bound);
+        if (run_use(&r, u, rec, &failed) < 0) {
             nf_jval_free(rec);
             goto out;
         }
-        if (icx)
-            nf_jobj_set(rec, "input_columns", nf_jnew_bool(true));
-        /* spec 8: A8 where the use's policy allows it (CPU kernels only) */
-        nf_act act = !o->cuda && !o->a16_only &&
-                             (!strcmp(use->activation_policy, "AllowA8") ||
-                              !strcmp(use->activation_policy, "AllowA4"))
-                         ? NF_ACT_A8
-                         : NF_ACT_A16;
-        double ms_total = 0, bytes = 0, maxrel = 0, maxref = 0;
-        bool ok = true;
-        const char *fmt = c->objects[v[0].obj].format_name;
-        for (size_t k = 0, row = 0; k < nv; row += v[k].r1 - v[k].r0, k++) {
-            const nf_object *ob = &c->objects[v[k].obj];
-            nf_tensor_enc te;
-            if (nf_tensor_enc_init(&te, ob->format, ob->layout, ob->dims, ob->rank, ob->divisors,
-                                   NULL) != NF_ENC_OK) {
-                char optr[48];
-                snprintf(optr, sizeof optr, "/objects/%zu", v[k].obj);
-                nf_diag_add(d, NF_C_UNSUPPORTED, optr, "%s: no kernel for %s/%s",
-                            use->parameter, ob->format_name, ob->layout_name);
-                ok = false;
-                break;
-            }
-            const uint8_t *w = host[slot[v[k].obj]];
-            double ms = 0;
-            int e;
-            if (o->cuda) {
-                e = nf_device_gemv(&te, dev[slot[v[k].obj]], v[k].r0, v[k].r1, x, y + row,
-                                   o->iters ? o->iters : 5, &ms, d);
-            } else {
-                double best[64];
-                unsigned it = o->iters ? (o->iters > 64 ? 64 : o->iters) : 5;
-                e = 0;
-                for (unsigned i = 0; i < it && !e; i++) {
-                    double ts = nf_now();
-                    /* a small view costs less than starting threads */
-                    unsigned th = ob->bytes < (1u << 20) ? 1 : o->threads;
-                    e = nf_gemv_rows_act(&te, w, ob->bytes, v[k].r0, v[k].r1, x, y + row, th, act);
-                    best[i] = (nf_now() - ts) * 1e3;
-                }
-                for (unsigned i = 1; i < it; i++) /* insertion sort: a few values */
-                    for (unsigned j = i; j > 0 && best[j] < best[j - 1]; j--) {
-                        double tmp = best[j];
-                        best[j] = best[j - 1];
-                        best[j - 1] = tmp;
-                    }
-                ms = best[it / 2];
-            }
-            if (e) {
-                char uptr[48];
-                snprintf(uptr, sizeof uptr, "/uses/%zu", u);
-                if (!o->cuda)
-                    nf_diag_add(d, NF_C_CODES, uptr, "%s: kernel failed: %s", use->parameter,
-                                nf_codec_strerror(e));
-                ok = false;
-                break;
-            }
-            /* the reference needs host bytes; the device path keeps none */
-            uint8_t *hb = (uint8_t *)w;
-            if (o->cuda) {
-                hb = malloc(ob->bytes);
-                if (!hb || nf_artifact_read(a, ob->offset, hb, ob->bytes, d) < 0) {
-                    free(hb);
-                    ok = false;
-                    break;
-                }
-            }
-            e = nf_gemv_ref_rows_act(&te, hb, ob->bytes, v[k].r0, v[k].r1, x, yr + row,
-                                     bound + row, act);
-            if (o->cuda)
-                free(hb);
-            if (e) {
-                ok = false;
-                break;
-            }
-            ms_total += ms;
-            bytes += (double)ob->bytes * (double)(v[k].r1 - v[k].r0) / (double)ob->dims[0];
-        }
-        for (uint64_t n = 0; ok && n < N; n++) {
-            double diff = fabs((double)y[n] - (double)yr[n]);
-            if (fabs(yr[n]) > maxref)
-                maxref = fabs(yr[n]);
-            if (!(diff <= bound[n])) {
-                ok = false;
-                char uptr[48];
-                snprintf(uptr, sizeof uptr, "/uses/%zu", u);
-                nf_diag_add(d, NF_C_CODES, uptr,
-                            "%s: row %llu: kernel gives %.9g, the reference %.9g (bound %.3g)",
-                            use->parameter, (unsigned long long)n, y[n], yr[n], bound[n]);
-            }
-            if (diff > maxrel)
-                maxrel = diff;
-        }
-        maxrel = maxref > 0 ? maxrel / maxref : maxrel;
-        nf_jobj_set(rec, "format", nf_jnew_string(fmt));
-        nf_jobj_set(rec, "rows", nf_jnew_u64(N));
-        nf_jobj_set(rec, "k", nf_jnew_u64(K));
-        nf_jobj_set(rec, "parents", nf_jnew_u64(nv));
-        nf_jobj_set(rec, "view", nf_jnew_string("rows"));
-        nf_jobj_set(rec, "activation", nf_jnew_string(act == NF_ACT_A8 ? "a8" : "a16"));
-        nf_jobj_set(rec, "time_ms", nf_jnew_double(ms_total));
-        nf_jobj_set(rec, "gbps", nf_jnew_double(ms_total > 0 ? bytes / (ms_total * 1e-3) / 1e9 : 0));
-        nf_jobj_set(rec, "max_rel_error", nf_jnew_double(maxrel));
-        nf_jobj_set(rec, "status", nf_jnew_string(ok ? "ok" : "failed"));
         nf_jarr_push(uses, rec);
-        failed |= !ok;
-        free(x), free(y), free(yr), free(bound);
     }
     nf_jobj_set(rep, "uses", uses);
     uses = NULL;
@@ -490,12 +563,12 @@ out:
     }
     nf_jval_free(uses);
     nf_jval_free(rep);
-    free(host_buf);
-    for (size_t k = 0; k < nobj; k++) {
-        if (dev && dev[k])
-            nf_device_free(dev[k]);
+    free(r.host_buf);
+    for (size_t k = 0; k < r.nobj; k++) {
+        if (r.dev && r.dev[k])
+            nf_device_free(r.dev[k]);
     }
-    free(sel), free(need), free(objs), free(slot), free(host), free(dev);
-    free(input_buf);
+    free(r.sel), free(r.need), free(r.objs), free(r.slot), free(r.host), free(r.dev);
+    free(r.input_buf);
     return rc;
 }

@@ -53,7 +53,8 @@ typedef struct {
  * that is not K int32 indices below K). A use with an input_columns
  * auxiliary (spec 8) runs on the gathered input x[input_columns[c]], kernel
  * and reference alike; its record says "input_columns": true. Bindings of
- * up to 1024 row parts are views. */
+ * up to 1024 row parts are views where each part is one (nf_rows_are_view:
+ * nvfp4 parts are whole 128-row blocks); other bindings are "gather". */
 int nf_run(nf_artifact *a, const nf_run_opts *o, nf_jval **report, nf_diags *d);
 
 #ifdef __cplusplus

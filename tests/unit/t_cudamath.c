@@ -78,20 +78,24 @@ static void t_nan_rule(void)
 /* ---- nvfp4 swizzle ---- */
 static void t_swizzle(void)
 {
-    CHECK_EQ_U64(nf_k_nvfp4_sidx(5, 2, 128), 82, "DESIGN 8 vector (5,2) K=128 -> 82");
-    CHECK_EQ_U64(nf_k_nvfp4_sidx(5, 5, 128), 593, "DESIGN 8 vector (5,5) K=128 -> 593");
+    CHECK_EQ_U64(nf_nvfp4_scale_index(5, 2, 128), 82, "DESIGN 8 vector (5,2) K=128 -> 82");
+    CHECK_EQ_U64(nf_nvfp4_scale_index(5, 5, 128), 593, "DESIGN 8 vector (5,5) K=128 -> 593");
     unsigned bad = 0, badpair = 0;
     static const uint64_t Ks[] = {64, 128, 192, 4160, 5120};
     for (unsigned ki = 0; ki < 5; ki++) {
         uint64_t K = Ks[ki];
         for (uint64_t n = 0; n < 512; n++)
             for (uint64_t c = 0; c < K / 16; c++) {
-                bad += nf_k_nvfp4_sidx(n, c, K) != nf_nvfp4_scale_index(n, c, K);
+                /* DESIGN 8's formula, written out */
+                uint64_t want = ((n / 128) * (K / 64) + c / 4) * 512 + (n % 32) * 16 +
+                                ((n % 128) / 32) * 4 + c % 4;
+                bad += nf_nvfp4_scale_row_part(n, K) + nf_nvfp4_scale_col_part(c) != want ||
+                       nf_nvfp4_scale_index(n, c, K) != want;
                 if (c % 2 == 0)
-                    badpair += nf_k_nvfp4_sidx(n, c + 1, K) != nf_k_nvfp4_sidx(n, c, K) + 1;
+                    badpair += nf_nvfp4_scale_index(n, c + 1, K) != nf_nvfp4_scale_index(n, c, K) + 1;
             }
     }
-    CHECK(bad == 0, "row part + column part == nf_nvfp4_scale_index (n < 512, 5 K values)");
+    CHECK(bad == 0, "row part + column part == nf_nvfp4_scale_index == DESIGN 8 (n < 512, 5 K values)");
     CHECK(badpair == 0, "blocks 2j and 2j+1 of a chunk are adjacent bytes (one 16-bit load)");
     /* the tile covers the plane exactly once */
     uint64_t N = 256, K = 192;
@@ -99,7 +103,7 @@ static void t_swizzle(void)
     unsigned dup = 0, out = 0;
     for (uint64_t n = 0; n < N; n++)
         for (uint64_t c = 0; c < K / 16; c++) {
-            uint64_t i = nf_k_nvfp4_sidx(n, c, K);
+            uint64_t i = nf_nvfp4_scale_index(n, c, K);
             if (i >= N * K / 16)
                 out++;
             else

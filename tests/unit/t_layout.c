@@ -476,9 +476,30 @@ static void gguf(void)
           "our own formats are not gguf formats");
 }
 
+/* The row-range view rule and the nvfp4 tile size (DESIGN 8), which the
+ * binder (nf_view_spans), the runner and the kernels share. */
+static void views(void)
+{
+    CHECK(nf_rows_are_view(NF_LAY_ROW_SPLIT_K128_V1, 3, 5), "row_split: rows [3,5) are a view");
+    CHECK(nf_rows_are_view(NF_LAY_GGUF_ROWS_V1, 0, 1), "gguf_rows_v1: row 0 is a view");
+    CHECK(nf_rows_are_view(NF_LAY_ROW_SCALE_V1, 7, 8), "row_scale: row 7 is a view");
+    CHECK(nf_rows_are_view(NF_LAY_BLOCK_SCALE_K16_M128X4_V1, 128, 384),
+          "nvfp4: rows [128,384) (two 128-row blocks) are a view");
+    CHECK(!nf_rows_are_view(NF_LAY_BLOCK_SCALE_K16_M128X4_V1, 0, 64),
+          "nvfp4: rows [0,64) cut a 128-row block: not a view");
+    CHECK(!nf_rows_are_view(NF_LAY_BLOCK_SCALE_K16_M128X4_V1, 64, 128),
+          "nvfp4: rows [64,128) start inside a block: not a view");
+    CHECK(!nf_rows_are_view(NF_LAY_ROW_SPLIT_K128_V1, 4, 4), "an empty range is not a view");
+    /* [128,5120]: 80 tiles of 128x64, 512 bytes each; the plane is N*K/16 */
+    CHECK_EQ_U64(nf_nvfp4_tile_row_bytes(5120), 40960, "nvfp4 K=5120: 40960 tile bytes per 128 rows");
+    CHECK_EQ_U64(nf_nvfp4_scale_index(128, 0, 5120), 40960, "row 128 starts the second tile row");
+    CHECK_EQ_U64(nf_nvfp4_scale_index(127, 319, 5120), 40959, "(127, 319) is the last byte of the first");
+}
+
 int main(void)
 {
     names();
+    views();
     gguf();
     spec_vectors();
     other_sizes();
