@@ -10,7 +10,13 @@
 # the same run is printed beside it, as a figure that a busy machine
 # disturbs less. With NF_BASE_BIN=DIR (the bin/ of another build), that
 # build runs the same pipeline interleaved with this one, and the ratio is
-# printed: on a shared machine only the ratio means much.
+# printed: on a shared machine only the ratio means much. With
+# LLAMA_QUANTIZE=PATH (llama.cpp's llama-quantize, built at development time,
+# never part of the build), the same checkpoint converted to an F16 GGUF
+# (nf-mkgguf) is quantized by it to the matching ggml type (q8 Q8_0, q6
+# Q6_K, q5 Q5_0, q4 Q4_0; LLAMA_TYPES="q4_g64_fp16=Q4_K ..." to change),
+# all threads, interleaved with ours in every repetition; MB/s counts the
+# GGUF's bytes, and x_llama is our MB/s over its.
 #
 # Quality: pooled SNR (10 log10 sum x^2 / sum err^2, from ninfer-pack
 # --report) on the real stories260K weights (../shared/realdata, f32), over
@@ -18,12 +24,13 @@
 #
 # Environment: NF_BIN (default bin/), NF_TOOLS (default build/tools/),
 # NF_BENCH_DIR (scratch, default a new directory under /tmp, removed at the
-# end unless NF_BENCH_KEEP=1), REPS, NF_BASE_BIN.
+# end unless NF_BENCH_KEEP=1), REPS, NF_BASE_BIN, LLAMA_QUANTIZE, LLAMA_TYPES.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${NF_BIN:-$here/bin}
 TOOLS=${NF_TOOLS:-$here/build/tools}
 BASE=${NF_BASE_BIN:-}
+LLQ=${LLAMA_QUANTIZE:-}
 REPS=${REPS:-3}
 REAL=${NF_REALDATA:-$here/../shared/realdata}/stories260K/hf-f32
 formats=${*:-q8_g32_fp16 q6_g64_fp16 q5_g64_fp16 q4_g64_fp16}
@@ -43,6 +50,29 @@ fi
 # the F16 input: every tensor of the checkpoint is F16 but the norms (F32)
 in_bytes=$(stat -c %s "$ck/model.safetensors")
 
+gg=$dir/ckpt.gguf
+if [ -n "$LLQ" ]; then
+    [ -x "$LLQ" ] || { echo "bench-quant: LLAMA_QUANTIZE=$LLQ is not executable" >&2; exit 3; }
+    [ -e "$gg" ] || "$TOOLS/nf-mkgguf" --no-tokenizer "$ck" "$gg"
+    gg_bytes=$(stat -c %s "$gg")
+fi
+# the ggml type llama-quantize makes for FORMAT
+ggml_type() {
+    local t
+    case $1 in
+        q8_g32_fp16) t=Q8_0 ;; q6_g64_fp16) t=Q6_K ;; q5_g64_fp16) t=Q5_0 ;; q4_g64_fp16) t=Q4_0 ;;
+        *) t=Q8_0 ;;
+    esac
+    for kv in ${LLAMA_TYPES:-}; do [ "${kv%%=*}" = "$1" ] && t=${kv#*=}; done
+    echo "$t"
+}
+# llq TYPE -> "wall cpu" seconds of llama-quantize (warm cache)
+llq() {
+    cat "$gg" > /dev/null
+    /usr/bin/time -f '%e %U %S' -o "$dir/time.txt" "$LLQ" "$gg" "$dir/q.gguf" "$1" "$(nproc)" > /dev/null 2>&1
+    awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' "$dir/time.txt"
+}
+
 # run BIN FORMAT -> "wall cpu" seconds of the pipeline (warm cache), from
 # GNU time over a shell that runs both commands
 run() {
@@ -53,30 +83,36 @@ run() {
     awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' "$dir/time.txt"
 }
 
-printf '# bench-quant: %s bytes of F16 input (%s), %s CPUs, best of %s\n' "$in_bytes" "$ck" "$(nproc)" "$REPS"
-if [ -n "$BASE" ]; then
-    printf '%-14s %9s %9s %7s | %9s %9s %7s | %6s\n' format MB/s wall_s cpu_s base_MB/s base_s cpu_s ratio
-else
-    printf '%-14s %9s %9s %7s\n' format MB/s wall_s cpu_s
-fi
+printf '# bench-quant: %s bytes of F16 input (%s), %s CPUs, best of %s; load %s\n' "$in_bytes" "$ck" \
+    "$(nproc)" "$REPS" "$(cut -d' ' -f1-3 /proc/loadavg)"
+[ -z "$LLQ" ] || printf '# llama-quantize: %s on %s bytes of F16 GGUF\n' "$LLQ" "$gg_bytes"
+printf '%-14s %9s %9s %7s' format MB/s wall_s cpu_s
+[ -z "$BASE" ] || printf ' | %9s %9s %7s | %6s' base_MB/s base_s cpu_s ratio
+[ -z "$LLQ" ] || printf ' | %-5s %9s %9s %7s | %7s' ggml MB/s wall_s cpu_s x_llama
+printf '\n'
+better() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
 for f in $formats; do
-    best=1e9 bcpu=0 bbest=1e9 bbcpu=0
+    best=1e9 bcpu=0 bbest=1e9 bbcpu=0 lbest=1e9 lcpu=0
+    t=$(ggml_type "$f")
     for ((r = 0; r < REPS; r++)); do
         if [ -n "$BASE" ]; then
             read -r w c < <(run "$BASE" "$f")
-            if awk -v a="$w" -v b="$bbest" 'BEGIN { exit !(a < b) }'; then bbest=$w bbcpu=$c; fi
+            if better "$w" "$bbest"; then bbest=$w bbcpu=$c; fi
         fi
         read -r w c < <(run "$BIN" "$f")
-        if awk -v a="$w" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$w bcpu=$c; fi
+        if better "$w" "$best"; then best=$w bcpu=$c; fi
+        if [ -n "$LLQ" ]; then
+            read -r w c < <(llq "$t")
+            if better "$w" "$lbest"; then lbest=$w lcpu=$c; fi
+        fi
     done
-    if [ -n "$BASE" ]; then
-        awk -v f="$f" -v n="$in_bytes" -v w="$best" -v c="$bcpu" -v bw="$bbest" -v bc="$bbcpu" 'BEGIN {
-            printf "%-14s %9.1f %9.3f %7.2f | %9.1f %9.3f %7.2f | %6.2f\n", f, n / w / 1e6, w, c,
-                   n / bw / 1e6, bw, bc, bw / w }'
-    else
-        awk -v f="$f" -v n="$in_bytes" -v w="$best" -v c="$bcpu" 'BEGIN {
-            printf "%-14s %9.1f %9.3f %7.2f\n", f, n / w / 1e6, w, c }'
-    fi
+    awk -v f="$f" -v n="$in_bytes" -v w="$best" -v c="$bcpu" 'BEGIN {
+        printf "%-14s %9.1f %9.3f %7.2f", f, n / w / 1e6, w, c }'
+    [ -z "$BASE" ] || awk -v n="$in_bytes" -v w="$best" -v bw="$bbest" -v bc="$bbcpu" 'BEGIN {
+        printf " | %9.1f %9.3f %7.2f | %6.2f", n / bw / 1e6, bw, bc, bw / w }'
+    [ -z "$LLQ" ] || awk -v t="$t" -v n="$in_bytes" -v w="$best" -v g="$gg_bytes" -v lw="$lbest" -v lc="$lcpu" 'BEGIN {
+        printf " | %-5s %9.1f %9.3f %7.2f | %7.2f", t, g / lw / 1e6, lw, lc, (n / w) / (g / lw) }'
+    printf '\n'
 done
 
 # ---- SNR on real weights ----
