@@ -1,5 +1,6 @@
 /* nf_diag.c — diagnostic records and the exit-status ranking (DESIGN 3). */
 #include "nf_diag.h"
+#include "nf_util.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -210,41 +211,8 @@ static size_t utf8_seq(const unsigned char *s)
     return n;
 }
 
-/* A growing text buffer for the line formatters below (the library builds
- * text; the front end writes it). */
-typedef struct {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} textbuf;
-
-static void tb_put(textbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q, b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void tb_puts(textbuf *b, const char *s)
-{
-    tb_put(b, s, strlen(s));
-}
-
 /* s with C0/DEL/C1 controls and invalid UTF-8 as \xHH (nf_text_escape) */
-static void tb_put_escaped(textbuf *b, const char *s)
+static void put_escaped(nf_text *b, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s, *run = p;
     while (*p) {
@@ -254,12 +222,12 @@ static void tb_put_escaped(textbuf *b, const char *s)
          * terminal or split a line */
         bool c1 = n == 2 && p[0] == 0xc2 && p[1] < 0xa0;
         if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f)) || c1) {
-            tb_put(b, (const char *)run, (size_t)(p - run));
+            nf_text_put(b, (const char *)run, (size_t)(p - run));
             size_t k = c1 ? 2 : 1;
             for (size_t i = 0; i < k; i++) {
                 static const char hex[] = "0123456789abcdef";
                 char e[4] = {'\\', 'x', hex[p[i] >> 4], hex[p[i] & 15]};
-                tb_put(b, e, 4);
+                nf_text_put(b, e, 4);
             }
             p += k;
             run = p;
@@ -267,57 +235,48 @@ static void tb_put_escaped(textbuf *b, const char *s)
             p += n;
         }
     }
-    tb_put(b, (const char *)run, (size_t)(p - run));
-}
-
-static char *tb_finish(textbuf *b)
-{
-    if (b->oom || !b->p) {
-        free(b->p);
-        return b->oom ? NULL : strdup("");
-    }
-    return b->p;
+    nf_text_put(b, (const char *)run, (size_t)(p - run));
 }
 
 char *nf_text_escape(const char *s)
 {
-    textbuf b = {0};
-    tb_put_escaped(&b, s);
-    return tb_finish(&b);
+    nf_text b = {0};
+    put_escaped(&b, s);
+    return nf_text_take(&b, NULL);
 }
 
 char *nf_diag_line(const nf_diags *d, size_t i, const char *prog)
 {
-    textbuf b = {0};
+    nf_text b = {0};
     if (i < d->n) {
         const nf_diag *r = &d->v[i];
-        tb_puts(&b, prog);
-        tb_puts(&b, ": ");
+        nf_text_puts(&b, prog);
+        nf_text_puts(&b, ": ");
         if (r->file[0]) {
-            tb_put_escaped(&b, r->file);
-            tb_puts(&b, ": ");
+            put_escaped(&b, r->file);
+            nf_text_puts(&b, ": ");
         }
         if (r->pointer[0]) {
-            tb_put_escaped(&b, r->pointer);
-            tb_puts(&b, ": ");
+            put_escaped(&b, r->pointer);
+            nf_text_puts(&b, ": ");
         }
-        tb_puts(&b, nf_code_name(r->code));
-        tb_puts(&b, ": ");
-        tb_put_escaped(&b, r->message);
+        nf_text_puts(&b, nf_code_name(r->code));
+        nf_text_puts(&b, ": ");
+        put_escaped(&b, r->message);
     } else if (i == d->n && d->dropped) {
         char more[64];
-        tb_puts(&b, prog);
-        tb_puts(&b, ": ");
+        nf_text_puts(&b, prog);
+        nf_text_puts(&b, ": ");
         if (d->file) {
-            tb_put_escaped(&b, d->file);
-            tb_puts(&b, ": ");
+            put_escaped(&b, d->file);
+            nf_text_puts(&b, ": ");
         }
         snprintf(more, sizeof more, "%zu more problems not shown", d->dropped);
-        tb_puts(&b, more);
+        nf_text_puts(&b, more);
     } else {
         return NULL;
     }
-    return tb_finish(&b);
+    return nf_text_take(&b, NULL);
 }
 
 void nf_diags_move(nf_diags *dst, nf_diags *src)

@@ -132,3 +132,43 @@ size_t nf_utf8_invalid_at(const char *s, size_t n)
     }
     return n;
 }
+
+void nf_text_put(nf_text *t, const void *s, size_t n)
+{
+    if (t->oom)
+        return;
+    if (n >= SIZE_MAX / 2 - t->n) {
+        t->oom = true;
+        return;
+    }
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 128;
+        while (cap < t->n + n + 1)
+            cap *= 2;
+        char *q = realloc(t->p, cap);
+        if (!q) {
+            t->oom = true;
+            return;
+        }
+        t->p = q, t->cap = cap;
+    }
+    memcpy(t->p + t->n, s, n);
+    t->n += n;
+    t->p[t->n] = 0;
+}
+
+void nf_text_puts(nf_text *t, const char *s)
+{
+    nf_text_put(t, s, strlen(s));
+}
+
+char *nf_text_take(nf_text *t, size_t *len)
+{
+    char *p = t->oom ? NULL : t->p ? t->p : strdup("");
+    if (t->oom)
+        free(t->p);
+    if (len)
+        *len = p ? t->n : 0;
+    *t = (nf_text){0};
+    return p;
+}

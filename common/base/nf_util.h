@@ -101,6 +101,20 @@ char *nf_path_join(const char *dir, const char *name);
  * not n (the name cannot be written down exactly). */
 size_t nf_utf8_invalid_at(const char *s, size_t n);
 
+/* A growing NUL-terminated text (the library builds text; its callers
+ * write it). Start from {0}. After an allocation failure `oom` is set and
+ * nothing more is appended. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} nf_text;
+void nf_text_put(nf_text *t, const void *s, size_t n);
+void nf_text_puts(nf_text *t, const char *s);
+/* The text, malloc'ed ("" when nothing was appended), with its length in
+ * *len when len is not NULL; NULL when out of memory. t is emptied. */
+char *nf_text_take(nf_text *t, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

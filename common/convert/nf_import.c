@@ -1473,14 +1473,9 @@ static bool gguf_resources(mb *m, const nf_gguf *g, nf_jval *res, prov *pv)
                      resource_obj("chat_template.jinja", m->c->gguf_path, true,
                                   ct->value_offset + 8, ct->value_bytes - 8));
     /* everything else under tokenizer.* as one JSON object */
-    char *buf = NULL;
-    size_t blen = 0, n = 0;
-    FILE *f = open_memstream(&buf, &blen);
-    if (!f) {
-        nf_diag_add(m->d, NF_C_IO, "", "out of memory");
-        return false;
-    }
-    fputc('{', f);
+    nf_text t = {0};
+    size_t n = 0;
+    nf_text_puts(&t, "{");
     for (size_t i = 0; i < g->n_kv; i++) {
         const nf_gguf_kv *kv = &g->kv[i];
         if (strncmp(kv->key, "tokenizer.", 10) != 0 || kv == ct || kv == hj)
@@ -1493,17 +1488,23 @@ static bool gguf_resources(mb *m, const nf_gguf *g, nf_jval *res, prov *pv)
                 nf_diag_add(m->d, NF_C_IO, "", "out of memory");
             free(j);
             free(q);
-            fclose(f);
-            free(buf);
+            free(nf_text_take(&t, NULL));
             return false;
         }
-        fprintf(f, "%s\n  %s: ", n++ ? "," : "", q);
-        fwrite(j, 1, jl, f);
+        nf_text_puts(&t, n++ ? ",\n  " : "\n  ");
+        nf_text_puts(&t, q);
+        nf_text_puts(&t, ": ");
+        nf_text_put(&t, j, jl);
         free(j);
         free(q);
     }
-    fputs(n ? "\n}\n" : "}\n", f);
-    fclose(f);
+    nf_text_puts(&t, n ? "\n}\n" : "}\n");
+    size_t blen;
+    char *buf = nf_text_take(&t, &blen);
+    if (!buf) {
+        nf_diag_add(m->d, NF_C_IO, "", "out of memory");
+        return false;
+    }
     bool ok = true;
     if (n) {
         char name[PATH_MAX];
