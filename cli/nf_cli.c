@@ -218,13 +218,6 @@ void nf_print_json_line(nf_jval *v)
     }
 }
 
-double nf_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 const char *nf_human_bytes(uint64_t n, char buf[32])
 {
     static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -276,7 +269,8 @@ const char nf_writer_usage[] =
     "                          (K M G T suffixes are powers of 1024; default: one file)\n"
     "  --json-bytes N          reserve exactly N bytes for the catalog (error if it\n"
     "                          does not fit, or if N is over --max-json-bytes)\n"
-    "  --dry-run               print the files table that would be written; write nothing\n"
+    "  --dry-run               print the catalog's files array as it would be written;\n"
+    "                          write nothing\n"
     "  --force                 replace an existing entry (its surplus parts are removed)\n"
     "  --no-digests            do not write metadata.integrity digests\n"
     "  --zstd[=LEVEL]          compress a stream written to stdout (default level 3)\n"

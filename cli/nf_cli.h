@@ -175,9 +175,6 @@ void nf_writer_cli_out(const nf_writer_cli *wc, nf_out_opts *o, nf_progress *pr,
  * write error is nf_diag_stdout in d. Returns 0 or -1. */
 int nf_print_plan(const nf_plan *plan, nf_diags *d);
 
-/* Monotonic seconds. */
-double nf_now(void);
-
 /* Format bytes as "1.5 GiB" into buf. */
 const char *nf_human_bytes(uint64_t n, char buf[32]);
 

@@ -348,8 +348,13 @@ int main(int argc, char **argv)
     }
     if (bad)
         return nf_usage_error("give at most one selector");
-    if (optind + 1 != argc)
+    if (optind + 1 != argc) {
+        /* `ninfer-cat --object model.ninfer`: the artifact was taken as the ID */
+        if (optind >= argc && opt.arg && access(opt.arg, F_OK) == 0)
+            return nf_usage_error("no artifact given ('%s' was taken as the selector's argument)",
+                                  opt.arg);
         return nf_usage_error(optind >= argc ? "no artifact given" : "one artifact at a time");
+    }
     /* DESIGN 3: binary output (a stream, an object, a range, anything
      * compressed) is refused on a terminal, for every command alike; a
      * resource is shown there only when it is text (resource_out) */

@@ -20,7 +20,7 @@ static const char usage[] =
     "source files with their SHA-256 in provenance.\n"
     "CHECKPOINT is a Hugging Face directory (config.json + model.safetensors or\n"
     "a sharded model.safetensors.index.json), a .safetensors file (with\n"
-    "--config), or a .gguf file: F32/BF16 tensors as fp32/bf16, llama.cpp block\n"
+    "--config, or a config.json beside it), or a .gguf file: F32/BF16 tensors as fp32/bf16, llama.cpp block\n"
     "types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q2_K..Q6_K, IQ4_XS) and\n"
     "F16 matrices kept as their gguf_* formats (ninfer-formats(7)), or a\n"
     "vocabulary only.\n"

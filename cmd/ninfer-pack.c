@@ -25,7 +25,7 @@ static const char usage[] =
     "                          SNR (dB) against the source, and the scales that saturated\n"
     "                          or were zeroed (tab-separated)\n"
     "  --allow-nonfinite       keep NaN/Inf source values in bf16/fp32 objects\n"
-    "  --threads N             encoding threads (default: all CPUs)\n"
+    "  --threads N             encoding threads, 1..16 (default: all CPUs, at most 16)\n"
     "  --max-json-bytes N      refuse manifests larger than N (default 256M)\n"
     "  -h, --help              this text\n"
     "      --version           print the version\n"
@@ -139,6 +139,9 @@ int main(int argc, char **argv)
         else if (rc == -EFBIG)
             nf_diag_add(&d, NF_C_HEADER, "", "manifest is larger than %llu bytes (--max-json-bytes)",
                         (unsigned long long)maxj);
+        else if (rc == -EISDIR)
+            nf_diag_add(&d, NF_C_IO, "", "is a directory, not a manifest (a checkpoint? "
+                        "ninfer-import makes its manifest)");
         else if (rc < 0)
             nf_diag_add(&d, NF_C_IO, "", rc == -ENOMEM ? "out of memory" : "read error: %s",
                         strerror(-rc));

@@ -38,7 +38,8 @@ static const char usage[] =
     "q8_g32_fp16 t2_g128_fp16 nvfp4 fp8_e4m3fn_row_bf16 (see ninfer-formats(7)).\n"
     "Exit status: 0 ok, 1 the manifest breaks a rule or a parameter cannot take\n"
     "its encoding, 2 usage (also a rule that matches no parameter), 3 I/O error\n"
-    "(also an existing output without --force).\n";
+    "(also an existing output without --force), 4 unsupported (a gguf_* target:\n"
+    "the toolkit does not quantize into GGUF's formats).\n";
 
 /* The manifest on fd, at most cap bytes (more is refused: `header`, as
  * ninfer-pack). NULL with a diagnostic. */

@@ -28,7 +28,7 @@ static const char usage[] =
     "  --input FILE          little-endian bf16 activations: the first K values are\n"
     "                        read (K the largest; fewer, or a NaN/Inf, is a usage error)\n"
     "  --iters N             timed runs per projection, median reported (default 5)\n"
-    "  --threads N           CPU threads (default: all CPUs)\n"
+    "  --threads N           CPU threads, 1..64 (default: all CPUs)\n"
     "  --activation policy|a16  A8 for AllowA8/AllowA4 uses on the CPU (policy, the\n"
     "                        default), or every use on A16\n"
     "  --json                one JSON report on stdout (also when the run fails)\n"
@@ -128,12 +128,12 @@ int main(int argc, char **argv)
         case O_INPUT: input = optarg; break;
         case O_ITERS:
             if (!nf_parse_u64(optarg, &v) || !v || v > 1000)
-                return nf_usage_error("bad --iters '%s'", optarg);
+                return nf_usage_error("bad --iters '%s' (1..1000)", optarg);
             ro.iters = (unsigned)v;
             break;
         case O_THREADS:
             if (!nf_parse_u64(optarg, &v) || !v || v > 64)
-                return nf_usage_error("bad --threads '%s'", optarg);
+                return nf_usage_error("bad --threads '%s' (1..64)", optarg);
             ro.threads = (unsigned)v;
             break;
         case O_JSON: json = true; break;

@@ -13,6 +13,8 @@ out=${NF_DEMO_DIR:-$here/build/demo}
 
 step() { printf '\n== %s\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
+# a pipeline or redirection, printed as it can be pasted into a shell
+runsh() { printf '$ %s\n' "$1"; sh -c "$1"; }
 
 rm -rf "$out"
 mkdir -p "$out"
@@ -23,7 +25,7 @@ run nf-mkckpt --seed 7 --layers 2 ckpt
 ls -l ckpt
 
 step "2. import it: a manifest with the architecture's logical names, config and frontend resources"
-run sh -c 'ninfer-import ckpt > manifest.json'
+runsh 'ninfer-import ckpt > manifest.json'
 printf 'manifest: %s objects, %s uses\n' "$(grep -c '"kind"' manifest.json)" "$(grep -c '"parameter"' manifest.json)"
 
 step "3. pack it into one artifact (digests of every object in metadata.integrity)"
@@ -36,10 +38,10 @@ run ninfer-cat --files shards/model.ninfer
 
 step "5. verify the parts: headers, lengths, fill, every object digest; bind the logical names"
 run ninfer-verify shards/model.ninfer
-run sh -c 'ninfer-verify --sums shards/model.ninfer > shards/SHA256SUMS'
+runsh 'ninfer-verify --sums shards/model.ninfer > shards/SHA256SUMS'
 (cd shards && run sha256sum -c SHA256SUMS)
 run ninfer-bind --check shards/model.ninfer
-run sh -c 'ninfer-bind shards/model.ninfer | head -4'
+runsh 'ninfer-bind shards/model.ninfer | head -4'
 
 step "6. read every tensor back from the parts: byte-identical to the checkpoint's"
 n=0
@@ -51,18 +53,18 @@ while IFS=$'\t' read -r id off len; do
     n=$((n + 1))
 done < <(nf-st2manifest --list ckpt)
 echo "$n tensors identical to their bytes in ckpt/model.safetensors"
-run sh -c 'ninfer-cat --resource tokenizer_config.json shards/model.ninfer | cmp - ckpt/tokenizer_config.json'
+runsh 'ninfer-cat --resource tokenizer_config.json shards/model.ninfer | cmp - ckpt/tokenizer_config.json'
 echo "tokenizer_config.json: identical"
 
 step "7. merge back through a zstd stream, and verify it on the way"
-run sh -c 'ninfer-cat --zstd shards/model.ninfer | ninfer-split -q -o merged.ninfer -'
+runsh 'ninfer-cat --zstd shards/model.ninfer | ninfer-split -q -o merged.ninfer -'
 run ninfer-verify merged.ninfer
 cmp <(ninfer-cat --range 0:$(ninfer-cat --files merged.ninfer | sed -n 's/.*"payload_bytes": \([0-9]*\).*/\1/p' | head -1) merged.ninfer) \
     <(ninfer-cat --range 0:$(ninfer-cat --files merged.ninfer | sed -n 's/.*"payload_bytes": \([0-9]*\).*/\1/p' | head -1) model.ninfer)
 echo "merged payload identical to the original"
 
 step "8. quantize (q4 MLPs, q8 attention, fp8 head), pack, and run every projection on the CPU"
-run sh -c "ninfer-quant 'text/layers/*/mlp/*=q4_g64_fp16' 'text/layers/*/attention/*=q8_g32_fp16' \\
+runsh "ninfer-quant 'text/layers/*/mlp/*=q4_g64_fp16' 'text/layers/*/attention/*=q8_g32_fp16' \\
     'text/head=fp8_e4m3fn_row_bf16' < manifest.json > quantized.json"
 run ninfer-pack -q --report -o quantized.ninfer quantized.json
 run ninfer-verify --deep quantized.ninfer

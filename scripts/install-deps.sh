@@ -1,15 +1,21 @@
 #!/bin/sh
 # install-deps.sh — install the Debian packages ninfer needs to build and test.
 #   scripts/install-deps.sh                 install what is missing (root or sudo)
-#   scripts/install-deps.sh --check         exit 1 listing what is missing and
-#       the command that installs it (what `make` runs: building never installs)
+#   scripts/install-deps.sh --check         exit 1 listing the build packages
+#       that are missing and the command that installs them (what `make`
+#       runs: building never installs, and needs no test tools)
 #   scripts/install-deps.sh --check-or-install
 #       what `make test`, `make demo` and `make fuzz` run: nothing to do when
 #       all is there; else install when we are root or sudo works without a
 #       password; else stop with the exact command to run.
 set -u
-PKGS="build-essential pkg-config libjson-c-dev libzstd-dev libssl-dev bats zstd openssl time"
+# what building needs; what the tests need besides (bats, the zstd and
+# openssl commands, /usr/bin/time)
+BUILD_PKGS="build-essential pkg-config libjson-c-dev libzstd-dev libssl-dev"
+TEST_PKGS="bats zstd openssl time"
 mode=${1:-install}
+# `make` (--check) builds only: it asks for the build packages alone
+if [ "$mode" = --check ]; then PKGS=$BUILD_PKGS; else PKGS="$BUILD_PKGS $TEST_PKGS"; fi
 
 missing=""
 for p in $PKGS; do
@@ -23,7 +29,7 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
     for h in json-c/json.h zstd.h openssl/evp.h; do
         printf '#include <%s>\n' "$h" | ${CC:-cc} -E -x c - >/dev/null 2>&1 || missing="$missing $h"
     done
-    command -v bats >/dev/null 2>&1 || missing="$missing bats"
+    [ "$mode" = --check ] || command -v bats >/dev/null 2>&1 || missing="$missing bats"
     if [ -n "$missing" ]; then
         echo "ninfer: missing:$missing (install json-c, zstd, OpenSSL and bats-core development packages)" >&2
         exit 1

@@ -83,3 +83,19 @@ load helper
     run -2 --separate-stderr ninfer-cat --range "$(printf '5:\033[2J')" x
     [ "$stderr" = "ninfer-cat: usage: bad --range '5:\\x1b[2J' (see 'ninfer-cat --help')" ]
 }
+
+@test "newcomer mistakes name the next step: a checkpoint directory to pack, a manifest as a quant rule, the artifact taken as --object's ID" {
+    nf-mkckpt ck > /dev/null
+    run -3 --separate-stderr ninfer-pack -o x.ninfer ck
+    [ "$stderr" = "ninfer-pack: ck: io: is a directory, not a manifest (a checkpoint? ninfer-import makes its manifest)" ]
+    [ ! -e x.ninfer ]
+    ninfer-import -q ck > m.json
+    run -2 --separate-stderr ninfer-quant m.json
+    [ "$stderr" = "ninfer-quant: usage: rule \"m.json\" is not GLOB=FORMAT[:LAYOUT][,divisors=N][,policy=P] (it names a file: read a manifest with -i FILE or < FILE)" ]
+    # a rule that names no file keeps the plain message
+    run -2 --separate-stderr ninfer-quant -i m.json nosuchrule
+    [ "$stderr" = "ninfer-quant: usage: rule \"nosuchrule\" is not GLOB=FORMAT[:LAYOUT][,divisors=N][,policy=P]" ]
+    ninfer-pack -q -o a.ninfer m.json
+    run -2 --separate-stderr ninfer-cat --object a.ninfer
+    [ "$stderr" = "ninfer-cat: usage: no artifact given ('a.ninfer' was taken as the selector's argument) (see 'ninfer-cat --help')" ]
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 bool nf_parse_u64(const char *s, uint64_t *out)
 {
@@ -171,4 +172,11 @@ char *nf_text_take(nf_text *t, size_t *len)
         *len = p ? t->n : 0;
     *t = (nf_text){0};
     return p;
+}
+
+double nf_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -101,6 +101,9 @@ char *nf_path_join(const char *dir, const char *name);
  * not n (the name cannot be written down exactly). */
 size_t nf_utf8_invalid_at(const char *s, size_t n);
 
+/* Seconds on the monotonic clock (CLOCK_MONOTONIC), for durations. */
+double nf_now(void);
+
 /* A growing NUL-terminated text (the library builds text; its callers
  * write it). Start from {0}. After an allocation failure `oom` is set and
  * nothing more is appended. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nf_artifact.h"
 #include "nf_json.h"
@@ -82,7 +83,10 @@ int nf_quant_rule_parse(const char *text, nf_quant_rules *rules, nf_diags *d)
     /* the glob may hold '='? no: names never do; split at the first '=' */
     eq = strchr(text, '=');
     if (!eq || eq == text) {
-        nf_diag_add(d, NF_C_USAGE, "", "rule \"%s\" is not GLOB=FORMAT[:LAYOUT][,divisors=N][,policy=P]", text);
+        /* a newcomer's `ninfer-quant manifest.json`: a file, not a rule */
+        bool file = !eq && access(text, F_OK) == 0;
+        nf_diag_add(d, NF_C_USAGE, "", "rule \"%s\" is not GLOB=FORMAT[:LAYOUT][,divisors=N][,policy=P]%s",
+                    text, file ? " (it names a file: read a manifest with -i FILE or < FILE)" : "");
         return -1;
     }
     r.match = strndup(text, (size_t)(eq - text));
