@@ -23,6 +23,18 @@ stage() {
     ! nm "$NF_STAGE/lib/libninfer.a" 2> /dev/null | grep -q ' T nf_usage_error$'
 }
 
+@test "the installed library links on its own: nothing in it needs a symbol of the front end" {
+    stage
+    local cli="$NF_TOOLS/../libninfer-cli.a"
+    [ -f "$cli" ] || skip "no front-end archive next to the tools ($cli)"
+    local defined needed both
+    defined=$(nm -g --defined-only "$cli" 2> /dev/null | awk 'NF == 3 { print $3 }' | sort -u)
+    needed=$(nm -g --undefined-only "$NF_STAGE/lib/libninfer.a" 2> /dev/null | awk '{ print $NF }' | sort -u)
+    [ -n "$defined" ] && [ -n "$needed" ]
+    both=$(comm -12 <(echo "$defined") <(echo "$needed"))
+    [ -z "$both" ] || { echo "libninfer.a needs front-end symbols:"; echo "$both"; return 1; }
+}
+
 # build tests/lib/nf-verify-example.c from the staged install alone
 build_example() {
     stage
