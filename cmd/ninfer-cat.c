@@ -249,7 +249,7 @@ static int run(nf_operand *op)
         return range_out(a, c->objects[i].offset, c->objects[i].bytes);
     }
     case S_RESOURCE: {
-        const char *comp = opt.component ? opt.component : "text";
+        const char *comp = opt.component ? opt.component : NF_TEXT_COMPONENT;
         for (size_t i = 0; i < c->n_components; i++) {
             if (strcmp(c->components[i].id, comp) != 0)
                 continue;
