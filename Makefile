@@ -131,9 +131,9 @@ $(CLI): $(CLI_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# commands, tools and tests link the front end before the library (and
-# after it, while library objects still call into the front end)
-LINK_LIBS = $(CLI) $(LIB) $(CLI) $(NF_LIBS)
+# commands, tools and tests link the front end before the library (which
+# needs nothing of it: tests/library.bats checks)
+LINK_LIBS = $(CLI) $(LIB) $(NF_LIBS)
 
 $(BIN)/%: $(BUILD)/cmd/%.o $(LIB) $(CLI)
 	@mkdir -p $(dir $@)
