@@ -185,6 +185,11 @@ packs() {
     scales_manifest q4_g64_fp16 row_split_k128_v1 1 128 '(k - 63.5) * 1e-30'
     packs q4_g64_fp16 0 2 2
     [[ "$row" == *$'\t'"0.000"$'\t'0$'\t'2 ]]
+    # q2: a negative largest element rounds the scale to 0 too: stored +0.0 (DESIGN 7.4)
+    scales_manifest q2_g64_fp16 row_split_k128_v1 1 64 '(k == 3 ? -5e-30 : 1e-31)'
+    packs q2_g64_fp16 0 1 1
+    # the scales plane ends the object: group 0's scale, then the padding group's
+    [ "$(ninfer-cat --object w w.ninfer | tail -c 4 | od -An -tx1 | tr -d ' ')" = 00000000 ]
     # one 1e9 outlier in the first group of a row of ordinary weights
     scales_manifest q4_g64_fp16 row_split_k128_v1 1 128 '(k == 5 ? 1e9 : (k % 7 - 3) * 0.01)'
     packs q4_g64_fp16 1 0 2

@@ -792,8 +792,10 @@ static uint16_t q_group(nf_format f, const qrange *q, const float *x,
         st->scales_saturated++;
     uint16_t sb = q_group_(q, x, n, absmax_only, codes, &st->sse, &st->saturated, m,
                            q_scale(ideal));
-    if ((sb & 0x7fffu) == 0)
+    if ((sb & 0x7fffu) == 0) { /* DESIGN 7.4: +0.0 with zero codes (q2's m < 0 gave -0.0) */
         st->scales_zeroed++;
+        sb = 0x0000;
+    }
     return sb;
 }
 
