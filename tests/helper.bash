@@ -251,9 +251,11 @@ json_field() {
         sed "s/^\"$1\": *//; s/^\"//; s/\"\$//"
 }
 
-# no_temporaries DIR — no writer temporaries (.*.tmp-*) left in DIR.
+# no_temporaries DIR — no writer temporaries (.*.tmp-*) left in DIR (a DIR
+# that is gone holds none: a failed writer removes the directories it made).
 no_temporaries() {
     local left
+    [ -e "${1:-.}" ] || return 0
     left=$(find "${1:-.}" -maxdepth 1 -name '.*tmp*' -print)
     if [ -n "$left" ]; then
         echo "temporaries left behind:" >&2

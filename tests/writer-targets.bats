@@ -184,3 +184,21 @@ fifo_read() {
     [[ "$output" == *'"json_bytes": 65536'* ]]
     run -0 --separate-stderr ninfer-verify y.ninfer
 }
+
+@test "a writer that fails removes the directories it made for the output, and only those (red-team E28)" {
+    ninfer-cat a.ninfer > s.ninfer
+    head -c $(($(nf_size s.ninfer) - 100)) s.ninfer > cut.ninfer
+    mkdir keep
+    local before
+    before=$(nf_snapshot .)
+    run -1 --separate-stderr ninfer-split -o new/a/b/x.ninfer - < cut.ninfer
+    expect_only_codes length
+    run -1 --separate-stderr ninfer-split --max-file-bytes 8K -o keep/sub/x.ninfer - < cut.ninfer
+    expect_only_codes length
+    [ ! -e new ] && [ ! -e keep/sub ] && [ -d keep ]
+    [ "$(find . -type d | sort)" = "$(printf '.\n./ck\n./keep')" ]
+    expect_unchanged "$before"
+    # a success keeps the directories it made
+    run -0 --separate-stderr ninfer-split -q -o new/a/x.ninfer - < s.ninfer
+    [ -f new/a/x.ninfer ]
+}

@@ -237,6 +237,10 @@ struct nf_writer {
     ino_t entry_ino;
     bool have_old;        /* the replaced entry could be read */
     unsigned char old_id[16];
+    char *made_dir;       /* the shallowest directory this writer made (NULL:
+                             none): removed with the others if still empty
+                             when nothing is published */
+    bool published;
     char **old_parts;     /* its parts (paths) and their indices */
     uint64_t *old_index;
     size_t n_old_parts;
@@ -352,6 +356,8 @@ static void cache_close_all(nf_writer *w)
         }
 }
 
+static void remove_made(const char *dir, char *made);
+
 static void writer_free(nf_writer *w)
 {
     if (!w)
@@ -371,6 +377,10 @@ static void writer_free(nf_writer *w)
     if (w->slot >= 0)
         g_writers[w->slot] = NULL;
     sigprocmask(SIG_SETMASK, &old, NULL);
+    if (!w->published && w->dir)
+        remove_made(w->dir, w->made_dir);
+    else
+        free(w->made_dir);
     for (size_t i = 0; w->final && i < w->n_files; i++)
         free(w->final[i]);
     for (size_t i = 0; i < w->n_old_parts; i++)
@@ -390,24 +400,56 @@ static void writer_free(nf_writer *w)
 
 void nf_writer_abort(nf_writer *w) { writer_free(w); }
 
-static int mkdir_p(const char *dir)
+/* Make dir and its missing parents; *made (when not NULL) gets the
+ * shallowest directory this call created (malloc'ed; NULL: none), for
+ * remove_made. Returns 0 or -1 with errno. */
+static int mkdir_p(const char *dir, char **made)
 {
     char *p = strdup(dir);
+    if (made)
+        *made = NULL;
     if (!p)
         return -1;
-    for (char *q = p + 1; *q; q++) {
-        if (*q != '/')
+    for (char *q = p + 1;; q++) {
+        if (*q && *q != '/')
             continue;
+        char c = *q;
         *q = 0;
-        if (mkdir(p, 0777) < 0 && errno != EEXIST) {
+        if (mkdir(p, 0777) == 0) {
+            if (made && !*made)
+                *made = strdup(p);
+        } else if (errno != EEXIST) {
+            int e = errno;
+            *q = c;
             free(p);
+            errno = e;
             return -1;
         }
-        *q = '/';
+        *q = c;
+        if (!c)
+            break;
     }
-    int rc = mkdir(p, 0777) < 0 && errno != EEXIST ? -1 : 0;
     free(p);
-    return rc;
+    return 0;
+}
+
+/* After a failure: remove the directories mkdir_p made for dir (made is
+ * the shallowest), deepest first, as long as they are empty (DESIGN 3:
+ * nothing of a failed writer's own is left; red-team E28). Frees made. */
+static void remove_made(const char *dir, char *made)
+{
+    if (!made)
+        return;
+    char *p = strdup(dir);
+    size_t ml = strlen(made);
+    while (p && strlen(p) >= ml && strncmp(p, made, ml) == 0 && rmdir(p) == 0) {
+        char *slash = strrchr(p, '/');
+        if (!slash || strlen(p) == ml)
+            break;
+        *slash = 0;
+    }
+    free(p);
+    free(made);
 }
 
 /* A temporary's name: ".<base>.tmp-<pid>-XXXXXX" (mkstemp's six). Returns the
@@ -839,7 +881,7 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
     /* like `install -D`: a missing output directory is made (DESIGN 1 writes
      * shards/m.ninfer straight away) */
     struct stat st;
-    if (stat(w->dir, &st) < 0 && errno == ENOENT && mkdir_p(w->dir) < 0) {
+    if (stat(w->dir, &st) < 0 && errno == ENOENT && mkdir_p(w->dir, &w->made_dir) < 0) {
         nf_diag_addf(d, NF_C_IO, target, "", "cannot create directory %s: %s", w->dir,
                      strerror(errno));
         writer_free(w);
@@ -1316,6 +1358,7 @@ static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned ch
         if (w->o.sync)
             fsync_dir(w->dir);
         remove_surplus(w);
+        w->published = true;
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (lock >= 0)
@@ -1473,6 +1516,7 @@ int nf_write_file(const char *path, const void *buf, size_t n, bool force,
     }
     char *dir = nf_dirname_dup(real);
     char *tmp = NULL;
+    char *made = NULL; /* directories made here */
     int rc = 0, fd = -1;
     sigset_t old;
     struct stat st;
@@ -1480,7 +1524,7 @@ int nf_write_file(const char *path, const void *buf, size_t n, bool force,
         rc = -ENOMEM;
         goto out;
     }
-    if (stat(dir, &st) < 0 && errno == ENOENT && mkdir_p(dir) < 0) {
+    if (stat(dir, &st) < 0 && errno == ENOENT && mkdir_p(dir, &made) < 0) {
         nf_diag_addf(d, NF_C_IO, path, "", "cannot create directory %s: %s", dir,
                      strerror(errno));
         free(dir);
@@ -1511,6 +1555,10 @@ out:
         sigprocmask(SIG_SETMASK, &old, NULL);
         free(tmp);
     }
+    if (rc && dir)
+        remove_made(dir, made); /* nothing of ours left: not even the directories */
+    else
+        free(made);
     free(dir);
     free(real);
     return rc ? -1 : 0;
