@@ -232,6 +232,42 @@ T5P static void scatter_block512(const int32_t *Q, unsigned n, unsigned nv, unsi
 }
 #endif
 
+/* Scatter the integer activations Q (and the block scales Db) into the
+ * kernel's order, lane by lane: lane ln of chunk c holds columns
+ * c*B + 4*nv*ln + t, t < 4*nv, column t at vector t % nv, byte 4*ln + t / nv;
+ * with the lane's bias correction and scale (the portable path). */
+static void scatter_scalar(xint *X, const int32_t *Q, const float *Db, const ifmt *F, uint64_t K,
+                           unsigned W)
+{
+    unsigned nv = X->nv, sh = nv == 1 ? 0 : nv == 2 ? 1 : 2, L = X->L, per = 4 * nv;
+    float half = F->half_unit ? 0.5f : 1.0f;
+    for (uint64_t c = 0, k0 = 0; k0 < K; c++, k0 += X->B) {
+        int8_t *qc = X->q + c * L * X->B;
+        for (unsigned ln = 0; ln < X->lanes; ln++) {
+            uint64_t kl = k0 + (uint64_t)per * ln;
+            if (kl >= K)
+                break;
+            unsigned n = K - kl < per ? (unsigned)(K - kl) : per;
+            int32_t sum = 0;
+            for (unsigned t = 0; t < n; t++) {
+                int32_t qq = Q[kl + t];
+                unsigned pos = (t & (nv - 1)) * W + 4 * ln + (t >> sh);
+                sum += qq;
+                if (L == 1) {
+                    qc[pos] = (int8_t)qq;
+                } else {
+                    int32_t m = qq < 0 ? -qq : qq, sg = qq < 0 ? -1 : 1;
+                    qc[pos] = (int8_t)(sg * (m >> 14));
+                    qc[pos + nv * W] = (int8_t)(sg * ((m >> 7) & 127));
+                    qc[pos + 2 * nv * W] = (int8_t)(sg * (m & 127));
+                }
+            }
+            X->corr[c * X->lanes + ln] = -F->bias * sum;
+            X->D[c * X->lanes + ln] = Db[kl / 16] * half;
+        }
+    }
+}
+
 /* Build the limbs of x for a format of F, vectors of W bytes, over
  * columns [0, Kc) of the encoded rows (Kc = the padded width). Returns 0,
  * 1 (too many residuals: decline) or ENOMEM. */
@@ -372,36 +408,7 @@ static int xint_build(xint *X, const uint16_t *x, uint64_t K, uint64_t Kc, nf_ac
         goto out;
     }
 #endif
-    /* scatter into the kernel's order, lane by lane: lane ln of chunk c
-     * holds columns c*B + 4*nv*ln + t, t < 4*nv, column t at vector t % nv,
-     * byte 4*ln + t / nv */
-    unsigned nv = X->nv, sh = nv == 1 ? 0 : nv == 2 ? 1 : 2, L = X->L, per = 4 * nv;
-    float half = F->half_unit ? 0.5f : 1.0f;
-    for (uint64_t c = 0, k0 = 0; k0 < K; c++, k0 += X->B) {
-        int8_t *qc = X->q + c * L * X->B;
-        for (unsigned ln = 0; ln < X->lanes; ln++) {
-            uint64_t kl = k0 + (uint64_t)per * ln;
-            if (kl >= K)
-                break;
-            unsigned n = K - kl < per ? (unsigned)(K - kl) : per;
-            int32_t sum = 0;
-            for (unsigned t = 0; t < n; t++) {
-                int32_t qq = Q[kl + t];
-                unsigned pos = (t & (nv - 1)) * W + 4 * ln + (t >> sh);
-                sum += qq;
-                if (L == 1) {
-                    qc[pos] = (int8_t)qq;
-                } else {
-                    int32_t m = qq < 0 ? -qq : qq, sg = qq < 0 ? -1 : 1;
-                    qc[pos] = (int8_t)(sg * (m >> 14));
-                    qc[pos + nv * W] = (int8_t)(sg * ((m >> 7) & 127));
-                    qc[pos + 2 * nv * W] = (int8_t)(sg * (m & 127));
-                }
-            }
-            X->corr[c * X->lanes + ln] = -F->bias * sum;
-            X->D[c * X->lanes + ln] = Db[kl / 16] * half;
-        }
-    }
+    scatter_scalar(X, Q, Db, F, K, W);
 #undef RESID
 out:
     free(Q);
