@@ -53,7 +53,8 @@ static int seg_copy(void *vc, size_t file, int fd, uint64_t foff, uint64_t roff,
     return rc ? -1 : 0;
 }
 
-/* a stream: read in order to off+len, writing from off */
+/* a stream: read in order to end, writing [off, end) to out (NULL with
+ * off == end: read only) */
 static int stream_range(nf_artifact *a, uint64_t off, uint64_t end, nf_output *out,
                         int *out_err, nf_diags *d)
 {
@@ -139,22 +140,10 @@ int nf_stream_drain(nf_artifact *a, nf_diags *d)
 {
     if (!nf_artifact_is_stream(a))
         return 0;
-    const nf_catalog *c = nf_artifact_catalog(a);
-    unsigned char *buf = malloc(1 << 20);
-    if (!buf) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    /* read to the end writing nothing (a range that starts at the end) */
+    uint64_t end = nf_artifact_catalog(a)->payload_bytes;
+    int out_err = 0;
+    if (stream_range(a, end, end, NULL, &out_err, d) < 0)
         return -1;
-    }
-    int rc = 0;
-    while (rc == 0 && nf_artifact_stream_pos(a) < c->payload_bytes) {
-        uint64_t left = c->payload_bytes - nf_artifact_stream_pos(a);
-        size_t k = left > (1u << 20) ? (1u << 20) : (size_t)left;
-        ssize_t r = nf_artifact_stream_read(a, buf, k, d);
-        if (r < 0 || (size_t)r != k)
-            rc = -1;
-    }
-    free(buf);
-    if (rc == 0 && nf_artifact_stream_finish(a, d) < 0)
-        rc = -1;
-    return rc;
+    return nf_artifact_stream_finish(a, d) < 0 ? -1 : 0;
 }
