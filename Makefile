@@ -168,11 +168,15 @@ $(BUILD)/tests/unit/%.o: tests/unit/%.c
 	$(Q)$(CC) $(NF_CFLAGS) -Itests/unit $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 # `make test` builds everything and runs every C unit test and bats suite;
-# the last line is "N passed, N failed[, N skipped]".
+# the last line is "N passed, N failed[, N skipped]". While working on one
+# part, `make test T="ninfer-cat writer-race" U=t_catalog` runs only those
+# suites (tests/NAME.bats) and unit tests (tests/unit/NAME.c).
+RUN_SUITES := $(if $(T)$(U),$(addprefix tests/,$(addsuffix .bats,$(T))),$(sort $(wildcard tests/*.bats)))
+RUN_UNITS  := $(if $(T)$(U),$(addprefix $(BUILD)/tests/,$(U)),$(UNITS))
 test: all $(UNITS) $(TOOLS) $(SHIMS) $(STAGE)/.installed
 	$(Q)NF_BIN=$(abspath $(BIN)) NF_TOOLS=$(abspath $(BUILD)/tools) NF_SANITIZE=$(filter 1,$(SANITIZE)) \
 	  NF_STAGE=$(abspath $(STAGE))/ninfer \
-	  scripts/run-tests.sh $(UNITS) -- $(sort $(wildcard tests/*.bats))
+	  scripts/run-tests.sh $(RUN_UNITS) -- $(RUN_SUITES)
 
 # A `make install` staged under $(BUILD)/stage (PREFIX=/ninfer) for
 # tests/library.bats: a program built from the installed headers alone.
@@ -217,14 +221,12 @@ uninstall:
 
 # `make fuzz`: the libFuzzer harnesses tests/fuzz/fuzz_*.c, built by clang
 # with ASan and UBSan into build/fuzz (library objects too, so the normal
-# build is untouched); scripts/fuzz.sh SECONDS runs them. fuzz_gguf waits for
-# common/convert/nf_gguf.c.
+# build is untouched); scripts/fuzz.sh SECONDS runs them.
 FUZZ_CC    ?= clang
 FUZZ_BUILD := build/fuzz
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread $(NF_INC) -Itests/fuzz -g -O1 \
   -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -MMD -MP
-FUZZ_SRC   := $(filter-out $(if $(wildcard common/convert/nf_gguf.c),,tests/fuzz/fuzz_gguf.c), \
-  $(sort $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_SRC   := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
 FUZZ_OBJ   := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(LIB_SRC) $(CLI_SRC))
 

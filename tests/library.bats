@@ -99,3 +99,32 @@ same_as_verify() {
         grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)' || true)
     [ -z "$hits" ] || { echo "$hits"; return 1; }
 }
+
+@test "the library's folders are layers: each includes only its own headers and those of the layers below" {
+    # base < json < codec < ckpt (checkpoint file readers) < container <
+    # model (binder, arch/, run) < convert (import, quant); cli/ and cmd/
+    # sit above them all and no library file includes theirs.
+    cd "$REPO"
+    declare -A rank=([base]=0 [json]=1 [codec]=2 [ckpt]=3 [container]=4 [model]=5 [convert]=6)
+    declare -A home
+    local h f d inc hd bad=""
+    for d in common/*/; do
+        d=$(basename "$d")
+        [ -n "${rank[$d]:-}" ] || bad+="common/$d has no layer; "
+    done
+    for h in common/*/*.h common/*/*.inc common/model/arch/*.h; do
+        home[$(basename "$h")]=$(echo "$h" | cut -d/ -f2)
+    done
+    for f in common/*/*.[ch] common/*/*.inc common/model/arch/*.[ch]; do
+        d=$(echo "$f" | cut -d/ -f2)
+        for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+            hd=${home[$(basename "$inc")]:-}
+            if [ -z "$hd" ]; then
+                bad+="$f includes $inc, which is not the library's; "
+            elif [ "${rank[$hd]}" -gt "${rank[$d]}" ]; then
+                bad+="$f ($d) includes $inc ($hd); "
+            fi
+        done
+    done
+    [ -z "$bad" ] || { echo "$bad"; return 1; }
+}

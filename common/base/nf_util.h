@@ -16,6 +16,10 @@
 extern "C" {
 #endif
 
+/* Progress of long work: `done` of `total` bytes (called from one thread,
+ * often: rate-limit in the callback). */
+typedef void (*nf_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
 #define NF_VERSION "0.1.0"
 
 /* *r = a + b. Returns false (and leaves *r unspecified) on U64 overflow. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nf_digest.h"
+#include "nf_objhash.h"
 #include "nf_util.h"
 #include "nf_writer.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "nf_codec.h"
-#include "nf_digest.h"
+#include "nf_objhash.h"
 #include "nf_layout.h"
 #include "nf_select.h"
 

@@ -13,7 +13,7 @@
 
 #include "nf_artifact.h"
 #include "nf_diag.h"
-#include "nf_digest.h" /* nf_progress_fn */
+#include "nf_util.h" /* nf_progress_fn */
 
 #ifdef __cplusplus
 extern "C" {

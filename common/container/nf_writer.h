@@ -51,6 +51,7 @@
 #include "nf_catalog.h"
 #include "nf_diag.h"
 #include "nf_io.h"
+#include "nf_util.h" /* nf_progress_fn */
 
 #ifdef __cplusplus
 extern "C" {
@@ -101,10 +102,6 @@ void nf_plan_free(nf_plan *plan);
 
 /* Serialize the files table as the catalog shows it (for --dry-run). */
 char *nf_plan_files_json(const nf_plan *plan, bool pretty);
-
-/* Progress of a long write: `done` of `total` payload bytes (called from
- * the writing thread, often: rate-limit in the callback). */
-typedef void (*nf_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 /* Where and how nf_split and nf_pack write a whole artifact (DESIGN 3, 4). */
 typedef struct {

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nf_cli.h"
 #include "nf_binder.h"
 #include "nf_codec.h"
 #include "nf_device.h"

@@ -25,12 +25,7 @@
 #include "../fuzz/fuzz_catalog.c"
 #include "../fuzz/fuzz_reader.c"
 #include "../fuzz/fuzz_safetensors.c"
-#if defined(__has_include)
-#if __has_include("../../common/convert/nf_gguf.c") && __has_include("../fuzz/fuzz_gguf.c")
 #include "../fuzz/fuzz_gguf.c"
-#define NF_HAVE_GGUF_FUZZ 1
-#endif
-#endif
 
 typedef int (*fuzz_fn)(const uint8_t *, size_t);
 
@@ -41,9 +36,7 @@ static const struct {
     {"reader-", nf_fuzz_reader_one},
     {"catalog-", nf_fuzz_catalog_one},
     {"safetensors-", nf_fuzz_safetensors_one},
-#ifdef NF_HAVE_GGUF_FUZZ
     {"gguf-", nf_fuzz_gguf_one},
-#endif
 };
 
 static int cmp_names(const void *a, const void *b)
