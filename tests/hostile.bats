@@ -262,12 +262,34 @@ small_prefix="$obj_prefix"', "bindings": {}, "uses": [], "files": [{"path": null
     all_readers 1 duplicate-member a.ninfer
 }
 
-@test "metadata member names with U+0000 -> schema (1), without overflow" {
-    # json-c keeps one of "a\u0000b", "a\u0000c": the reader must not trust
-    # its count, and cannot write such names back, so it refuses them
+@test "member names with U+0000 anywhere (metadata, config, roles, records) -> schema (1) at the name" {
+    # json-c keys are C strings: "a\u0000b" and "a\u0000c" would both be "a",
+    # and the binder would read "hidden_size\u0000x" as hidden_size (two
+    # readings of one catalog); the scanner refuses every such name
     NF_EXTRA=', "metadata": {"a\u0000b": 1, "a\u0000c": 2, "a\u0000d": 3}' nf_make a.ninfer
     all_readers 1 schema a.ninfer
-    grep -qF 'metadata member name must not contain U+0000' <<< "$stderr"
+    [[ "$stderr" == *": /metadata/a?b: schema: member name \"a\\u0000b\" at byte "*" holds U+0000, which no member name may hold" ]]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    local case
+    for case in \
+        '/components/text/config/hidden_size?x|{"text": {"config": {"architectures": ["LlamaForCausalLM"], "hidden_size\u0000x": 4}, "resources": {"tokenizer.json": "r.tok"}}}' \
+        '/components/text/resources/tokenizer.json?|{"text": {"config": {}, "resources": {"tokenizer.json\u0000": "r.tok"}}}' \
+        '/components/te?xt|{"te\u0000xt": {"config": {}}}'; do
+        rm -rf a.ninfer* out
+        NF_COMPONENTS=${case#*|} nf_make a.ninfer
+        all_readers 1 schema a.ninfer
+        [[ "$stderr" == *": ${case%%|*}: schema: member name "*" holds U+0000, which no member name may hold" ]]
+        run -1 --separate-stderr ninfer-bind --check a.ninfer
+        [[ "$stderr" == *": ${case%%|*}: schema: "* ]]
+    done
+    rm -rf a.ninfer* out
+    catalog_sed a.ninfer 's/"offset": 0,/"offs\\u0000et": 0, "offset": 0,/'
+    all_readers 1 schema a.ninfer
+    [[ "$stderr" == *": /objects/0/offs?et: schema: "* ]]
+    # an escaped backslash before "u0000" is no U+0000
+    rm -rf a.ninfer* out
+    NF_EXTRA=', "metadata": {"a\\\\u0000b": 1}' nf_make a.ninfer
+    run -0 --separate-stderr ninfer-verify a.ninfer
 }
 
 # st_file FILE HEADER — a safetensors file: 8-byte length, HEADER, 32 data bytes
@@ -287,7 +309,7 @@ st_file() {
 E
     run -1 --separate-stderr ninfer-pack -q -o o.ninfer m.json
     expect_code schema
-    [[ "$stderr" == *"a tensor name contains U+0000"* ]]
+    [[ "$stderr" == *"nul.safetensors: /x?a: schema: member name \"x\\u0000a\" at byte 1 holds U+0000"* ]]
     [ ! -e o.ninfer ]
     # __metadata__ is a string -> string map
     st_file meta.safetensors '{"__metadata__":{"format":1},"x":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}}'

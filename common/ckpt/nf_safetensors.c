@@ -67,7 +67,7 @@ typedef struct {
     bool root_seen;
     bool oom;
     /* the entry being read (depth 1 member) */
-    char *name;          /* as json-c keyed it: unescaped, cut at U+0000 */
+    char *name;          /* unescaped (the scanner refuses names with U+0000) */
     size_t name_cap;
     bool is_meta;        /* "__metadata__" */
     bool entry_obj;      /* its value is an object */
@@ -82,24 +82,10 @@ typedef struct {
     size_t shape_bad;    /* first element that is no U64 + 1, 0 none */
     bool offs_bad;
     size_t cap;
-    char *nul_ptr;       /* the first tensor name holding U+0000 (its pointer) */
     bool in_meta;        /* reading __metadata__'s members */
     char *mkey;          /* the __metadata__ member being read */
     size_t mkey_cap;
 } stscan;
-
-/* Does the raw (escaped) name text hold a \u0000? */
-static bool raw_has_nul(const char *p, size_t n)
-{
-    for (size_t i = 0; i + 1 < n; i++) {
-        if (p[i] != '\\')
-            continue;
-        if (p[i + 1] == 'u' && i + 6 <= n && memcmp(p + i + 2, "0000", 4) == 0)
-            return true;
-        i++;
-    }
-    return false;
-}
 
 /* __metadata__ is a string -> string map: a value of another type */
 static void st_meta_value(stscan *x, nf_jtype t)
@@ -124,7 +110,7 @@ static bool st_name(stscan *x, size_t start, size_t len, bool esc)
     size_t n = esc ? nf_junescape(x->text + start, len, x->name) : len;
     if (!esc)
         memcpy(x->name, x->text + start, len);
-    x->name[n] = 0; /* json-c's key: cut at a U+0000 */
+    x->name[n] = 0;
     return true;
 }
 
@@ -321,9 +307,6 @@ static int st_key(void *ctx, size_t start, size_t len, bool esc)
     if (x->skip)
         return 0;
     if (x->depth == 1) {
-        if (esc && !x->nul_ptr && raw_has_nul(x->text + start, len) &&
-            !(x->nul_ptr = nf_ptr_join("", x->text + start, len)))
-            return x->oom = true;
         return st_name(x, start, len, esc) ? 0 : (x->oom = true);
     }
     if (x->depth == 2 && x->in_meta) {
@@ -506,13 +489,6 @@ nf_safetensors *nf_safetensors_open(const char *path, nf_diags *d)
         nf_diags_free(&entries);
         goto fail;
     }
-    /* json-c cut member names at U+0000: "x\u0000a" and "x\u0000b" would
-     * both be tensor "x", and a lookup of "x" would find one of them */
-    if (x.nul_ptr) {
-        nf_diag_add(&local, NF_C_SCHEMA, x.nul_ptr, "a tensor name contains U+0000");
-        nf_diags_free(&entries);
-        goto fail;
-    }
     for (size_t i = 0; i < sr.n_bigint; i++)
         nf_diag_add(&local, NF_C_RANGE, sr.bigint_ptrs[i], "integer above 2^64-1");
     if (sr.n_bigint) {
@@ -547,7 +523,6 @@ nf_safetensors *nf_safetensors_open(const char *path, nf_diags *d)
         goto fail;
     nf_jscan_result_free(&sr);
     free(x.name);
-    free(x.nul_ptr);
     free(x.mkey);
     free(text);
     close(fd);
@@ -558,7 +533,6 @@ fail:
     nf_diags_free(&local);
     nf_jscan_result_free(&sr);
     free(x.name);
-    free(x.nul_ptr);
     free(x.mkey);
     free(text);
     if (fd >= 0)

@@ -129,12 +129,10 @@ enum {
 static const char *const field_names[F_COUNT_] = {
     "","id","kind","shape","format","layout","offset","bytes","divisors","source","encoding","path","payload_bytes","parameter","input","activation_policy","auxiliaries","object","parts","range","config","target","resources","proposal","domain","rows"};
 
-/* The field number of name s[0..n) as json-c keyed it (cut at a U+0000). */
+/* The field number of the unescaped name s[0..n) (the scanner refuses
+ * names with U+0000, so none is cut). */
 static uint16_t field_id(const char *s, size_t n)
 {
-    const char *z = memchr(s, 0, n);
-    if (z)
-        n = (size_t)(z - s);
     static const uint8_t len[F_COUNT_] = {0, 2, 4, 5, 6, 6, 6, 5, 8, 6, 8, 4, 13, 9, 5, 17, 11, 6, 5, 5, 6, 6, 9, 8, 6, 4};
     if (n == 0 || n > 17)
         return F_UNKNOWN;
@@ -281,8 +279,8 @@ static const char *tb_str(tbuild *t, const tnode *n, int k, size_t *len)
     return t->scratch[k];
 }
 
-/* A member name as json-c keyed it: unescaped and cut at a U+0000 (a C
- * string in scratch slot k). */
+/* A member name unescaped, as a C string in scratch slot k (names hold no
+ * U+0000: the scanner refuses them). */
 static const char *tb_name(tbuild *t, const tnode *n, int k)
 {
     size_t len;
@@ -553,8 +551,9 @@ static nf_jtype t_type(rctx *r, size_t i)
     return i == SIZE_MAX ? NF_J_NULL : (nf_jtype)TN(r, i)->type;
 }
 
-/* Member by field (json-c's view: the last of names equal up to a
- * U+0000), SIZE_MAX when absent or when o is not a materialized object. */
+/* Member by field (the last of equal names, as json-c keeps them; the
+ * scanner reports the repeat), SIZE_MAX when absent or when o is not a
+ * materialized object. */
 static size_t t_get(rctx *r, size_t o, uint16_t field)
 {
     if (o == SIZE_MAX || TN(r, o)->type != NF_J_OBJECT || (TN(r, o)->flags & TF_OPAQUE))
@@ -759,34 +758,6 @@ static bool t_u64(rctx *r, size_t i, const lp *ptr, const char *what, bool posit
     return true;
 }
 
-/* The first member name of object o (raw text) with U+0000 after
- * unescaping: its pointer under base (raw name text, as nf_jname_has_nul),
- * or NULL. */
-static bool raw_has_nul(const char *p, size_t n)
-{
-    for (size_t i = 0; i + 1 < n; i++) {
-        if (p[i] != '\\')
-            continue;
-        if (p[i + 1] == 'u' && i + 6 <= n && memcmp(p + i + 2, "0000", 4) == 0)
-            return true;
-        i++;
-    }
-    return false;
-}
-
-static char *t_nul_name(rctx *r, size_t o, const lp *base)
-{
-    size_t n = t_members(r, o);
-    for (size_t k = 0; k < n; k++) {
-        const tnode *nm = TN(r, t_mname(r, o, k));
-        if ((nm->flags & TF_ESC) && raw_has_nul(r->t->text + nm->a, (size_t)nm->b)) {
-            lp P = {base, r->t->text + nm->a, (size_t)nm->b, 0};
-            return lp_str(&P);
-        }
-    }
-    return NULL;
-}
-
 /* ---- components (spec 4.2, 9.1, 9.2) ---- */
 
 static void rec_resources(rctx *r, nf_component *comp, size_t v, const lp *ptr)
@@ -851,7 +822,7 @@ static void rec_proposal(rctx *r, nf_component *comp, size_t v, const lp *ptr)
     }
 }
 
-/* One member of /components: key is its (json-c) name. */
+/* One member of /components: key is its name, unescaped. */
 static void rec_component(rctx *r, const char *key, size_t m)
 {
     const uint32_t allowed = FM(F_CONFIG) | FM(F_TARGET) | FM(F_RESOURCES) | FM(F_PROPOSAL);
@@ -886,11 +857,6 @@ static void rec_component(rctx *r, const char *key, size_t m)
         size_t rs = t_get(r, m, F_RESOURCES);
         if (rs != SIZE_MAX) {
             Q = LPK(&P, "resources");
-            char *np = t_nul_name(r, rs, &Q);
-            if (np) {
-                diag_at(x, NF_C_SCHEMA, np, "resource role must not contain U+0000");
-                free(np);
-            }
             rec_resources(r, comp, rs, &Q);
         }
         size_t pr = t_get(r, m, F_PROPOSAL);
@@ -1370,7 +1336,7 @@ static void rec_file(rctx *r, files_state *fs, size_t i, size_t e)
 /* Diagnostics are kept by section and joined in the order the sections are
  * checked (as they always were), whatever order the text has them in. */
 enum {
-    D_ROOT, D_FILES, D_COMP_HEAD, D_COMPONENTS, D_OBJECTS, D_BIND_HEAD, D_BINDINGS, D_USES,
+    D_ROOT, D_FILES, D_COMPONENTS, D_OBJECTS, D_BINDINGS, D_USES,
     D_METADATA, D_PROVENANCE, D_POST, D_COUNT_
 };
 
@@ -1413,21 +1379,19 @@ typedef struct {
     size_t n_rec;             /* records of the section so far */
     size_t key_start, key_len; /* name of the current member (object sections) */
     bool key_esc;
-    bool nul_seen;            /* a U+0000 name was reported in this object */
     files_state fs;
     size_t cap_files, cap_comps, cap_binds, cap_uses;
     /* metadata */
     int mstate;
     bool m_integrity, m_name, int_obj, int_sha, sha_obj;
-    nf_diags m_name_d, m_nul_d, m_unk_d, m_sha_d;
+    nf_diags m_name_d, m_unk_d, m_sha_d;
     pend_digest *pend;
     size_t n_pend, cap_pend;
     char *scratch;
     size_t scap;
-    size_t scratch_len;       /* pass_name's bytes before the cut at U+0000 */
+    size_t scratch_len;       /* pass_name's bytes */
     /* member names the pass checks for duplicates itself (NF_JSCAN_OWN_NAMES:
      * /bindings, and metadata.integrity.sha256 once the objects are read) */
-    nf_strmap nul_names;      /* names holding U+0000, exactly */
     nf_strmap ghost_keys;     /* digest names that are no object, exactly */
     uint8_t *dig_seen;        /* a bit per object: its digest name was read */
     bool sha_own;
@@ -1438,7 +1402,7 @@ typedef struct {
 
 static void pass_diags_init(pass *s, nf_diags *d)
 {
-    nf_diags *all[] = {&s->m_name_d, &s->m_nul_d, &s->m_unk_d, &s->m_sha_d};
+    nf_diags *all[] = {&s->m_name_d, &s->m_unk_d, &s->m_sha_d};
     for (int i = 0; i < D_COUNT_; i++) {
         s->sd[i] = (nf_diags)NF_DIAGS_INIT;
         s->sd[i].file = d->file;
@@ -1456,14 +1420,12 @@ static void pass_free(pass *s)
     for (int i = 0; i < D_COUNT_; i++)
         nf_diags_free(&s->sd[i]);
     nf_diags_free(&s->m_name_d);
-    nf_diags_free(&s->m_nul_d);
     nf_diags_free(&s->m_unk_d);
     nf_diags_free(&s->m_sha_d);
     for (size_t i = 0; i < s->n_pend; i++)
         free(s->pend[i].id);
     free(s->pend);
     free(s->scratch);
-    nf_strmap_free(&s->nul_names);
     nf_strmap_free(&s->ghost_keys);
     free(s->dig_seen);
     tb_free(&s->t);
@@ -1492,8 +1454,8 @@ static int pass_oom(pass *s)
     return 1;
 }
 
-/* The unescaped member name at [start, start+len) cut at a U+0000 (the
- * name json-c would key it by), in s->scratch. */
+/* The unescaped member name at [start, start+len), in s->scratch (names
+ * hold no U+0000: the scanner refuses them). */
 static const char *pass_name(pass *s, size_t start, size_t len, bool esc)
 {
     if (!grow_vec((void **)&s->scratch, &s->scap, len + 1, 1))
@@ -1720,7 +1682,6 @@ static void meta_finish(pass *s)
 {
     nf_diags *d = &s->sd[D_METADATA];
     nf_diags_move(d, &s->m_name_d);
-    nf_diags_move(d, &s->m_nul_d);
     nf_diags_move(d, &s->m_unk_d);
     if (s->int_obj && !s->sha_obj)
         nf_diag_add(d, NF_C_INTEGRITY, "/metadata/integrity/sha256",
@@ -1729,9 +1690,7 @@ static void meta_finish(pass *s)
 }
 
 /* A /bindings member name: its record is made now and entered in the map,
- * which tells a repeated name (NF_JSCAN_DUPLICATE: the scanner reports it;
- * names with U+0000 are compared exactly in a set of their own, since the
- * record keeps the name cut there, as json-c did). */
+ * which tells a repeated name (NF_JSCAN_DUPLICATE: the scanner reports it). */
 static int binding_name(pass *s, size_t start, size_t len, bool esc)
 {
     nf_catalog *c = s->x.c;
@@ -1740,19 +1699,9 @@ static int binding_name(pass *s, size_t start, size_t len, bool esc)
     if (!name || !grow_vec((void **)&c->bindings, &s->cap_binds, c->n_bindings + 1,
                            sizeof *c->bindings))
         return pass_oom(s);
-    size_t full = s->scratch_len, cut = strlen(name);
-    if (cut != full) {
-        size_t prev = nf_strmap_add(&s->nul_names, s->scratch, full, c->n_bindings);
-        if (prev == SIZE_MAX - 1)
-            return pass_oom(s);
-        if (prev != SIZE_MAX) {
-            s->cur_dup = true;
-            return NF_JSCAN_DUPLICATE;
-        }
-    }
     nf_named_binding *nb = &c->bindings[c->n_bindings];
     memset(nb, 0, sizeof *nb);
-    nb->name = nf_arena_strndup(c->arena, name, cut);
+    nb->name = nf_arena_strndup(c->arena, name, s->scratch_len);
     nb->component = SIZE_MAX;
     nb->b.obj = SIZE_MAX;
     if (!nb->name)
@@ -1760,7 +1709,7 @@ static int binding_name(pass *s, size_t start, size_t len, bool esc)
     size_t prev = nf_catalog_index_add_binding(c, c->n_bindings);
     if (prev == SIZE_MAX - 1)
         return pass_oom(s);
-    if (prev != SIZE_MAX && cut == full) {
+    if (prev != SIZE_MAX) {
         s->cur_dup = true;
         return NF_JSCAN_DUPLICATE;
     }
@@ -1776,25 +1725,11 @@ static int digest_name(pass *s)
     s->dkey_obj = SIZE_MAX;
     const char *k = s->text + s->key_start;
     size_t n = s->key_len;
-    bool nul = false;
     if (s->key_esc) {
-        const char *id = pass_name(s, s->key_start, s->key_len, true);
-        if (!id)
+        if (!pass_name(s, s->key_start, s->key_len, true))
             return pass_oom(s);
         k = s->scratch;
         n = s->scratch_len;
-        nul = strlen(id) != n;
-    }
-    if (nul) {
-        /* json-c's name, cut at U+0000, finds the object; repeats are
-         * exact names */
-        size_t prev = nf_strmap_add(&s->nul_names, k, n, 0);
-        if (prev == SIZE_MAX - 1)
-            return pass_oom(s);
-        if (prev != SIZE_MAX)
-            return NF_JSCAN_DUPLICATE;
-        s->dkey_obj = nf_catalog_find(c, k);
-        return 0;
     }
     size_t oi = nf_catalog_index_find_object(c, k, n, &c->ix->hint_digest);
     if (oi == SIZE_MAX) {
@@ -1849,7 +1784,6 @@ static int ev_open(void *ctx, bool obj, size_t off)
         } else {
             s->sec_container = true;
             s->n_rec = 0;
-            s->nul_seen = false;
             if (s->sec == S_METADATA) {
                 s->x.c->has_metadata = true;
                 s->mstate = M_NONE;
@@ -2005,9 +1939,7 @@ static int ev_key(void *ctx, size_t start, size_t len, bool esc)
         if (!name)
             return pass_oom(s);
         s->sec = S_UNKNOWN;
-        /* exact names: "objects\u0000x" is no section (it is unknown) */
-        bool whole = strlen(name) == s->scratch_len;
-        for (int k = 1; whole && k < S_COUNT_; k++)
+        for (int k = 1; k < S_COUNT_; k++)
             if (!strcmp(name, sec_names[k]))
                 s->sec = k;
         if (s->sec != S_UNKNOWN && s->sec_done[s->sec]) {
@@ -2018,12 +1950,8 @@ static int ev_key(void *ctx, size_t start, size_t len, bool esc)
             s->sec = S_UNKNOWN;
         } else if (s->sec == S_UNKNOWN) {
             char *p = nf_ptr_join("", s->scratch, s->scratch_len);
-            if (whole)
-                nf_diag_add(&s->sd[D_ROOT], NF_C_SCHEMA, p,
-                            "unknown member \"%s\" in the catalog", name);
-            else
-                nf_diag_add(&s->sd[D_ROOT], NF_C_SCHEMA, p,
-                            "a catalog member name must not contain U+0000");
+            nf_diag_add(&s->sd[D_ROOT], NF_C_SCHEMA, p, "unknown member \"%s\" in the catalog",
+                        name);
             free(p);
         } else {
             s->sec_done[s->sec] = true;
@@ -2037,37 +1965,12 @@ static int ev_key(void *ctx, size_t start, size_t len, bool esc)
         s->key_start = start;
         s->key_len = len;
         s->key_esc = esc;
-        if (esc && !s->nul_seen && raw_has_nul(s->text + start, len)) {
-            s->nul_seen = true;
-            char *p = nf_ptr_join("/bindings", s->text + start, len);
-            nf_diag_add(&s->sd[D_BIND_HEAD], NF_C_SCHEMA, p, "%s must not contain U+0000",
-                        "parameter name");
-            free(p);
-        }
         return r;
     }
     if (d == 2 && s->sec_container) {
         s->key_start = start;
         s->key_len = len;
         s->key_esc = esc;
-        if (esc && !s->nul_seen && raw_has_nul(s->text + start, len)) {
-            /* json-c cut such names at the U+0000; IDs cannot hold one */
-            s->nul_seen = true;
-            const char *base = "/components", *what = "component ID";
-            nf_diags *dd = &s->sd[D_COMP_HEAD];
-            if (s->sec == S_BINDINGS) {
-                base = "/bindings";
-                what = "parameter name";
-                dd = &s->sd[D_BIND_HEAD];
-            } else if (s->sec == S_METADATA) {
-                base = "/metadata";
-                what = "metadata member name";
-                dd = &s->m_nul_d;
-            }
-            char *p = nf_ptr_join(base, s->text + start, len);
-            nf_diag_add(dd, NF_C_SCHEMA, p, "%s must not contain U+0000", what);
-            free(p);
-        }
         if (s->sec == S_METADATA) {
             const char *name = pass_name(s, start, len, esc);
             if (!name)

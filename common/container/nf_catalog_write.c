@@ -184,8 +184,9 @@ struct meta_w {
     bool oom;
 };
 
-/* metadata members other than integrity, their values as written; names as
- * json-c keyed them (unescaped, cut at a U+0000) and escaped again */
+/* metadata members other than integrity, their values as written; names
+ * unescaped (they hold no U+0000: the scanner refuses those) and escaped
+ * again */
 static bool meta_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
 {
     struct meta_w *m = vctx;
@@ -200,7 +201,6 @@ static bool meta_member(void *vctx, const char *text, nf_span raw_name, nf_span 
     }
     size_t n = nf_junescape(text + raw_name.start, raw_name.len, m->buf);
     m->buf[n] = 0;
-    n = strlen(m->buf);
     if (n == 9 && memcmp(m->buf, "integrity", 9) == 0)
         return true;
     w_key(m->w, 1, m->count, m->buf, n);

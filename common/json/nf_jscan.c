@@ -546,6 +546,23 @@ static inline const uchar *skip_plain(const uchar *q, const uchar *end)
     return q;
 }
 
+/* Does the raw (still escaped) string content r[0..n) of accepted text
+ * hold U+0000? Only the escape \u0000 can put it there (a raw NUL is a
+ * control character, refused): escapes are walked as pairs, so "\\u0000"
+ * (an escaped backslash, then "u0000") holds none. */
+static bool raw_holds_nul(const uchar *r, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (r[i] != '\\')
+            continue;
+        unsigned u;
+        if (r[i + 1] == 'u' && hex4(r + i + 2, r + n, &u) && u == 0)
+            return true;
+        i++; /* the escaped character */
+    }
+    return false;
+}
+
 /* Validate the string starting at p ('"'); returns the byte after the
  * closing quote, or NULL after reporting. *esc tells whether it holds a
  * backslash (names without one are compared in place). */
@@ -1317,6 +1334,18 @@ key:
     top->key_len = (size_t)(q - p) - 2;
     top->key_esc = esc;
     top->has_key = 1;
+    if (esc && raw_holds_nul(s.text + top->key_start, top->key_len)) {
+        /* json-c keys are C strings: "a\u0000b" would be "a", and a reader
+         * of the open members (config) would see another catalog than ours */
+        nf_jbuf shown = {0};
+        show_bytes(&shown, s.text + top->key_start, top->key_len, false);
+        char *w = jb_finish(&shown);
+        fail_at(&s, NF_C_SCHEMA, off_of(&s, p),
+                "member name \"%s\" at byte %zu holds U+0000, which no member name may hold",
+                w ? w : "?", off_of(&s, p));
+        free(w);
+        goto done;
+    }
     if (!top->own_names && !add_name(&s, p))
         goto done;
     if (sink) {

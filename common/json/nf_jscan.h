@@ -17,6 +17,9 @@
  *     container is depth 1);                                    -> NF_C_DEPTH
  *   - member names unique within each object, compared after unescaping
  *     ("off\u0073et" equals "offset");              -> NF_C_DUPLICATE_MEMBER
+ *   - no member name holds U+0000 ("a\u0000b"): json-c keys, like every C
+ *     string, would end there, so that a reader of the open members saw
+ *     "hidden_size\u0000x" as "hidden_size" (ninfer(5))   -> NF_C_SCHEMA
  * and records the JSON Pointers of integer literals (no fraction, no
  * exponent) whose value is above 2^64-1, so that U64 fields can be reported
  * as `range` although json-c saturates them.
@@ -40,15 +43,16 @@ typedef struct {
      * above 2^64-1, in text order. Owned; freed by nf_jscan_result_free. */
     char **bigint_ptrs;
     size_t n_bigint;
-    /* Byte offset of the first fatal error (syntax, utf8, depth), or
-     * SIZE_MAX when there was none. */
+    /* Byte offset of the first fatal error (syntax, utf8, depth, a member
+     * name with U+0000), or SIZE_MAX when there was none. */
     size_t error_offset;
 } nf_jscan_result;
 
 /* Scan text[0..len). Problems are appended to d (with the JSON Pointer of
  * the place where the error was found, as far as the scan got, and the byte
- * offset in the message). Syntax, UTF-8 and depth errors stop the scan (one
- * record); duplicate members do not: every duplicate is reported (the
+ * offset in the message). Syntax, UTF-8, depth errors and a member name
+ * holding U+0000 (its own pointer, the U+0000 shown as '?') stop the scan
+ * (one record); duplicate members do not: every duplicate is reported (the
  * pointer is the duplicated member's own, e.g. "/objects/3/offset"; the
  * message gives the name as written) and the scan goes on. Running out of memory is `io`; an absurd number of
  * big integers whose pointers would exceed 8x the text is `range`. Returns

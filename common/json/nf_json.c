@@ -300,51 +300,6 @@ bool nf_jdoc_span(const nf_jdoc *doc, const char *const *path, nf_span *out)
     return true;
 }
 
-/* Unescape enough of a raw member name to see whether it holds U+0000:
- * only the escape \u0000 can produce it (raw NUL is not valid JSON). */
-static bool raw_name_has_nul(const char *p, size_t n)
-{
-    for (size_t i = 0; i + 1 < n; i++) {
-        if (p[i] != '\\')
-            continue;
-        if (p[i + 1] == 'u' && i + 5 < n + 0 && i + 6 <= n &&
-            memcmp(p + i + 2, "0000", 4) == 0)
-            return true;
-        i++; /* skip the escaped character */
-    }
-    return false;
-}
-
-struct nul_ctx {
-    const char *base;
-    char *found;
-    const nf_jdoc *doc;
-};
-
-static bool nul_member(void *vctx, const char *text, nf_span raw_name, nf_span value)
-{
-    struct nul_ctx *c = vctx;
-    (void)value;
-    if (!raw_name_has_nul(text + raw_name.start, raw_name.len))
-        return true;
-    c->found = nf_ptr_join(c->base, text + raw_name.start, raw_name.len);
-    return false;
-}
-
-bool nf_jname_has_nul(const nf_jdoc *doc, nf_span obj, const char *base,
-                      char **pointer_out)
-{
-    struct nul_ctx c = {base, NULL, doc};
-    nf_jspan_members(doc->text, obj, nul_member, &c);
-    if (!c.found)
-        return false;
-    if (pointer_out)
-        *pointer_out = c.found;
-    else
-        free(c.found);
-    return true;
-}
-
 /* --- builder --- */
 
 nf_jval *nf_jnew_object(void) { return json_object_new_object(); }

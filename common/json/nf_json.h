@@ -81,8 +81,9 @@ size_t nf_jarr_len(const nf_jval *v);
 nf_jval *nf_jarr_get(const nf_jval *v, size_t i);
 
 /* Objects: member by name (NULL when absent), member count, iteration in
- * document order (stops early when fn returns false). Names with U+0000
- * cannot be looked up by this API; see nf_jname_has_nul. */
+ * document order (stops early when fn returns false). A parsed document's
+ * names hold no U+0000 (the pre-scan refuses them: json-c would cut them
+ * there), so C-string names are exact. */
 nf_jval *nf_jobj_get(const nf_jval *v, const char *name);
 bool nf_jobj_has(const nf_jval *v, const char *name);
 size_t nf_jobj_len(const nf_jval *v);
@@ -120,13 +121,6 @@ nf_ju64_status nf_jval_u64(const nf_jdoc *doc, const nf_jval *v,
  * `path`, a NULL-terminated list of member names walked from the root.
  * Returns false when a step is missing or not an object. */
 bool nf_jdoc_span(const nf_jdoc *doc, const char *const *path, nf_span *out);
-
-/* True when the object value at span obj has a member whose unescaped name
- * contains U+0000; *pointer_out receives that member's pointer relative to
- * base (malloc'ed). json-c truncates such names at the NUL, so callers that
- * take member names as IDs must refuse them (DESIGN 13). */
-bool nf_jname_has_nul(const nf_jdoc *doc, nf_span obj, const char *base,
-                      char **pointer_out);
 
 /* --- Builder --------------------------------------------------------------
  * Every constructor returns NULL on allocation failure; nf_jobj_set and
