@@ -153,9 +153,15 @@ static void st_entry_done(stscan *x)
     char dts[16];
     memcpy(dts, x->dtype, x->dtype_len < sizeof dts ? x->dtype_len : sizeof dts - 1);
     dts[x->dtype_len < sizeof dts ? x->dtype_len : sizeof dts - 1] = 0;
-    t.elem_bytes = x->dtype_len < sizeof x->dtype ? nf_st_dtype_bytes(dts) : 0;
+    /* the full string: "F32\u0000x" is no F32 */
+    t.elem_bytes = x->dtype_len < sizeof x->dtype && !memchr(x->dtype, 0, x->dtype_len)
+                       ? nf_st_dtype_bytes(dts)
+                       : 0;
     if (!t.elem_bytes || x->dtype_len >= sizeof t.dtype) {
-        nf_diag_add(d, NF_C_UNSUPPORTED, PTR(), "unknown dtype \"%s\"", dts);
+        if (x->dtype_len < sizeof x->dtype && memchr(x->dtype, 0, x->dtype_len))
+            nf_diag_add(d, NF_C_SCHEMA, PTR(), "dtype \"%s\\u0000...\" holds U+0000", dts);
+        else
+            nf_diag_add(d, NF_C_UNSUPPORTED, PTR(), "unknown dtype \"%s\"", dts);
         free(ptr);
         return;
     }

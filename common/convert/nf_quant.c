@@ -124,6 +124,28 @@ int nf_quant_rule_parse(const char *text, nf_quant_rules *rules, nf_diags *d)
     return 0;
 }
 
+/* Member `name` of recipe rule e (at ptr) as a C string: NULL when absent,
+ * or (with a `schema` record at its pointer, *bad set) when it is not a
+ * string or holds U+0000, which would cut "q8_g32_fp16\u0000junk" to a
+ * format it does not name (ninfer-quant(1)). */
+static const char *rule_str(nf_jval *e, const char *name, const char *ptr, bool *bad,
+                            nf_diags *d)
+{
+    nf_jval *v = nf_jobj_get(e, name);
+    if (!v)
+        return NULL;
+    size_t n = 0;
+    const char *s = nf_jstr(v, &n);
+    if (s && !memchr(s, 0, n))
+        return s;
+    char *q = nf_ptr_join(ptr, name, strlen(name));
+    nf_diag_add(d, NF_C_SCHEMA, q ? q : ptr, "%s must be a string%s", name,
+                s ? " without U+0000" : "");
+    free(q);
+    *bad = true;
+    return NULL;
+}
+
 int nf_quant_recipe_parse(const char *text, size_t len, nf_quant_rules *rules, nf_diags *d)
 {
     nf_jdoc *doc = nf_jdoc_parse(text, len, 0, d);
@@ -139,10 +161,15 @@ int nf_quant_recipe_parse(const char *text, size_t len, nf_quant_rules *rules, n
         nf_jval *e = nf_jarr_get(arr, i);
         char ptr[64];
         snprintf(ptr, sizeof ptr, "/rules/%zu", i);
-        const char *m = nf_jstr(nf_jobj_get(e, "match"), NULL);
-        const char *f = nf_jstr(nf_jobj_get(e, "format"), NULL);
-        const char *l = nf_jstr(nf_jobj_get(e, "layout"), NULL);
-        const char *pol = nf_jstr(nf_jobj_get(e, "activation_policy"), NULL);
+        bool bad = false;
+        const char *m = rule_str(e, "match", ptr, &bad, d);
+        const char *f = rule_str(e, "format", ptr, &bad, d);
+        const char *l = rule_str(e, "layout", ptr, &bad, d);
+        const char *pol = rule_str(e, "activation_policy", ptr, &bad, d);
+        if (bad) {
+            rc = -1;
+            break;
+        }
         nf_jiter it = nf_jobj_iter(e);
         const char *k;
         nf_jval *v;

@@ -262,9 +262,15 @@ const char *nf_jstr(const nf_jval *v, size_t *len)
 {
     if (!json_object_is_type(v, json_type_string))
         return NULL;
-    if (len)
-        *len = (size_t)json_object_get_string_len(v);
-    return json_object_get_string((json_object *)v);
+    size_t n = (size_t)json_object_get_string_len(v);
+    const char *s = json_object_get_string((json_object *)v);
+    if (len) {
+        *len = n;
+        return s;
+    }
+    /* a caller without the length would read it cut at its first U+0000:
+     * "q8_g32_fp16\u0000junk" must not pass for q8_g32_fp16 */
+    return memchr(s, 0, n) ? NULL : s;
 }
 
 bool nf_jbool(const nf_jval *v)

@@ -100,7 +100,10 @@ typedef struct {
 nf_jiter nf_jobj_iter(const nf_jval *obj);
 bool nf_jobj_next(nf_jiter *it, const char **name, nf_jval **val);
 
-/* String bytes and length (may contain NUL). NULL for non-strings. */
+/* String bytes and length (may contain NUL). NULL for non-strings, and,
+ * when len is NULL, for a string that holds U+0000: a C string would end
+ * there, and string values are compared with their full length (ninfer(5)),
+ * so "A16Only\u0000x" is no "A16Only". */
 const char *nf_jstr(const nf_jval *v, size_t *len);
 bool nf_jbool(const nf_jval *v);
 double nf_jdouble(const nf_jval *v);

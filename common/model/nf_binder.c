@@ -463,16 +463,21 @@ bool nf_arch_total_elements(const nf_arch_plan *p, uint64_t *out)
 static const char *arch_of(nf_jval *cfg, nf_diags *d, const char *ptr)
 {
     nf_jval *a = nf_jobj_get(cfg, "architectures");
-    const char *s = nf_jtype_of(a) == NF_J_ARRAY && nf_jarr_len(a) > 0
-                        ? nf_jstr(nf_jarr_get(a, 0), NULL)
-                        : NULL;
-    if (!s && d) {
+    nf_jval *a0 = nf_jtype_of(a) == NF_J_ARRAY && nf_jarr_len(a) > 0 ? nf_jarr_get(a, 0) : NULL;
+    size_t n = 0;
+    const char *s = nf_jstr(a0, &n);
+    /* the full string: "LlamaForCausalLM\u0000Qwen" is no Llama */
+    bool nul = s && memchr(s, 0, n);
+    if ((!s || nul) && d) {
         char *q = nf_ptr_join(ptr, "architectures", 13);
-        nf_diag_add(d, NF_C_SCHEMA, q ? q : ptr,
-                    "config needs \"architectures\": a non-empty array of strings");
+        char *q0 = q && nul ? nf_ptr_index(q, 0) : NULL;
+        nf_diag_add(d, NF_C_SCHEMA, q0 ? q0 : q ? q : ptr, "%s",
+                    nul ? "an architecture name must not contain U+0000"
+                        : "config needs \"architectures\": a non-empty array of strings");
+        free(q0);
         free(q);
     }
-    return s;
+    return nul ? NULL : s;
 }
 
 static char *comp_cfg_ptr(const char *comp)

@@ -664,6 +664,19 @@ static void test_hostile(void)
         {"mtp with a target of another family", "{\"architectures\": [\"Qwen3NextMTP\"]}", "text",
          "{\"architectures\": [\"Qwen3_5ForCausalLM\"]}", NF_C_TARGET},
         {"not JSON", "{\"architectures\": [", NULL, NULL, NF_C_JSON},
+        /* string values with their full length, names without U+0000 */
+        {"architecture with U+0000", "{\"architectures\": [\"LlamaForCausalLM\\u0000Qwen\"],"
+         " \"hidden_size\": 4, \"vocab_size\": 4, \"num_hidden_layers\": 1,"
+         " \"num_attention_heads\": 1, \"intermediate_size\": 4}", NULL, NULL, NF_C_SCHEMA},
+        {"hidden_size\\u0000x", "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\\u0000x\": 4,"
+         " \"hidden_size\": 4, \"vocab_size\": 4, \"num_hidden_layers\": 1,"
+         " \"num_attention_heads\": 1, \"intermediate_size\": 4}", NULL, NULL, NF_C_SCHEMA},
+        {"layer_types value with U+0000", "{\"architectures\": [\"Qwen3_5ForCausalLM\"],"
+         " \"hidden_size\": 4, \"vocab_size\": 4, \"num_hidden_layers\": 1,"
+         " \"num_attention_heads\": 1, \"intermediate_size\": 4,"
+         " \"layer_types\": [\"full_attention\\u0000\"]}", NULL, NULL, NF_C_SCHEMA},
+        {"mtp target architecture with U+0000", "{\"architectures\": [\"Qwen3_5MTP\"]}", "text",
+         "{\"architectures\": [\"Qwen3_5ForCausalLM\\u0000\"]}", NF_C_TARGET},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         nf_diags d = NF_DIAGS_INIT;
@@ -693,6 +706,20 @@ static void test_hostile(void)
               strcmp(d.v[0].pointer, "/components/text/config/num_experts_per_tok") == 0 &&
               strcmp(d.v[0].message, "num_experts_per_tok 100 is more than num_experts 4") == 0,
           "hostile config: num_experts_per_tok 100 of 4 experts names the key and both counts");
+    nf_diags_free(&d);
+    rc = derive("text", "{\"architectures\": [\"LlamaForCausalLM\\u0000Qwen\"]}", NULL, NULL, &p, &d);
+    CHECK(rc == -1 && d.n == 1 && d.v[0].code == NF_C_SCHEMA &&
+              strcmp(d.v[0].pointer, "/components/text/config/architectures/0") == 0 &&
+              strcmp(d.v[0].message, "an architecture name must not contain U+0000") == 0,
+          "hostile config: \"LlamaForCausalLM\\u0000Qwen\" is no Llama: schema at architectures/0");
+    nf_diags_free(&d);
+    rc = derive("text", "{\"architectures\": [\"Qwen3_5ForCausalLM\"], \"hidden_size\": 4,"
+                " \"vocab_size\": 4, \"num_hidden_layers\": 1, \"num_attention_heads\": 1,"
+                " \"intermediate_size\": 4, \"layer_types\": [\"linear_attention\\u0000x\"]}",
+                NULL, NULL, &p, &d);
+    CHECK(rc == -1 && d.n == 1 && d.v[0].code == NF_C_SCHEMA &&
+              strcmp(d.v[0].pointer, "/components/text/config/layer_types") == 0,
+          "hostile config: \"linear_attention\\u0000x\" is no layer type");
     nf_diags_free(&d);
     rc = derive("text", "{\"architectures\": [\"GPT2LMHeadModel\"]}", NULL, NULL, &p, &d);
     CHECK(rc == -1 && d.n &&
