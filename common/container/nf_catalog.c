@@ -890,7 +890,7 @@ static void rec_source(rctx *r, nf_object *o, size_t m, const lp *lptr)
     size_t rl = 0;
     /* integers above U64 get their pointers from a scan of its own */
     o->source = nf_source_parse(r->t->text + start, len, r->t->bigs ? 0 : NF_SOURCE_PRESCANNED,
-                                ptr, &raw, &rl, x->d);
+                                ptr, o->id, &raw, &rl, x->d);
     if (raw) {
         o->source_raw = nf_arena_strndup(x->c->arena, raw, rl);
         free(raw);

@@ -26,6 +26,8 @@ static const char *const map_names[] = {[NF_VMAP_MINUS_ONE] = "minus-one",
 
 typedef struct {
     nf_jdoc *doc;
+    const char *text; /* doc's text: the spans below are offsets into it */
+    const char *object; /* the object's ID, for messages (NULL: unknown) */
     nf_diags *d;
     bool bigints;     /* the source holds integers above U64: build pointers */
     size_t ptr_strip; /* pointers handed to read_u64 lead with this many bytes
@@ -268,7 +270,8 @@ static bool parse_unpermute(sctx *x, nf_jval *m, const char *p, nf_source *s)
     return ok;
 }
 
-static bool parse_one(sctx *x, nf_jval *v, const char *ptr, nf_source *s, unsigned depth);
+static bool parse_one(sctx *x, nf_jval *v, nf_span sp, const char *ptr, nf_source *s,
+                      unsigned depth);
 
 /* The path member of a file/safetensors/gguf/artifact source, and the
  * tensor or object name its kind takes. */
@@ -293,8 +296,32 @@ static bool parse_path_name(sctx *x, nf_jval *v, const char *ptr, nf_source *s)
     return ok;
 }
 
-/* The numbers of a values source. */
-static bool parse_values(sctx *x, nf_jval *v, const char *ptr, nf_source *s)
+/* One number of a values source read from its text (the literal, not
+ * json-c's value: json-c saturates integers beyond 64 bits, so
+ * 100000000000000000000 would read as 2^64 - 1). */
+struct num_read {
+    double *out;
+    size_t n;
+};
+
+static bool num_value(void *ctx, const char *text, size_t i, nf_span v)
+{
+    struct num_read *nr = ctx;
+    if (i >= nr->n)
+        return false;
+    char small[64], *b = v.len < sizeof small ? small : malloc(v.len + 1);
+    if (b) {
+        memcpy(b, text + v.start, v.len);
+        b[v.len] = 0;
+        nr->out[i] = strtod(b, NULL); /* correctly rounded, as json-c's doubles */
+        if (b != small)
+            free(b);
+    }
+    return true;
+}
+
+/* The numbers of a values source whose text is at span sp. */
+static bool parse_values(sctx *x, nf_jval *v, nf_span sp, const char *ptr, nf_source *s)
 {
     nf_jval *m = nf_jobj_get(v, "values");
     char *p = ptr_key(ptr, "values");
@@ -319,13 +346,33 @@ static bool parse_values(sctx *x, nf_jval *v, const char *ptr, nf_source *s)
             }
             s->values[s->n_values++] = nf_jdouble(e);
         }
+        nf_span arr;
+        struct num_read nr = {s->values, s->n_values};
+        if (ok && nf_jspan_member(x->text, sp, "values", 6, &arr))
+            nf_jspan_elements(x->text, arr, num_value, &nr);
     }
     free(p);
     return ok;
 }
 
-/* The items of a concat source (depth: concats around it). */
-static bool parse_concat(sctx *x, nf_jval *v, const char *ptr, nf_source *s, unsigned depth)
+/* The value spans of an array's elements, collected in order. */
+struct item_spans {
+    nf_span *v;
+    size_t n;
+};
+
+static bool item_span(void *ctx, const char *text, size_t i, nf_span value)
+{
+    struct item_spans *is = ctx;
+    (void)text;
+    if (i < is->n)
+        is->v[i] = value;
+    return i + 1 < is->n;
+}
+
+/* The items of a concat source at span sp (depth: concats around it). */
+static bool parse_concat(sctx *x, nf_jval *v, nf_span sp, const char *ptr, nf_source *s,
+                         unsigned depth)
 {
     nf_jval *m = nf_jobj_get(v, "concat");
     char *p = ptr_key(ptr, "concat");
@@ -336,16 +383,21 @@ static bool parse_concat(sctx *x, nf_jval *v, const char *ptr, nf_source *s, uns
     } else if (expect_type(x, m, NF_J_ARRAY, p, "concat") && nf_jarr_len(m) > 0) {
         size_t n = nf_jarr_len(m);
         s->items = calloc(n, sizeof *s->items);
-        if (!s->items) {
+        struct item_spans is = {calloc(n, sizeof *is.v), n};
+        nf_span arr;
+        if (!s->items || !is.v) {
             ok = false;
         } else {
+            if (nf_jspan_member(x->text, sp, "concat", 6, &arr))
+                nf_jspan_elements(x->text, arr, item_span, &is);
             s->n_items = n;
             for (size_t i = 0; i < n; i++) {
                 char *q = nf_ptr_index(p, i);
-                ok &= parse_one(x, nf_jarr_get(m, i), q, &s->items[i], depth + 1);
+                ok &= parse_one(x, nf_jarr_get(m, i), is.v[i], q, &s->items[i], depth + 1);
                 free(q);
             }
         }
+        free(is.v);
     } else {
         diag_at(x, NF_C_SCHEMA, p, "concat must be a non-empty array of sources");
         ok = false;
@@ -422,8 +474,133 @@ static bool parse_modifiers(sctx *x, nf_jval *v, const char *ptr, nf_source *s)
     return ok;
 }
 
-/* One source (an object) at ptr; depth: concats around it. */
-static bool parse_one(sctx *x, nf_jval *v, const char *ptr, nf_source *s, unsigned depth)
+/* ---- a values source's numbers against its dtype (DESIGN 5) ---- */
+
+/* v rounded to the nearest number of a binary format with p significand
+ * bits (the leading one included) and smallest normal exponent emin, ties
+ * to even, the exponent unbounded above (the caller compares the result
+ * with the format's largest finite value). Exact in double arithmetic: the
+ * scaled value has at most p <= 24 integer bits. */
+static double round_binary(double v, int p, int emin)
+{
+    if (v == 0 || !isfinite(v))
+        return v;
+    int e;
+    frexp(v, &e); /* |v| in [2^(e-1), 2^e) */
+    int q = (e - 1 < emin ? emin : e - 1) - (p - 1); /* the exponent of one ulp */
+    double t = fabs(ldexp(v, -q)), f = floor(t), r = t - f;
+    if (r > 0.5 || (r == 0.5 && fmod(f, 2.0) != 0.0))
+        f += 1.0;
+    return copysign(ldexp(f, q), v);
+}
+
+/* The literal text of integer values, as written (json-c saturates below
+ * -2^63): 0 when t[0..n) is a JSON integer within [-lo, hi], 1 when it is
+ * not an integer literal (a fraction or an exponent), 2 when it is out of
+ * range. */
+static int int_literal(const char *t, size_t n, uint64_t lo, uint64_t hi)
+{
+    if (memchr(t, '.', n) || memchr(t, 'e', n) || memchr(t, 'E', n))
+        return 1;
+    bool neg = n && t[0] == '-';
+    uint64_t mag = 0;
+    for (size_t i = neg; i < n; i++) {
+        unsigned dg = (unsigned)(t[i] - '0');
+        if (dg > 9)
+            return 1;
+        if (mag > (UINT64_MAX - dg) / 10)
+            return 2;
+        mag = mag * 10 + dg;
+    }
+    return mag > (neg ? lo : hi) ? 2 : 0;
+}
+
+struct int_check {
+    sctx *x;
+    const char *ptr, *dtype;
+    uint64_t lo, hi;
+    bool is_signed, ok;
+};
+
+static bool int_value(void *ctx, const char *text, size_t i, nf_span v)
+{
+    struct int_check *ic = ctx;
+    int r = int_literal(text + v.start, v.len, ic->lo, ic->hi);
+    if (r == 0)
+        return true;
+    char *p = ptr_key(ic->ptr, "values"), *q = p ? nf_ptr_index(p, i) : NULL;
+    int shown = v.len > 40 ? 40 : (int)v.len;
+    const char *more = v.len > 40 ? "..." : "";
+    const char *obj = ic->x->object ? ic->x->object : "";
+    if (r == 1)
+        diag_at(ic->x, NF_C_SCHEMA, q ? q : ic->ptr,
+                "object \"%s\": value %zu (%.*s%s) is not a JSON integer, as dtype %s needs", obj,
+                i, shown, text + v.start, more, ic->dtype);
+    else if (ic->is_signed)
+        diag_at(ic->x, NF_C_RANGE, q ? q : ic->ptr,
+                "object \"%s\": value %zu (%.*s%s) is out of range for dtype %s (-%llu..%llu)",
+                obj, i, shown, text + v.start, more, ic->dtype, (unsigned long long)ic->lo,
+                (unsigned long long)ic->hi);
+    else
+        diag_at(ic->x, NF_C_RANGE, q ? q : ic->ptr,
+                "object \"%s\": value %zu (%.*s%s) is out of range for dtype %s (0..%llu)", obj,
+                i, shown, text + v.start, more, ic->dtype, (unsigned long long)ic->hi);
+    free(q);
+    free(p);
+    ic->ok = false;
+    return true;
+}
+
+/* A values source holds elements of its dtype (ninfer-pack(1)): an integer
+ * dtype takes JSON integers within its range (the literal checked as
+ * written, so i64 takes -2^63 but not one less), a float dtype any number
+ * that rounds (to nearest even) to a finite value of it, and the value is
+ * then the element it rounds to (0.1 as f16 is 0.0999755859375); f64 any
+ * number. Non-finite numbers (1e400 reads as infinity) are the packer's to
+ * refuse (--allow-nonfinite). sp: the source object's span. */
+static bool check_values(sctx *x, nf_span sp, const char *ptr, nf_source *s)
+{
+    int dt = nf_dtype_from_name(s->dtype);
+    static const struct {
+        int p, emin;
+        double max;
+    } fl[] = {[NF_DT_BF16] = {8, -126, 0x1.fep127}, [NF_DT_F16] = {11, -14, 65504.0},
+              [NF_DT_F32] = {24, -126, 0x1.fffffep127}};
+    if (dt == NF_DT_BF16 || dt == NF_DT_F16 || dt == NF_DT_F32) {
+        bool ok = true;
+        for (size_t i = 0; i < s->n_values; i++) {
+            double v = s->values[i], r = round_binary(v, fl[dt].p, fl[dt].emin);
+            if (isfinite(v) && fabs(r) > fl[dt].max) {
+                char *p = ptr_key(ptr, "values"), *q = p ? nf_ptr_index(p, i) : NULL;
+                diag_at(x, NF_C_RANGE, q ? q : ptr,
+                        "object \"%s\": value %zu (%.17g) is out of range for dtype %s: it rounds "
+                        "to infinity (the largest finite %s is %.9g)",
+                        x->object ? x->object : "", i, v, s->dtype, s->dtype, fl[dt].max);
+                free(q);
+                free(p);
+                ok = false;
+            }
+            s->values[i] = r;
+        }
+        return ok;
+    }
+    if (dt < NF_DT_I8 || dt > NF_DT_U64)
+        return true; /* f64 */
+    unsigned bits = 8u << (unsigned)((dt - NF_DT_I8) % 4);
+    bool sg = dt <= NF_DT_I64;
+    uint64_t hi = bits == 64 ? (sg ? (uint64_t)INT64_MAX : UINT64_MAX)
+                             : (sg ? ((uint64_t)1 << (bits - 1)) - 1 : ((uint64_t)1 << bits) - 1);
+    struct int_check ic = {x, ptr, s->dtype, sg ? hi + 1 : 0, hi, sg, true};
+    nf_span arr;
+    if (nf_jspan_member(x->text, sp, "values", 6, &arr))
+        nf_jspan_elements(x->text, arr, int_value, &ic);
+    return ic.ok;
+}
+
+/* One source (an object) at ptr, its text at span sp; depth: concats
+ * around it. */
+static bool parse_one(sctx *x, nf_jval *v, nf_span sp, const char *ptr, nf_source *s,
+                      unsigned depth)
 {
     static const char *const allowed[] = {"file", "offset", "dtype", "values", "safetensors",
                                           "gguf", "tensor", "artifact", "object", "concat",
@@ -447,22 +624,25 @@ static bool parse_one(sctx *x, nf_jval *v, const char *ptr, nf_source *s, unsign
     }
     switch (s->kind) {
     case NF_SRC_VALUES:
-        ok &= parse_values(x, v, ptr, s);
+        ok &= parse_values(x, v, sp, ptr, s);
         break;
     case NF_SRC_CONCAT:
-        ok &= parse_concat(x, v, ptr, s, depth);
+        ok &= parse_concat(x, v, sp, ptr, s, depth);
         break;
     default:
         ok &= parse_path_name(x, v, ptr, s);
         break;
     }
-    return parse_modifiers(x, v, ptr, s) && ok;
+    ok = parse_modifiers(x, v, ptr, s) && ok;
+    if (ok && s->kind == NF_SRC_VALUES && s->dtype)
+        ok = check_values(x, sp, ptr, s);
+    return ok;
 }
 
 nf_source *nf_source_parse(const char *text, size_t len, unsigned flags, const char *ptr,
-                           char **compact, size_t *compact_len, nf_diags *d)
+                           const char *object, char **compact, size_t *compact_len, nf_diags *d)
 {
-    sctx x = {NULL, d, false, strlen(ptr)};
+    sctx x = {NULL, NULL, object, d, false, strlen(ptr)};
     nf_diags tmp = NF_DIAGS_INIT;
     if (compact)
         *compact = NULL;
@@ -499,8 +679,10 @@ nf_source *nf_source_parse(const char *text, size_t len, unsigned flags, const c
         return NULL;
     }
     x.bigints = nf_jdoc_scan(x.doc)->n_bigint > 0;
+    size_t tl = 0;
+    x.text = nf_jdoc_text(x.doc, &tl);
     /* kept even when wrong: the diagnostics say what is wrong */
-    parse_one(&x, v, ptr, s, 0);
+    parse_one(&x, v, nf_jspan_root(x.text, tl), ptr, s, 0);
     nf_jdoc_free(x.doc);
     if (compact) {
         *compact = raw;
@@ -541,13 +723,22 @@ static void w_u64(wbuf *w, uint64_t v)
 }
 
 /* A number of a values source: an integer for an integer dtype, else as
- * json-c writes a double. */
-static void w_num(wbuf *w, double v, bool integer)
+ * json-c writes a double. An i64 or u64 value read from a literal near the
+ * type's end can round up to 2^63 or 2^64 as a double: written as the
+ * largest value, which reads back as the same double and stays in range. */
+static void w_num(wbuf *w, double v, const char *dtype)
 {
     char b[40];
     int k;
-    if (integer && v == floor(v) && fabs(v) < 9.3e18)
+    bool integer = dtype && (dtype[0] == 'i' || dtype[0] == 'u') && v == floor(v);
+    if (integer && v >= -0x1p63 && v < 0x1p63)
         k = snprintf(b, sizeof b, "%lld", (long long)v);
+    else if (integer && dtype[0] == 'i' && v == 0x1p63)
+        k = snprintf(b, sizeof b, "%lld", (long long)INT64_MAX);
+    else if (integer && v > 0 && v < 0x1p64)
+        k = snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+    else if (integer && v == 0x1p64)
+        k = snprintf(b, sizeof b, "%llu", (unsigned long long)UINT64_MAX);
     else if (isnan(v))
         k = snprintf(b, sizeof b, "NaN");
     else if (isinf(v))
@@ -632,12 +823,11 @@ static void w_kind(wbuf *w, const nf_source *s, unsigned level, size_t *k)
     const nf_src_kind_info *ki = &nf_src_kinds[s->kind];
     w_key(w, level, k, ki->key);
     if (s->kind == NF_SRC_VALUES) {
-        bool integer = s->dtype && (s->dtype[0] == 'i' || s->dtype[0] == 'u');
         size_t e = 0;
         w_open(w, '[');
         for (size_t i = 0; i < s->n_values; i++) {
             w_next(w, level + 1, &e);
-            w_num(w, s->values[i], integer);
+            w_num(w, s->values[i], s->dtype);
         }
         w_close(w, level + 1, e, ']');
     } else if (s->kind == NF_SRC_CONCAT) {

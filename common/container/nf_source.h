@@ -109,7 +109,11 @@ enum {
  * source: "/objects/3/source/concat/1/tensor"). Checks DESIGN 5: exactly
  * one kind member, known members only, paths and names non-empty IDs,
  * U64 offsets and rows ([begin, end), begin < end), dtype one of bf16 f16
- * f32 f64 i8 i16 i32 i64 u8 u16 u32 u64, numbers in values, concat a
+ * f32 f64 i8 i16 i32 i64 u8 u16 u32 u64, numbers in values (with a dtype,
+ * each an element of it: an integer dtype takes JSON integers within its
+ * range, else `schema` for a fraction or exponent and `range` outside it;
+ * bf16/f16/f32 any number that rounds to a finite value of the type, which
+ * then replaces it, else `range`; ninfer-pack(1)), concat a
  * non-empty array nested at most 5 deep, unpermute and map as in the enum
  * comments above (v_heads a multiple of k_heads, offset + v_heads x
  * head_dim within U64, no offset on columns). Codes: schema, range, or
@@ -117,11 +121,13 @@ enum {
  * out of memory. Returns the tree (malloc'ed, nf_source_free), kept even
  * when a rule is broken (the diagnostics say which; its fields may then be
  * partly filled), or NULL when the text is not JSON or memory runs out.
+ * object (may be NULL) is the ID of the object whose source this is, named
+ * in the messages about values.
  * compact (may be NULL) receives the source as json-c's compact text
  * (malloc'ed, with its length in compact_len): what manifest serialization
  * writes back, numbers as written. */
 nf_source *nf_source_parse(const char *text, size_t len, unsigned flags, const char *ptr,
-                           char **compact, size_t *compact_len, nf_diags *d);
+                           const char *object, char **compact, size_t *compact_len, nf_diags *d);
 
 /* Free a tree from nf_source_parse (NULL is fine). */
 void nf_source_free(nf_source *s);

@@ -1521,6 +1521,31 @@ static bool span_walk(const char *text, nf_span obj, nf_jspan_member_fn fn,
     }
 }
 
+bool nf_jspan_elements(const char *text, nf_span arr, nf_jspan_element_fn fn, void *ctx)
+{
+    if (!text || !fn || arr.len < 2 || arr.len > SIZE_MAX - arr.start)
+        return false;
+    const uchar *t = (const uchar *)text, *p = t + arr.start, *end = p + arr.len;
+    if (*p != '[')
+        return false;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == ']')
+        return true;
+    for (size_t i = 0;; i++) {
+        const uchar *ve = span_skip_value(p, end);
+        if (!ve)
+            return false;
+        if (!fn(ctx, text, i, (nf_span){(size_t)(p - t), (size_t)(ve - p)}))
+            return true;
+        p = skip_ws(ve, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        return p < end && *p == ']';
+    }
+}
+
 bool nf_jspan_members(const char *text, nf_span obj, nf_jspan_member_fn fn,
                       void *ctx)
 {

@@ -149,6 +149,12 @@ typedef bool (*nf_jspan_member_fn)(void *ctx, const char *text,
 bool nf_jspan_members(const char *text, nf_span obj, nf_jspan_member_fn fn,
                       void *ctx);
 
+/* Iterate over the elements of the array at arr: call fn for each with its
+ * index and value span, in order; stop early when fn returns false.
+ * Returns false when arr is not an array. */
+typedef bool (*nf_jspan_element_fn)(void *ctx, const char *text, size_t index, nf_span value);
+bool nf_jspan_elements(const char *text, nf_span arr, nf_jspan_element_fn fn, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1133,6 +1133,47 @@ static bool collect_cb(void *ctx, const char *text, nf_span raw_name, nf_span va
     return ++c->calls != c->stop_after;
 }
 
+static bool element_cb(void *ctx, const char *text, size_t i, nf_span value)
+{
+    struct collect *c = ctx;
+    char num[24];
+    snprintf(num, sizeof num, "%zu=", i);
+    sb_str(&c->out, num);
+    sb_put(&c->out, text + value.start, value.len);
+    sb_str(&c->out, ";");
+    return ++c->calls != c->stop_after;
+}
+
+static void test_elements(void)
+{
+    const char *a = " [1, -2.5e3 ,\"x,]\\\"\" ,{\"k\":[1,2]},[],null, 100000000000000000000] ";
+    size_t n = strlen(a);
+    char *t = copy_exact(a, n);
+    nf_span root = nf_jspan_root(t, n);
+    struct collect c = {{0}, 0, 0};
+    CHECK(nf_jspan_elements(t, root, element_cb, &c), "elements iteration");
+    CHECK_STR(c.out.p,
+              "0=1;1=-2.5e3;2=\"x,]\\\"\";3={\"k\":[1,2]};4=[];5=null;6=100000000000000000000;",
+              "elements in order, each value's span");
+    free(c.out.p);
+    struct collect c2 = {{0}, 2, 0};
+    CHECK(nf_jspan_elements(t, root, element_cb, &c2) && c2.calls == 2,
+          "element iteration stops when the callback says so");
+    free(c2.out.p);
+    free(t);
+    const char *e = "[ ]";
+    t = copy_exact(e, 3);
+    struct collect c3 = {{0}, 0, 0};
+    CHECK(nf_jspan_elements(t, nf_jspan_root(t, 3), element_cb, &c3) && c3.calls == 0,
+          "an empty array has no elements");
+    free(t);
+    const char *o = "{\"a\":1}";
+    t = copy_exact(o, strlen(o));
+    CHECK(!nf_jspan_elements(t, nf_jspan_root(t, strlen(o)), element_cb, &c3),
+          "an object is not an array");
+    free(t);
+}
+
 static void test_spans(void)
 {
     const char *w = "  \n{\"a\":1}\t\r\n ";
@@ -1270,6 +1311,7 @@ int main(void)
     test_many_names();
     test_bigint();
     test_spans();
+    test_elements();
     test_big_document();
     return nf_test_done();
 }

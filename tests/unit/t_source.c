@@ -3,6 +3,8 @@
  * text nf_source_write gives (compact and pretty, as json-c writes the
  * same tree), and a frozen source in a frozen record printing as the tree
  * would. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +15,7 @@
 static nf_source *parse(const char *text, nf_diags *d)
 {
     nf_diags_clear(d);
-    return nf_source_parse(text, strlen(text), 0, "/objects/3/source", NULL, NULL, d);
+    return nf_source_parse(text, strlen(text), 0, "/objects/3/source", "w", NULL, NULL, d);
 }
 
 static bool has_diag(const nf_diags *d, nf_code code, const char *ptr)
@@ -144,7 +146,7 @@ static void test_write(void)
         "\"unpermute\":{\"scheme\":\"v-heads-tiled\",\"axis\":\"columns\",\"k_heads\":2,"
         "\"v_heads\":4,\"head_dim\":8},\"map\":\"log-neg\"}",
         "{\"values\":[0,1,2,31],\"dtype\":\"i32\"}",
-        "{\"values\":[1.0,-2.5,0.10000000000000001],\"dtype\":\"f32\"}",
+        "{\"values\":[1.0,-2.5,0.10000000000000001],\"dtype\":\"f64\"}",
         "{\"file\":\"/m/x.gguf\",\"offset\":1234}",
         "{\"artifact\":\"/a/b.ninfer\",\"object\":\"text/head\"}",
         "{\"concat\":[{\"gguf\":\"g\",\"tensor\":\"q\",\"rows\":[0,2]},"
@@ -181,6 +183,109 @@ static void test_write(void)
     nf_source_write(&a, true, 3, out, sizeof out - 1);
     CHECK_STR(out, "{\n        \"artifact\": \"/a.ninfer\",\n        \"object\": \"w\"\n      }",
               "pretty at level 3 (an object's source in a catalog)");
+    nf_source_free(s);
+    nf_diags_free(&d);
+}
+
+/* A values source holds elements of its dtype (ninfer-pack(1)): integer
+ * dtypes take JSON integers in range (checked as written), float dtypes any
+ * number that rounds to a finite value, which then replaces it. */
+static void test_values_dtype(void)
+{
+    nf_diags d = NF_DIAGS_INIT;
+    static const struct {
+        const char *values, *dtype;
+        nf_code code;    /* 0: accepted */
+        size_t at;       /* the value reported */
+    } cases[] = {
+        {"[1, 300]", "i8", NF_C_RANGE, 1},
+        {"[127, -128]", "i8", 0, 0},
+        {"[-129]", "i8", NF_C_RANGE, 0},
+        {"[-1]", "u8", NF_C_RANGE, 0},
+        {"[-0, 255]", "u8", 0, 0},
+        {"[256]", "u8", NF_C_RANGE, 0},
+        {"[70000]", "i16", NF_C_RANGE, 0},
+        {"[-32768, 32767]", "i16", 0, 0},
+        {"[65535]", "u16", 0, 0},
+        {"[2147483648]", "i32", NF_C_RANGE, 0},
+        {"[4294967295]", "u32", 0, 0},
+        {"[4294967296]", "u32", NF_C_RANGE, 0},
+        {"[-9223372036854775808, 9223372036854775807]", "i64", 0, 0},
+        {"[-9223372036854775809]", "i64", NF_C_RANGE, 0}, /* json-c saturates it */
+        {"[9223372036854775808]", "i64", NF_C_RANGE, 0},
+        {"[0, 18446744073709551615]", "u64", 0, 0},
+        {"[18446744073709551616]", "u64", NF_C_RANGE, 0},
+        {"[1, 2.5]", "i8", NF_C_SCHEMA, 1},
+        {"[2.0]", "i32", NF_C_SCHEMA, 0},
+        {"[1e2]", "u8", NF_C_SCHEMA, 0},
+        {"[70000]", "f16", NF_C_RANGE, 0},
+        {"[65519.99]", "f16", 0, 0},   /* rounds to 65504 */
+        {"[-65520]", "f16", NF_C_RANGE, 0}, /* the midpoint: ties to even, 65536 */
+        {"[65519.99999999999]", "f16", 0, 0}, /* the double below the midpoint */
+        /* bf16's largest + half an ulp (0x7f7f8000 as f32 bits), exactly */
+        {"[339617752923046005526922703901628039168]", "bf16", NF_C_RANGE, 0},
+        {"[3.3961775292304597e38]", "bf16", 0, 0},
+        /* f32's: FLT_MAX + half an ulp, exactly, and the double below */
+        {"[340282356779733661637539395458142568448]", "f32", NF_C_RANGE, 0},
+        {"[3.4028235677973362e38]", "f32", 0, 0},
+        {"[-3.4028236e38]", "f32", NF_C_RANGE, 0},
+        {"[1e300]", "f64", 0, 0},
+        {"[1e400]", "f16", 0, 0}, /* infinite: the packer's --allow-nonfinite */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[160], ptr[64];
+        snprintf(text, sizeof text, "{\"values\": %s, \"dtype\": \"%s\"}", cases[i].values,
+                 cases[i].dtype);
+        snprintf(ptr, sizeof ptr, "/objects/3/source/values/%zu", cases[i].at);
+        nf_source *s = parse(text, &d);
+        bool ok = cases[i].code ? s && d.n == 1 && d.v[0].code == cases[i].code &&
+                                      !strcmp(d.v[0].pointer, ptr) &&
+                                      !strncmp(d.v[0].message, "object \"w\": value ", 18)
+                                : s && d.n == 0;
+        CHECK(ok, "%s as %s: %s", cases[i].values, cases[i].dtype,
+              cases[i].code ? nf_code_name(cases[i].code) : "accepted");
+        if (!ok && d.n)
+            printf("#   %s: %s\n", d.v[0].pointer, d.v[0].message);
+        nf_source_free(s);
+    }
+    nf_source *s = parse("{\"values\": [1, 300], \"dtype\": \"i8\"}", &d);
+    CHECK_STR(d.n ? d.v[0].message : NULL,
+              "object \"w\": value 1 (300) is out of range for dtype i8 (-128..127)",
+              "the message names the object, the value and the range");
+    nf_source_free(s);
+    s = parse("{\"values\": [0.1, 65519.99, 1e-8, 4e-8, -0.0], \"dtype\": \"f16\"}", &d);
+    CHECK(s && d.n == 0 && s->values[0] == 0.0999755859375 && s->values[1] == 65504.0 &&
+              s->values[2] == 0.0 && s->values[3] == 0x1p-24 && s->values[4] == 0.0 &&
+              signbit(s->values[4]),
+          "f16 values are the f16 elements they round to (subnormals, signed zero)");
+    nf_source_free(s);
+    s = parse("{\"values\": [100000000000000000000, -99999999999999999999999]}", &d);
+    CHECK(s && d.n == 0 && s->values[0] == 1e20 && s->values[1] == -99999999999999999999999.0,
+          "integer literals beyond 64 bits keep their value (json-c saturates them)");
+    nf_source_free(s);
+    s = parse("{\"values\": [1.00048828125000000001, 1.0009765625], \"dtype\": \"f16\"}", &d);
+    CHECK(s && d.n == 0 && s->values[0] == 1.0 && s->values[1] == 1.0009765625,
+          "ties to even: 1 + 2^-11 rounds to 1 in f16");
+    nf_source_free(s);
+    s = parse("{\"values\": [0.1], \"dtype\": \"bf16\"}", &d);
+    CHECK(s && d.n == 0 && s->values[0] == 0.10009765625, "0.1 as bf16");
+    nf_source_free(s);
+    /* an i64/u64 value that a double rounds up past the end is written as
+     * the end, which reads back as the same double */
+    char *t = roundtrip("{\"values\": [9223372036854775807, -9223372036854775808], \"dtype\": \"i64\"}");
+    CHECK_STR(t, "{\"values\":[9223372036854775807,-9223372036854775808],\"dtype\":\"i64\"}",
+              "i64 ends written back in range");
+    free(t);
+    t = roundtrip("{\"values\": [18446744073709551615, 9223372036854775808], \"dtype\": \"u64\"}");
+    CHECK_STR(t, "{\"values\":[18446744073709551615,9223372036854775808],\"dtype\":\"u64\"}",
+              "u64 values above 2^63 written as integers");
+    free(t);
+    /* a values source inside a concat is checked too */
+    s = parse("{\"concat\": [{\"values\": [1, 2], \"dtype\": \"i8\"}, "
+              "{\"values\": [3, -4], \"dtype\": \"u8\"}]}", &d);
+    CHECK(s && d.n == 1 && d.v[0].code == NF_C_RANGE &&
+              !strcmp(d.v[0].pointer, "/objects/3/source/concat/1/values/1"),
+          "a concat item's values: range at its own pointer");
     nf_source_free(s);
     nf_diags_free(&d);
 }
@@ -222,6 +327,7 @@ int main(void)
     test_parse();
     test_rules();
     test_write();
+    test_values_dtype();
     test_frozen();
     return nf_test_done();
 }
