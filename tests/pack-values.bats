@@ -103,3 +103,25 @@ refused() {
     run -0 ninfer-pack -q --force --allow-nonfinite -o a.ninfer m.json
     [ "$(ninfer-cat --object w a.ninfer | od -An -tx4 | tr -s ' ')" = " 7f800000" ]
 }
+
+@test "the check holds on both resolve paths: transcoded (q8, bf16 from f16) and inside a concat" {
+    local vals
+    vals=$(seq -s, -32 31)
+    values_manifest m.json 1,64 q8_g32_fp16 "$vals" i8
+    sed -i 's/contiguous_le_v1/row_split_k128_v1/' m.json
+    run -0 ninfer-pack -q -o a.ninfer m.json
+    run -0 ninfer-verify --deep a.ninfer
+    sed -i 's/"values": \[-32,/"values": [-129,/' m.json
+    run -1 --separate-stderr ninfer-pack -q -o b.ninfer m.json
+    [ "$stderr" = 'ninfer-pack: m.json: /objects/0/source/values/0: range: object "w": value 0 (-129) is out of range for dtype i8 (-128..127)' ]
+    [ ! -e b.ninfer ]
+    values_manifest m.json 2 bf16 '1, 70000' f16
+    run -1 --separate-stderr ninfer-pack -q -o b.ninfer m.json
+    [[ "$stderr" == *': /objects/0/source/values/1: range: object "w": value 1 (70000) is out of range for dtype f16: '* ]]
+    [ ! -e b.ninfer ]
+    # inside a concat
+    printf '{"components": {"text": {"config": {}}}, "bindings": {}, "uses": [], "objects": [{"id": "w", "kind": "tensor", "shape": [2, 2], "format": "fp32", "layout": "contiguous_le_v1", "source": {"concat": [{"values": [1, 2], "dtype": "u8"}, {"values": [3, 256], "dtype": "u8"}]}}]}\n' > m.json
+    run -1 --separate-stderr ninfer-pack -q -o b.ninfer m.json
+    [ "$stderr" = 'ninfer-pack: m.json: /objects/0/source/concat/1/values/1: range: object "w": value 1 (256) is out of range for dtype u8 (0..255)' ]
+    [ ! -e b.ninfer ]
+}
