@@ -204,6 +204,20 @@ packs() {
     packs nvfp4 0 0 513
 }
 
+@test "nvfp4: a block scale of 448.00003 before E4M3 rounding is 448, not saturated (no warning)" {
+    # every block's amax is the slice's 0.500001431: w = 2688 / amax and
+    # b = amax / 6 * w come to 448.000031 in f32 (about one block in five of
+    # ordinary weights does the same), which rounds to E4M3's 448; only
+    # above 464, the midpoint to the next step, would a scale saturate
+    scales_manifest nvfp4 block_scale_k16_m128x4_v1 128 64 '(k % 2 ? 0.500001431 : -0.500001431)'
+    packs nvfp4 0 0 513
+    # every block scale byte is 448 (0x7e), the codes +-6 (0x7f: 7 and 15)
+    ninfer-cat --object w w.ninfer > w.bin
+    [ "$(head -c 4096 w.bin | od -An -v -tx1 | tr -s ' ' '\n' | grep -c '^7f$')" -eq 4096 ]
+    [ "$(tail -c +4097 w.bin | head -c 512 | od -An -v -tx1 | tr -s ' ' '\n' | grep -c '^7e$')" -eq 512 ]
+    [[ "$row" == *$'\t'0$'\t'0 ]]
+}
+
 # ---- hostile encodings: packed as raw bytes, caught by --deep ----
 
 # raw_object FILE SHAPE FORMAT LAYOUT → m.ninfer holding FILE's bytes as the object

@@ -175,6 +175,18 @@ static inline uint8_t nf_f32_to_e4m3(float f)
     return (uint8_t)(s | nf_fp_rne_shift_(mant, 141 - e));
 }
 
+/* True when f, rounded to nearest even as if E4M3FN's exponent went on,
+ * lands above 448: the value saturates (encoders count such scales and
+ * codes, DESIGN 7.4). 448 = 1.110b x 2^8 has an even last bit, so 464, the
+ * midpoint to the next step 480, rounds down to it: only |f| > 464 (an
+ * infinity too) saturates, never 448.00003, a block scale's usual rounding
+ * error. NaN does not. */
+static inline int nf_e4m3_saturates(float f)
+{
+    uint32_t a = nf_f32_bits(f) & 0x7fffffffu;
+    return a > 0x43e80000u && a <= 0x7f800000u; /* 464 < |f| <= inf */
+}
+
 /* ---- E2M1 -------------------------------------------------------------- */
 
 /* E2M1 code (low 4 bits of c) -> f32, exact (nvfp4 codes, DESIGN 7). */
@@ -214,6 +226,15 @@ static inline uint8_t nf_f32_to_e2m1(float f)
     else
         c = 7;
     return (uint8_t)(s | c);
+}
+
+/* True when f saturates in E2M1 (as nf_e4m3_saturates): 6 = 1.1b x 2^2
+ * has an odd last bit, so 7, the midpoint to the next step 8, rounds up:
+ * |f| >= 7 (an infinity too) saturates. NaN does not. */
+static inline int nf_e2m1_saturates(float f)
+{
+    uint32_t a = nf_f32_bits(f) & 0x7fffffffu;
+    return a >= 0x40e00000u && a <= 0x7f800000u; /* 7 <= |f| <= inf */
 }
 
 #ifdef __cplusplus

@@ -149,15 +149,19 @@ typedef struct {
     double sse;          /* sum of (x - decode(encode(x)))^2 */
     double ssx;          /* sum of x^2 */
     uint64_t elements;   /* elements encoded */
-    uint64_t saturated;  /* codes clamped at the end of their range */
+    uint64_t saturated;  /* codes clamped at the end of their range: their
+                            nearest-even code is outside it (fp8 above 464,
+                            nvfp4 7 and above, q at qmax + 1/2 when qmax is
+                            odd), not a value that rounds to the end */
     uint64_t bad_element; /* on ENONFINITE/EOVERFLOW into a contiguous target:
                              1 + the C-order index of the first such element
                              (0: not known) */
     /* The scales of DESIGN 7.4 (q groups with a value, fp8 rows, nvfp4 blocks
      * and divisors; none for bf16/fp32/int32): how many were chosen, how many
      * saturated (the scale the values need is beyond its storage type: q
-     * groups whose absmax scale amax/qmax is not a finite FP16, nvfp4
-     * divisors 448*6/amax beyond FLT_MAX and block scales beyond 448) and how
+     * groups whose absmax scale amax/qmax is not a finite FP16 (65520 and
+     * above), nvfp4 divisors 448*6/amax beyond FLT_MAX and block scales that
+     * round past 448 (above 464: 448.00003 is 448; nf_e4m3_saturates)) and how
      * many were zeroed (a group, row or block with a nonzero value whose
      * stored scale is 0: its values decode to 0). */
     uint64_t scales, scales_saturated, scales_zeroed;

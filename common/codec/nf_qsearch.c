@@ -73,7 +73,9 @@ static inline int exact_code(float x, float s, double inv, int qmin, int qmax, b
         t = (double)x / (double)s;
         r = rne_d(t);
     }
-    *sat = t > qmax + 0.5 || t < qmin - 0.5;
+    /* clamped: the nearest-even code is outside the range (at qmax + 1/2
+     * the tie goes to qmax + 1 when qmax is odd, to qmax when it is even) */
+    *sat = r > qmax || r < qmin;
     return r > qmax ? qmax : r < qmin ? qmin : (int)r;
 }
 
@@ -315,7 +317,6 @@ TQ2 static double exact_avx2(const float *x, unsigned n, int qmin, int qmax, uin
     double inv = 1.0 / (double)s;
     const __m256d INV = _mm256_set1_pd(inv), M = _mm256_set1_pd(MAGIC52),
                   LO = _mm256_set1_pd((double)qmin), HI = _mm256_set1_pd((double)qmax),
-                  SLO = _mm256_set1_pd(qmin - 0.5), SHI = _mm256_set1_pd(qmax + 0.5),
                   H = _mm256_set1_pd(0.5), EPS = _mm256_set1_pd(0x1p-30),
                   AB = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
     const __m128 S = _mm_set1_ps(s);
@@ -343,8 +344,8 @@ TQ2 static double exact_avx2(const float *x, unsigned n, int qmin, int qmax, uin
                 t = _mm256_loadu_pd(tt);
                 r = _mm256_loadu_pd(rr);
             }
-            __m256d satm = _mm256_or_pd(_mm256_cmp_pd(t, SHI, _CMP_GT_OQ),
-                                        _mm256_cmp_pd(t, SLO, _CMP_LT_OQ));
+            __m256d satm = _mm256_or_pd(_mm256_cmp_pd(r, HI, _CMP_GT_OQ),
+                                        _mm256_cmp_pd(r, LO, _CMP_LT_OQ));
             ns += (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_pd(satm));
             __m256d c = _mm256_min_pd(_mm256_max_pd(r, LO), HI);
             __m128 cf = _mm256_cvtpd_ps(c);
@@ -452,7 +453,6 @@ TQ5 static double exact_avx512(const float *x, unsigned n, int qmin, int qmax, u
     double inv = 1.0 / (double)s;
     const __m512d INV = _mm512_set1_pd(inv), M = _mm512_set1_pd(MAGIC52),
                   LO = _mm512_set1_pd((double)qmin), HI = _mm512_set1_pd((double)qmax),
-                  SLO = _mm512_set1_pd(qmin - 0.5), SHI = _mm512_set1_pd(qmax + 0.5),
                   H = _mm512_set1_pd(0.5), EPS = _mm512_set1_pd(0x1p-30);
     const __m256 S = _mm256_set1_ps(s);
     __m512d acc = _mm512_setzero_pd();
@@ -476,7 +476,7 @@ TQ5 static double exact_avx512(const float *x, unsigned n, int qmin, int qmax, u
             t = _mm512_loadu_pd(tt);
             r = _mm512_loadu_pd(rr);
         }
-        __mmask8 satm = _mm512_cmp_pd_mask(t, SHI, _CMP_GT_OQ) | _mm512_cmp_pd_mask(t, SLO, _CMP_LT_OQ);
+        __mmask8 satm = _mm512_cmp_pd_mask(r, HI, _CMP_GT_OQ) | _mm512_cmp_pd_mask(r, LO, _CMP_LT_OQ);
         ns += (uint64_t)__builtin_popcount(satm);
         __m512d c = _mm512_min_pd(_mm512_max_pd(r, LO), HI);
         __m512d dec = _mm512_cvtps_pd(_mm256_mul_ps(_mm512_cvtpd_ps(c), S));

@@ -23,8 +23,9 @@ void nf_qs_fast(const float *x, unsigned L, int qmin, int qmax, const uint16_t *
                 unsigned nc, double *err, nf_isa isa);
 
 /* The exact evaluation: codes c = the nearest even integer to the real
- * quotient x/s, clamped to the range (an x/s beyond qmax + 1/2 or below
- * qmin - 1/2 saturates and counts in *sat), c = 0 for s = 0; the squared
+ * quotient x/s, clamped to the range (one whose nearest even integer is
+ * outside it saturates and counts in *sat: beyond qmax + 1/2, or at it when
+ * qmax is odd; likewise below qmin), c = 0 for s = 0; the squared
  * error sum of (x - f32(c*s))^2 in f64, in eight lane sums (lane j: i % 8
  * == j, in order) combined as in nf_qs_fast. The quotient is formed as
  * x * (1/s) in f64 and taken as x/s exactly where that product lies within

@@ -995,15 +995,25 @@ static void encoder_isa(void)
         for (int isa = 1; isa <= 3; isa++) {
             if (!nf_codec_isa_supported((nf_isa)isa))
                 continue;
-            nf_qs_exact(xs, 64, -127, 127, sb, c, NULL, (nf_isa)isa);
-            for (int i = 0; i < 64; i++) {
-                double t = (double)xs[i] / (double)s, q = nearbyint(t);
-                q = q > 127 ? 127 : q < -127 ? -127 : q;
-                bad += c[i] != (int)q;
+            /* q8's range, and q4's, where half-integer quotients at the ends
+             * tie to a code outside (7.5 -> 8, clamped: saturated) or inside
+             * (-8.5 -> -8: not saturated) */
+            static const int rg[2][2] = {{-127, 127}, {-8, 7}};
+            for (int k = 0; k < 2; k++) {
+                uint64_t sat = 0, want = 0;
+                nf_qs_exact(xs, 64, rg[k][0], rg[k][1], sb, c, &sat, (nf_isa)isa);
+                for (int i = 0; i < 64; i++) {
+                    double t = (double)xs[i] / (double)s, q = nearbyint(t);
+                    want += q > rg[k][1] || q < rg[k][0];
+                    q = q > rg[k][1] ? rg[k][1] : q < rg[k][0] ? rg[k][0] : q;
+                    bad += c[i] != (int)q;
+                }
+                bad += sat != want;
             }
         }
     }
-    CHECK(bad == 0, "nf_qs_exact: the codes of the division x / s, ties to even, on every ISA");
+    CHECK(bad == 0, "nf_qs_exact: the codes of the division x / s, ties to even, and the clamped "
+                    "ones counted (nearest even outside the range), on every ISA");
 }
 
 int main(void)

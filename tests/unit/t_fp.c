@@ -238,6 +238,34 @@ static void specials(void)
     CHECK(nf_e2m1_to_f32(0xf) == -6.0f && nf_e2m1_to_f32(0x5) == 3.0f, "e2m1 decode landmarks");
 }
 
+/* Saturation (DESIGN 7.4's counts): a value saturates when it rounds,
+ * nearest even with the exponent going on, past the largest finite value.
+ * The boundaries exactly, then every f32 of the binades around them
+ * against rint on the grid (E4M3 steps by 32 from 256, E2M1 by 2 from 4). */
+static void saturation(void)
+{
+    CHECK(!nf_e4m3_saturates(448.0f) && !nf_e4m3_saturates(nextafterf(448.0f, 1e9f)) &&
+              !nf_e4m3_saturates(-448.0f), "e4m3: 448 and 448.00003 do not saturate");
+    CHECK(!nf_e4m3_saturates(464.0f) && !nf_e4m3_saturates(-464.0f),
+          "e4m3: 464, the midpoint, ties to 448 (its last bit is even)");
+    CHECK(nf_e4m3_saturates(nextafterf(464.0f, 1e9f)) && nf_e4m3_saturates(-465.0f) &&
+              nf_e4m3_saturates(INFINITY) && nf_e4m3_saturates(-INFINITY) &&
+              !nf_e4m3_saturates(NAN), "e4m3: above 464 and infinity saturate, NaN does not");
+    CHECK(!nf_e2m1_saturates(6.0f) && !nf_e2m1_saturates(nextafterf(7.0f, 0.0f)) &&
+              nf_e2m1_saturates(7.0f) && nf_e2m1_saturates(-7.0f) &&
+              nf_e2m1_saturates(INFINITY) && !nf_e2m1_saturates(NAN),
+          "e2m1: 7, the midpoint, ties to 8 (6's last bit is odd): saturates");
+    CHECK(nf_f32_to_fp16(nextafterf(65520.0f, 0.0f)) == 0x7bff && nf_f32_to_fp16(65520.0f) == 0x7c00,
+          "fp16: the midpoint 65520 ties up to infinity (65504's last bit is odd)");
+    uint64_t bad = 0;
+    for (float f = 256.0f; f < 1024.0f; f = nextafterf(f, 2048.0f))
+        bad += nf_e4m3_saturates(f) != (rintf(f / 32.0f) * 32.0f > 448.0f);
+    for (float f = 4.0f; f < 16.0f; f = nextafterf(f, 32.0f))
+        bad += nf_e2m1_saturates(f) != (rintf(f / 2.0f) * 2.0f > 6.0f);
+    CHECK(bad == 0, "every f32 of [256, 1024) and [4, 16) agrees with rint on the grid (%llu differ)",
+          (unsigned long long)bad);
+}
+
 #ifdef __x86_64__
 /* A second, independent reference for FP16: the F16C instruction with
  * round-to-nearest-even. */
@@ -277,6 +305,7 @@ int main(int argc, char **argv)
         encode_sample(&F[i], all);
     }
     specials();
+    saturation();
 #ifdef __x86_64__
     f16c_agree();
 #endif
