@@ -204,7 +204,7 @@ packs() {
     packs nvfp4 0 0 513
 }
 
-@test "nvfp4: a block scale of 448.00003 before E4M3 rounding is 448, not saturated (no warning)" {
+@test "saturation at the boundaries: an nvfp4 block scale of 448.00003 is 448 (no warning), a q8 scale of 65520 is not FP16" {
     # every block's amax is the slice's 0.500001431: w = 2688 / amax and
     # b = amax / 6 * w come to 448.000031 in f32 (about one block in five of
     # ordinary weights does the same), which rounds to E4M3's 448; only
@@ -216,6 +216,12 @@ packs() {
     [ "$(head -c 4096 w.bin | od -An -v -tx1 | tr -s ' ' '\n' | grep -c '^7f$')" -eq 4096 ]
     [ "$(tail -c +4097 w.bin | head -c 512 | od -An -v -tx1 | tr -s ' ' '\n' | grep -c '^7e$')" -eq 512 ]
     [[ "$row" == *$'\t'0$'\t'0 ]]
+    # q8's FP16 scale: amax / 127 = 65520, the midpoint above 65504 (odd last
+    # bit), rounds up to infinity: saturated; 0.5 less in amax does not
+    scales_manifest q8_g32_fp16 row_split_k128_v1 1 32 '(k == 0 ? 8321040 : 0)'
+    packs q8_g32_fp16 1 0 1
+    scales_manifest q8_g32_fp16 row_split_k128_v1 1 32 '(k == 0 ? 8321039.5 : 0)'
+    packs q8_g32_fp16 0 0 1
 }
 
 # ---- hostile encodings: packed as raw bytes, caught by --deep ----
