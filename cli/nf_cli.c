@@ -383,6 +383,13 @@ void nf_fput_text(const char *s, FILE *f)
     free(e);
 }
 
+void nf_fput_field(const char *s, int width, FILE *f)
+{
+    char *e = nf_text_escape_also(s ? s : "", NF_FIELD_ESCAPES);
+    fprintf(f, "%-*s", width > 0 ? width : 0, e ? e : "(out of memory)");
+    free(e);
+}
+
 void nf_diags_print(const nf_diags *d, const char *prog, FILE *f)
 {
     for (size_t i = 0; i <= d->n; i++) {

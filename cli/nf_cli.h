@@ -53,6 +53,15 @@ void nf_diags_print(const nf_diags *d, const char *prog, FILE *f);
  * invalid UTF-8 as \xHH). */
 void nf_fput_text(const char *s, FILE *f);
 
+/* The separators a field of a text listing escapes besides controls
+ * (nf_text_escape_also): the list comma, the escape's own backslash and
+ * the quote, so that no name splits a field, forges one or a line. */
+#define NF_FIELD_ESCAPES "\\,\""
+
+/* Write s to f as one field of a text listing (escaped with
+ * NF_FIELD_ESCAPES); width > 0 pads it with spaces to that many bytes. */
+void nf_fput_field(const char *s, int width, FILE *f);
+
 /* Print "prog version" to stdout. */
 void nf_print_version(void);
 

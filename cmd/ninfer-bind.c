@@ -126,7 +126,10 @@ static int list(const nf_catalog *c, const nf_arch_plan *plans, size_t np, const
         uint64_t dims[NF_MAX_RANK], el = 0;
         shape_of(c, nb, param_of(plans, np, nb->name), &rank, dims);
         nf_binding_elements(c, &nb->b, &el);
-        char shape[256], fl[256] = "", parents[4096] = "";
+        /* fl: the formats/layouts as they are (--json's field, and the
+         * repeats' test); flt and parents: the text line's, each name
+         * escaped (NF_FIELD_ESCAPES: a "," or a tab in an ID splits nothing) */
+        char shape[256], fl[256] = "", flt[1024] = "", parents[4096] = "";
         nf_shape_str(dims, rank, shape, sizeof shape);
         size_t n = nb->b.parts ? nb->b.n_parts : 1;
         bool view = n == 1;
@@ -138,14 +141,24 @@ static int list(const nf_catalog *c, const nf_arch_plan *plans, size_t np, const
             const nf_object *ob = &c->objects[oi];
             char one[256];
             snprintf(one, sizeof one, "%s/%s", ob->format_name, ob->layout_name);
-            if (!strstr(fl, one) && strlen(fl) + strlen(one) + 2 < sizeof fl)
+            if (!strstr(fl, one) && strlen(fl) + strlen(one) + 2 < sizeof fl) {
                 snprintf(fl + strlen(fl), sizeof fl - strlen(fl), "%s%s", *fl ? "," : "", one);
+                char *ef = nf_text_escape_also(ob->format_name, NF_FIELD_ESCAPES);
+                char *el = nf_text_escape_also(ob->layout_name, NF_FIELD_ESCAPES);
+                if (ef && el && strlen(flt) + strlen(ef) + strlen(el) + 3 < sizeof flt)
+                    snprintf(flt + strlen(flt), sizeof flt - strlen(flt), "%s%s/%s",
+                             *flt ? "," : "", ef, el);
+                free(ef);
+                free(el);
+            }
             bool dup = seen[oi] == i + 1;
             seen[oi] = i + 1;
             if (!dup) {
-                if (strlen(parents) + strlen(ob->id) + 2 < sizeof parents)
+                char *eid = nf_text_escape_also(ob->id, NF_FIELD_ESCAPES);
+                if (eid && strlen(parents) + strlen(eid) + 2 < sizeof parents)
                     snprintf(parents + strlen(parents), sizeof parents - strlen(parents), "%s%s",
-                             *parents ? "," : "", ob->id);
+                             *parents ? "," : "", eid);
+                free(eid);
                 if (par)
                     nf_jarr_push(par, nf_jnew_string(ob->id));
             }
@@ -164,8 +177,9 @@ static int list(const nf_catalog *c, const nf_arch_plan *plans, size_t np, const
             nf_jobj_set(r, "view", nf_jnew_bool(view));
             nf_jarr_push(arr, r);
         } else {
-            printf("%s\t%s\t%llu\t%s\t%s\t%s\n", nb->name, shape, (unsigned long long)el, fl,
-                   parents, view ? "view" : "gather");
+            nf_fput_field(nb->name, 0, stdout);
+            printf("\t%s\t%llu\t%s\t%s\t%s\n", shape, (unsigned long long)el, flt, parents,
+                   view ? "view" : "gather");
         }
     }
     free(seen);
@@ -353,7 +367,8 @@ static int run_one(const char *path, const opts *o)
             nf_print_json_line(r);
             nf_jval_free(r);
         } else if (!ex && !o->quiet) {
-            printf("%s: OK (%zu parameters, %zu uses)\n", path, c->n_bindings, c->n_uses);
+            nf_fput_text(path, stdout); /* as in diagnostics */
+            printf(": OK (%zu parameters, %zu uses)\n", c->n_bindings, c->n_uses);
             nf_stdout_flush(&d);
             ex = nf_diags_exit(&d);
         }

@@ -52,10 +52,15 @@ static void print_report(void *ctx, const nf_pack_report *r)
                            "scales_saturated\tscales_zeroed\n");
         return;
     }
-    if (ro->f)
-        fprintf(ro->f, "%s\t%s\t%llu\t%.9g\t%.9g\t%.3f\t%llu\t%llu\n", r->id, r->format,
-                (unsigned long long)r->elements, r->rmse, r->max_abs_error, r->snr_db,
-                (unsigned long long)r->scales_saturated, (unsigned long long)r->scales_zeroed);
+    if (ro->f) {
+        /* an ID with a tab or an escape splits no column, drives no terminal */
+        nf_fput_field(r->id, 0, ro->f);
+        fputc('\t', ro->f);
+        nf_fput_field(r->format, 0, ro->f);
+        fprintf(ro->f, "\t%llu\t%.9g\t%.9g\t%.3f\t%llu\t%llu\n", (unsigned long long)r->elements,
+                r->rmse, r->max_abs_error, r->snr_db, (unsigned long long)r->scales_saturated,
+                (unsigned long long)r->scales_zeroed);
+    }
     if (r->scales_saturated || r->scales_zeroed) {
         fprintf(stderr, "%s: ", nf_prog);
         nf_fput_text(ro->manifest, stderr);

@@ -45,8 +45,10 @@ static void print_text(nf_jval *rep)
     char b1[32];
     nf_jval *comps = nf_jobj_get(rep, "components"), *uses = nf_jobj_get(rep, "uses");
     printf("device %s, components", nf_jstr(nf_jobj_get(rep, "device"), NULL));
-    for (size_t i = 0; i < nf_jarr_len(comps); i++)
-        printf(" %s", nf_jstr(nf_jarr_get(comps, i), NULL));
+    for (size_t i = 0; i < nf_jarr_len(comps); i++) {
+        putchar(' '); /* IDs and names escaped: a table line per use, nothing raw */
+        nf_fput_field(nf_jstr(nf_jarr_get(comps, i), NULL), 0, stdout);
+    }
     printf("\nloaded %u parents, %s in %.3f s (%.2f GB/s); %zu objects left unread\n",
            (unsigned)nf_jdouble(nf_jobj_get(rep, "parents_loaded")),
            nf_human_bytes((uint64_t)nf_jdouble(nf_jobj_get(rep, "bytes_read")), b1),
@@ -57,13 +59,14 @@ static void print_text(nf_jval *rep)
     for (size_t i = 0; i < nf_jarr_len(uses); i++) {
         nf_jval *u = nf_jarr_get(uses, i);
         const char *st = nf_jstr(nf_jobj_get(u, "status"), NULL);
+        nf_fput_field(nf_jstr(nf_jobj_get(u, "parameter"), NULL), 52, stdout);
         if (!nf_jobj_has(u, "format")) {
-            printf("%-52s %-20s %7s %7s %9s %8s %10s  %s\n", nf_jstr(nf_jobj_get(u, "parameter"), NULL),
-                   "-", "-", "-", "-", "-", "-", st);
+            printf(" %-20s %7s %7s %9s %8s %10s  %s\n", "-", "-", "-", "-", "-", "-", st);
             continue;
         }
-        printf("%-52s %-20s %7llu %7llu %9.4f %8.2f %10.3g  %s\n",
-               nf_jstr(nf_jobj_get(u, "parameter"), NULL), nf_jstr(nf_jobj_get(u, "format"), NULL),
+        putchar(' ');
+        nf_fput_field(nf_jstr(nf_jobj_get(u, "format"), NULL), 20, stdout);
+        printf(" %7llu %7llu %9.4f %8.2f %10.3g  %s\n",
                (unsigned long long)nf_jdouble(nf_jobj_get(u, "rows")),
                (unsigned long long)nf_jdouble(nf_jobj_get(u, "k")),
                nf_jdouble(nf_jobj_get(u, "time_ms")), nf_jdouble(nf_jobj_get(u, "gbps")),

@@ -211,8 +211,9 @@ static size_t utf8_seq(const unsigned char *s)
     return n;
 }
 
-/* s with C0/DEL/C1 controls and invalid UTF-8 as \xHH (nf_text_escape) */
-static void put_escaped(nf_text *b, const char *s)
+/* s with C0/DEL/C1 controls, invalid UTF-8 and the ASCII bytes of also
+ * (may be NULL) as \xHH (nf_text_escape, nf_text_escape_also) */
+static void put_escaped_also(nf_text *b, const char *s, const char *also)
 {
     const unsigned char *p = (const unsigned char *)s, *run = p;
     while (*p) {
@@ -221,7 +222,8 @@ static void put_escaped(nf_text *b, const char *s)
          * not UTF-8 come from hostile names: never let them reach a
          * terminal or split a line */
         bool c1 = n == 2 && p[0] == 0xc2 && p[1] < 0xa0;
-        if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f)) || c1) {
+        if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f || (also && strchr(also, *p)))) ||
+            c1) {
             nf_text_put(b, (const char *)run, (size_t)(p - run));
             size_t k = c1 ? 2 : 1;
             for (size_t i = 0; i < k; i++) {
@@ -238,10 +240,22 @@ static void put_escaped(nf_text *b, const char *s)
     nf_text_put(b, (const char *)run, (size_t)(p - run));
 }
 
+static void put_escaped(nf_text *b, const char *s)
+{
+    put_escaped_also(b, s, NULL);
+}
+
 char *nf_text_escape(const char *s)
 {
     nf_text b = {0};
     put_escaped(&b, s);
+    return nf_text_take(&b, NULL);
+}
+
+char *nf_text_escape_also(const char *s, const char *also)
+{
+    nf_text b = {0};
+    put_escaped_also(&b, s, also);
     return nf_text_take(&b, NULL);
 }
 

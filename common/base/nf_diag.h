@@ -134,6 +134,13 @@ char *nf_diag_line(const nf_diags *d, size_t i, const char *prog);
  * Returns malloc'ed text or NULL when out of memory. */
 char *nf_text_escape(const char *s);
 
+/* nf_text_escape, and every byte of s that is in the ASCII string also
+ * written as \xHH too: a field of a text listing that no name can split
+ * or forge (ninfer-bind's list: also "\\,\"", so "a,b" prints a\x2cb and
+ * a name holding "\x09" cannot pass for an escaped tab). Returns
+ * malloc'ed text or NULL when out of memory. */
+char *nf_text_escape_also(const char *s, const char *also);
+
 /* Move all records of src to the end of dst (src becomes empty). */
 void nf_diags_move(nf_diags *dst, nf_diags *src);
 
