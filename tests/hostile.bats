@@ -117,6 +117,64 @@ small_prefix="$obj_prefix"', "bindings": {}, "uses": [], "files": [{"path": null
     all_readers 1 header a.ninfer
 }
 
+# json_bytes_is ENTRY N — rewrite the entry header's json_bytes (bytes 8..16)
+json_bytes_is() {
+    printf "$(printf '\\x%02x' $(($2 & 255)) $(($2 >> 8 & 255)) $(($2 >> 16 & 255)) 0 0 0 0 0)" |
+        dd of="$1" bs=1 seek=8 conv=notrunc status=none
+}
+
+@test "json_bytes that cuts the catalog short -> header (1), no pointer: in a string, a number, between tokens" {
+    nf_make a.ninfer
+    local len cut
+    len=$(nf_size a.ninfer.json)
+    cp a.ninfer good.ninfer
+    # the end of each cut: 40 (inside "components"' value), half, a number's
+    # digit, the last bracket, the last byte
+    for cut in 40 $((len / 2)) $(($(grep -bo '"payload_bytes": 1' a.ninfer.json | cut -d: -f1) + 18)) $((len - 2)); do
+        cp good.ninfer a.ninfer
+        json_bytes_is a.ninfer "$cut"
+        all_readers 1 header a.ninfer
+        run -1 --separate-stderr ninfer-verify a.ninfer
+        [ "${#stderr_lines[@]}" -eq 1 ]
+        [[ "$stderr" == "ninfer-verify: a.ninfer: header: json_bytes ends the catalog inside its JSON value (after "*" bytes): the header's length is too small" ]]
+        run -1 --separate-stderr ninfer-verify - < a.ninfer
+        [[ "$stderr" == "ninfer-verify: -: header: json_bytes ends the catalog inside its JSON value "* ]]
+    done
+    # cut in the trailing whitespace: the catalog is whole, the rest of its
+    # padding lies in the fill (verify checks the fill)
+    cp good.ninfer a.ninfer
+    json_bytes_is a.ninfer $((len - 1))
+    run -1 --separate-stderr ninfer-verify a.ninfer
+    [ "$stderr" = "ninfer-verify: a.ninfer: header: json_bytes ends the catalog inside its trailing whitespace (it goes on after byte $((32 + len - 1))): the header's length is too small" ]
+    run -1 --separate-stderr ninfer-verify - < a.ninfer
+    [ "$stderr" = "ninfer-verify: -: header: json_bytes ends the catalog inside its trailing whitespace (it goes on after byte $((32 + len - 1))): the header's length is too small" ]
+    # a manifest cut short is the file's own fault: json, where it ends
+    head -c $((len / 2)) a.ninfer.json > m.json
+    run -1 --separate-stderr ninfer-pack -q -o out.ninfer m.json
+    expect_code json
+    [ ! -e out.ninfer ]
+}
+
+@test "json_bytes past the catalog into the zero fill -> header (1), no pointer" {
+    nf_make a.ninfer
+    local len
+    len=$(nf_size a.ninfer.json)
+    json_bytes_is a.ninfer $((len + 10))
+    all_readers 1 header a.ninfer
+    run -1 --separate-stderr ninfer-verify a.ninfer
+    [ "$stderr" = "ninfer-verify: a.ninfer: header: json_bytes runs past the catalog's JSON value ($((len - 1)) bytes) into zero bytes: the header's length is too large" ]
+}
+
+@test "json_bytes past the catalog into payload bytes (no fill between) -> json (1): as garbage after the value" {
+    # the catalog padded with spaces to the page: a longer json_bytes reads
+    # payload bytes, which cannot be told from garbage a writer appended
+    nf_catalog > c.json
+    head -c $((4064 - $(nf_size c.json))) /dev/zero | tr '\0' ' ' >> c.json
+    nf-mkartifact --catalog c.json --payload "$(nf_payload)" --json-bytes raw:4074 -o a.ninfer
+    run -1 --separate-stderr ninfer-verify a.ninfer
+    expect_only_codes json utf8
+}
+
 @test "300 MB json_bytes with the default 256 MiB cap: refused before allocation, small RSS" {
     need_time
     local n=314572800
@@ -236,11 +294,13 @@ small_prefix="$obj_prefix"', "bindings": {}, "uses": [], "files": [{"path": null
     done
 }
 
-@test "NUL padding inside json_bytes (instead of spaces) -> json (1)" {
+@test "NUL padding inside json_bytes (instead of spaces) -> header (1): json_bytes runs into the fill" {
+    # indistinguishable from a json_bytes too large by 64: blamed on the header
     nf_catalog > c.json
     head -c 64 /dev/zero >> c.json
     nf-mkartifact --catalog c.json --payload "$(nf_payload)" -o a.ninfer
-    all_readers 1 json a.ninfer
+    all_readers 1 header a.ninfer
+    [[ "$stderr" == *"a.ninfer: header: json_bytes runs past the catalog's JSON value ("*" bytes) into zero bytes: the header's length is too large" ]]
 }
 
 @test "trailing whitespace padding inside json_bytes is valid" {

@@ -302,11 +302,15 @@ bad_part_path() {
     nf_verify_fails 1 a.ninfer fill
 }
 
-@test "nonzero fill right after the catalog in the entry -> fill (1)" {
+@test "nonzero fill right after the catalog in the entry -> fill (1); whitespace there -> header (1)" {
     nf_make a.ninfer
     local end=$((32 + $(nf_size a.ninfer.json)))
-    nf_poke a.ninfer "$end" 20   # a space: whitespace outside json_bytes is still fill
+    nf_poke a.ninfer "$end" 01
     nf_verify_fails 1 a.ninfer fill
+    # a space: whitespace outside json_bytes is no padding, and says that
+    # json_bytes ends the catalog inside its trailing whitespace
+    nf_poke a.ninfer "$end" 20
+    nf_verify_fails 1 a.ninfer header
 }
 
 @test "nonzero fill byte in a part -> fill (1)" {
@@ -410,10 +414,10 @@ bad_part_path() {
     nf_verify_fails 1 a.ninfer header
 }
 
-@test "json_bytes shorter than the catalog cuts the JSON -> json (1)" {
+@test "json_bytes shorter than the catalog cuts the JSON -> header (1), no pointer" {
     nf_make a.ninfer -- --json-bytes raw:300
     run -1 --separate-stderr ninfer-verify a.ninfer
-    expect_code json
+    [ "$stderr" = "ninfer-verify: a.ninfer: header: json_bytes ends the catalog inside its JSON value (after 300 bytes): the header's length is too small" ]
 }
 
 @test "--max-json-bytes smaller than the catalog -> header (1); equal passes" {

@@ -482,7 +482,7 @@ nf_safetensors *nf_safetensors_open(const char *path, nf_diags *d)
     nf_diags entries = NF_DIAGS_INIT;
     entries.file = path;
     x.d = &entries;
-    nf_jscan_sink sink = {&x, st_open, st_close, st_key, st_scalar};
+    nf_jscan_sink sink = {&x, st_open, st_close, st_key, st_scalar, NULL, NULL};
     bool scanned = nf_jscan_ex(text, tl, 0, &local, &sr, &sink);
     if (x.oom)
         nf_diag_add(&local, NF_C_IO, "", "out of memory");

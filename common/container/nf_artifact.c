@@ -77,6 +77,37 @@ static int open_regular(const char *path, uint64_t *size)
 
 static int check_fill_fd(nf_artifact *a, size_t i, int fd, nf_diags *d);
 
+/* The entry's fill buf[0..n) begins with JSON whitespace and holds nothing
+ * else but zeros after it: the catalog's padding runs on past json_bytes,
+ * which is too small (a fault of the header, not of the fill). */
+static bool fill_is_padding(const unsigned char *buf, size_t n)
+{
+    size_t k = 0;
+    while (k < n && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\n' || buf[k] == '\r'))
+        k++;
+    if (k == 0)
+        return false;
+    for (; k < n; k++)
+        if (buf[k])
+            return false;
+    return true;
+}
+
+/* The record of the entry's fill buf[0..n) at file offset from, whose byte
+ * k is the first nonzero one. */
+static void entry_fill_fault(nf_diags *d, const char *file, const unsigned char *buf, size_t n,
+                             size_t k, uint64_t from)
+{
+    if (fill_is_padding(buf, n))
+        nf_diag_addf(d, NF_C_HEADER, file, "",
+                     "json_bytes ends the catalog inside its trailing whitespace (it goes on "
+                     "after byte %llu): the header's length is too small",
+                     (unsigned long long)from);
+    else
+        nf_diag_addf(d, NF_C_FILL, file, "", "nonzero fill byte at offset %llu",
+                     (unsigned long long)(from + k));
+}
+
 static const char *open_error(int e)
 {
     if (e == -EINVAL)
@@ -468,8 +499,7 @@ nf_artifact *nf_artifact_open_stream(nf_input *in, const char *name, const nf_op
     if (a->opts.check_fill)
         for (uint64_t i = 0; i < fill; i++)
             if (buf[i]) {
-                nf_diag_add(d, NF_C_FILL, "", "nonzero fill byte at offset %llu",
-                            (unsigned long long)(a->h.metadata_end + i));
+                entry_fill_fault(d, NULL, buf, (size_t)fill, (size_t)i, a->h.metadata_end);
                 break;
             }
     return a;
@@ -527,8 +557,11 @@ static int check_fill_fd(nf_artifact *a, size_t i, int fd, nf_diags *d)
     }
     for (size_t k = 0; k < n; k++)
         if (buf[k]) {
-            nf_diag_addf(d, NF_C_FILL, a->file_paths[i], "", "nonzero fill byte at offset %llu",
-                         (unsigned long long)(from + k));
+            if (i == 0)
+                entry_fill_fault(d, a->file_paths[i], buf, n, k, from);
+            else
+                nf_diag_addf(d, NF_C_FILL, a->file_paths[i], "",
+                             "nonzero fill byte at offset %llu", (unsigned long long)(from + k));
             return -1;
         }
     return 0;

@@ -2286,6 +2286,35 @@ static void check_references(pctx *x)
 
 /* ---- root ---- */
 
+/* A catalog that failed the scan, read from an entry: is the fault the
+ * header's json_bytes? Yes when the text ends inside the value (cut), or
+ * when the value is whole and the first byte after it, past whitespace, is
+ * a zero byte (the fill: a writer puts nothing else there, and JSON text
+ * never holds one). Then the scan's fatal record, the last in d, is
+ * dropped for the header's (the duplicates found before it stay). Other
+ * bytes after the value stay `json` (garbage after the value). */
+static bool json_bytes_fault(const char *text, size_t len, size_t value_end, bool cut,
+                             nf_diags *d)
+{
+    bool fault = cut;
+    if (!cut && value_end != SIZE_MAX && value_end < len) {
+        size_t i = value_end;
+        while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' ||
+                           text[i] == '\r'))
+            i++;
+        fault = i < len && text[i] == 0;
+    }
+    if (fault && d->dropped) {
+        d->dropped--; /* past the record cap: the last one was not stored */
+    } else if (fault && d->n) {
+        nf_diag *r = &d->v[--d->n];
+        free(r->pointer);
+        free(r->file);
+        free(r->message);
+    }
+    return fault;
+}
+
 static void shrink(void **v, size_t n, size_t size)
 {
     if (*v && n) {
@@ -2322,8 +2351,24 @@ nf_catalog *nf_catalog_parse_owned(char *text, size_t len, nf_cat_mode mode,
     s->t.text = s->text;
     s->fs.sum_ok = true;
     pass_diags_init(s, d);
-    nf_jscan_sink sink = {s, ev_open, ev_close, ev_key, ev_scalar};
-    bool ok = nf_jscan_ex(text, len, 0, d, NULL, &sink);
+    size_t value_end = SIZE_MAX;
+    bool cut = false;
+    nf_jscan_sink sink = {s, ev_open, ev_close, ev_key, ev_scalar, &value_end, &cut};
+    /* an entry's catalog is json_bytes long: its findings wait, so that
+     * a text cut short, or run on into the zero fill, is blamed on the
+     * header's length rather than on a pointer deep inside */
+    nf_diags scan_d = NF_DIAGS_INIT;
+    scan_d.file = d->file;
+    scan_d.limit = d->limit;
+    bool entry = mode == NF_CAT_ARTIFACT;
+    bool ok = nf_jscan_ex(text, len, 0, entry ? &scan_d : d, NULL, &sink);
+    if (entry && !ok && !s->t.oom && json_bytes_fault(text, len, value_end, cut, &scan_d))
+        nf_diag_add(&scan_d, NF_C_HEADER, "", cut ? "json_bytes ends the catalog inside its "
+                    "JSON value (after %zu bytes): the header's length is too small"
+                    : "json_bytes runs past the catalog's JSON value (%zu bytes) into zero "
+                    "bytes: the header's length is too large",
+                    cut ? len : value_end);
+    nf_diags_move(d, &scan_d);
     if (ok && s->root_bad) {
         nf_diag_add(d, NF_C_SCHEMA, "", "the catalog must be %s %s, not %s",
                     article(NF_J_OBJECT), nf_jtype_name(NF_J_OBJECT),

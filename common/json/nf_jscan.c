@@ -96,6 +96,17 @@ static bool hex4(const uchar *p, const uchar *end, unsigned *out)
     return true;
 }
 
+/* Fewer than four bytes left at p, all hex digits: an escape cut short. */
+static bool hex_prefix(const uchar *p, const uchar *end)
+{
+    if (end - p >= 4)
+        return false;
+    for (; p < end; p++)
+        if (hexval(*p) > 15)
+            return false;
+    return true;
+}
+
 static size_t utf8_put(unsigned cp, uchar *o)
 {
     if (cp < 0x80) {
@@ -391,6 +402,16 @@ static size_t off_of(const nf_jscanner *s, const uchar *p)
     return (size_t)(p - s->text);
 }
 
+/* The fatal error just recorded is the text ending: what came so far is
+ * the start of a valid value (nf_jscan_result.truncated). */
+static void mark_end(nf_jscanner *s)
+{
+    if (s->res)
+        s->res->truncated = true;
+    if (s->sink && s->sink->truncated)
+        *s->sink->truncated = true;
+}
+
 static void fail_oom(nf_jscanner *s, const uchar *p)
 {
     fail_at(s, NF_C_IO, off_of(s, p), "out of memory scanning json at byte %zu",
@@ -458,9 +479,12 @@ static size_t utf8_check(nf_jscanner *s, const uchar *q)
 {
     const char *why = NULL;
     size_t n = utf8_len(q, s->end, &why);
-    if (!n)
+    if (!n) {
         fail_at(s, NF_C_UTF8, off_of(s, q), "invalid utf-8 at byte %zu: %s",
                 off_of(s, q), why);
+        if (strcmp(why, "truncated sequence at end of text") == 0)
+            mark_end(s);
+    }
     return n;
 }
 
@@ -472,6 +496,7 @@ static void unexpected(nf_jscanner *s, const uchar *p, const char *expected)
     if (p >= s->end) {
         fail_at(s, NF_C_JSON, off, "unexpected end of input at byte %zu, expected %s",
                 off, expected);
+        mark_end(s);
         return;
     }
     uchar c = *p;
@@ -575,6 +600,7 @@ static const uchar *scan_string(nf_jscanner *s, const uchar *p, bool *esc)
         if (q >= end) {
             fail_at(s, NF_C_JSON, off_of(s, p),
                     "unterminated string starting at byte %zu", off_of(s, p));
+            mark_end(s);
             return NULL;
         }
         uchar c = *q;
@@ -602,6 +628,7 @@ static const uchar *scan_string(nf_jscanner *s, const uchar *p, bool *esc)
         if (end - q < 2) {
             fail_at(s, NF_C_JSON, off_of(s, p),
                     "unterminated string starting at byte %zu", off_of(s, p));
+            mark_end(s);
             return NULL;
         }
         switch (q[1]) {
@@ -627,6 +654,8 @@ static const uchar *scan_string(nf_jscanner *s, const uchar *p, bool *esc)
             fail_at(s, NF_C_JSON, off_of(s, q),
                     "invalid \\u escape in string at byte %zu (four hex digits expected)",
                     off_of(s, q));
+            if (hex_prefix(q + 2, end))
+                mark_end(s);
             return NULL;
         }
         if (u >= 0xDC00 && u < 0xE000) {
@@ -642,6 +671,8 @@ static const uchar *scan_string(nf_jscanner *s, const uchar *p, bool *esc)
                     fail_at(s, NF_C_JSON, off_of(s, r),
                             "invalid \\u escape in string at byte %zu (four hex digits expected)",
                             off_of(s, r));
+                    if (hex_prefix(r + 2, end))
+                        mark_end(s);
                     return NULL;
                 }
                 if (lo >= 0xDC00 && lo < 0xE000) {
@@ -652,6 +683,8 @@ static const uchar *scan_string(nf_jscanner *s, const uchar *p, bool *esc)
             fail_at(s, NF_C_UTF8, off_of(s, q),
                     "lone surrogate escape \\u%04X at byte %zu (high surrogate not followed by a low one)",
                     u, off_of(s, q));
+            if (r >= end || (r + 1 >= end && r[0] == '\\'))
+                mark_end(s); /* the low half may have been cut off */
             return NULL;
         }
         q += 6;
@@ -706,6 +739,8 @@ static const uchar *scan_number(nf_jscanner *s, const uchar *p, unsigned *kind)
         if (q == end || !is_digit(*q)) {
             fail_at(s, NF_C_JSON, off,
                     "invalid number at byte %zu: no digit after '-'", off);
+            if (q == end)
+                mark_end(s);
             return NULL;
         }
     }
@@ -727,6 +762,8 @@ static const uchar *scan_number(nf_jscanner *s, const uchar *p, unsigned *kind)
         if (q == end || !is_digit(*q)) {
             fail_at(s, NF_C_JSON, off,
                     "invalid number at byte %zu: no digit after '.'", off);
+            if (q == end)
+                mark_end(s);
             return NULL;
         }
         while (q < end && is_digit(*q))
@@ -740,6 +777,8 @@ static const uchar *scan_number(nf_jscanner *s, const uchar *p, unsigned *kind)
         if (q == end || !is_digit(*q)) {
             fail_at(s, NF_C_JSON, off,
                     "invalid number at byte %zu: no digit in the exponent", off);
+            if (q == end)
+                mark_end(s);
             return NULL;
         }
         while (q < end && is_digit(*q))
@@ -1150,8 +1189,16 @@ static void pop(nf_jscanner *s)
 
 static bool literal(nf_jscanner *s, const uchar *p, const char *word, size_t n)
 {
-    if ((size_t)(s->end - p) >= n && memcmp(p, word, n) == 0)
+    size_t left = (size_t)(s->end - p);
+    if (left >= n && memcmp(p, word, n) == 0)
         return true;
+    if (left < n && memcmp(p, word, left) == 0 && (*p == 't' || *p == 'f' || *p == 'n')) {
+        size_t off = off_of(s, p);
+        fail_at(s, NF_C_JSON, off, "unexpected end of input at byte %zu, inside %s", off_of(s, s->end),
+                word);
+        mark_end(s);
+        return false;
+    }
     size_t off = off_of(s, p);
     if ((size_t)(s->end - p) >= 3 && memcmp(p, "NaN", 3) == 0)
         fail_at(s, NF_C_JSON, off, "invalid literal at byte %zu: NaN is not json", off);
@@ -1212,7 +1259,13 @@ bool nf_jscan_ex(const char *text, size_t len, unsigned max_depth, nf_diags *d,
         res->bigint_ptrs = NULL;
         res->n_bigint = 0;
         res->error_offset = SIZE_MAX;
+        res->value_end = SIZE_MAX;
+        res->truncated = false;
     }
+    if (sink && sink->value_end)
+        *sink->value_end = SIZE_MAX;
+    if (sink && sink->truncated)
+        *sink->truncated = false;
 
     const uchar *p = s.text, *end = s.end, *q;
     bool esc;
@@ -1368,6 +1421,10 @@ key:
 
 after:
     if (s.depth == 0) {
+        if (res)
+            res->value_end = off_of(&s, p);
+        if (sink && sink->value_end)
+            *sink->value_end = off_of(&s, p);
         p = skip_ws(p, end);
         if (p != end) {
             if (*p >= 0x80 && !utf8_check(&s, p))

@@ -46,6 +46,14 @@ typedef struct {
     /* Byte offset of the first fatal error (syntax, utf8, depth, a member
      * name with U+0000), or SIZE_MAX when there was none. */
     size_t error_offset;
+    /* The byte offset just after the root value, once the scan got there
+     * (whatever follows it), else SIZE_MAX. */
+    size_t value_end;
+    /* The fatal error is the text's end: what came before it is the start
+     * of a valid value, cut short (an unterminated string, "tru", a
+     * missing closing bracket). A reader of a length-prefixed text (an
+     * entry's json_bytes) can blame the length. */
+    bool truncated;
 } nf_jscan_result;
 
 /* Scan text[0..len). Problems are appended to d (with the JSON Pointer of
@@ -103,6 +111,10 @@ typedef struct {
     int (*close)(void *ctx, size_t end);
     int (*key)(void *ctx, size_t start, size_t len, bool esc);
     int (*scalar)(void *ctx, nf_jscalar kind, size_t start, size_t len);
+    /* Optional (NULL: not wanted): set as nf_jscan_result's value_end and
+     * truncated are, for a reader that wants no big-integer pointers. */
+    size_t *value_end;
+    bool *truncated;
 } nf_jscan_sink;
 
 /* nf_jscan with events (sink may be NULL: then exactly nf_jscan). */

@@ -306,7 +306,28 @@ static void test_owned(void)
     nf_diags_clear(&d);
     char *bad = strdup("{\"components\": ");
     c = nf_catalog_parse_owned(bad, strlen(bad), NF_CAT_ARTIFACT, NULL, &d);
-    CHECK(!c && d.n == 1 && d.v[0].code == NF_C_JSON, "a truncated text: NULL, one json record (buffer freed)");
+    CHECK(!c && d.n == 1 && d.v[0].code == NF_C_HEADER && !strcmp(d.v[0].pointer, ""),
+          "a truncated entry catalog: NULL, one header record, no pointer (buffer freed)");
+    nf_diags_clear(&d);
+    bad = strdup("{\"components\": ");
+    c = nf_catalog_parse_owned(bad, strlen(bad), NF_CAT_MANIFEST, NULL, &d);
+    CHECK(!c && d.n == 1 && d.v[0].code == NF_C_JSON, "a truncated manifest: json");
+    nf_diags_clear(&d);
+    /* duplicates found before the cut stay; the cut is the header's */
+    bad = strdup("{\"a\": 1, \"a\": 2, \"b\": [tr");
+    c = nf_catalog_parse_owned(bad, strlen(bad), NF_CAT_ARTIFACT, NULL, &d);
+    CHECK(!c && d.n == 2 && d.v[0].code == NF_C_DUPLICATE_MEMBER && d.v[1].code == NF_C_HEADER,
+          "a duplicate, then a cut: duplicate-member and header");
+    nf_diags_clear(&d);
+    bad = malloc(24);
+    memcpy(bad, "{\"a\": 1}   \0\0\0\0\0 x\0\0\0\0\0\0\0", 24);
+    c = nf_catalog_parse_owned(bad, 24, NF_CAT_ARTIFACT, NULL, &d);
+    CHECK(!c && d.n == 1 && d.v[0].code == NF_C_HEADER,
+          "zero bytes after the value: header (%s)", d.n ? d.v[0].message : "");
+    nf_diags_clear(&d);
+    bad = strdup("{\"a\": 1}  x");
+    c = nf_catalog_parse_owned(bad, strlen(bad), NF_CAT_ARTIFACT, NULL, &d);
+    CHECK(!c && d.n == 1 && d.v[0].code == NF_C_JSON, "other garbage after the value: json");
     nf_diags_clear(&d);
     char *arr = strdup("[1, 2]");
     c = nf_catalog_parse_owned(arr, strlen(arr), NF_CAT_ARTIFACT, NULL, &d);

@@ -1133,6 +1133,46 @@ static bool collect_cb(void *ctx, const char *text, nf_span raw_name, nf_span va
     return ++c->calls != c->stop_after;
 }
 
+/* Every proper prefix of a valid text is `truncated` (the header's length
+ * can be blamed), and nothing else is; value_end says where the root
+ * value ended when garbage follows it. */
+static void test_truncated(void)
+{
+    const char *doc = "{\"a\\u00e9\": [-1.5e+3, 0, true, false, null, \"x\\\"\\ud83d\\ude00\xC3\xA9"
+                      "\xF0\x9F\x98\x80\"], \"b\" : {\"c\":[[]],\"d\":12}}";
+    size_t n = strlen(doc);
+    size_t bad = 0;
+    for (size_t k = 1; k < n; k++) {
+        scan_t t;
+        scan_n(&t, doc, k, 0);
+        if (t.ok || !t.r.truncated || t.r.value_end != SIZE_MAX) {
+            bad++;
+            printf("# prefix of %zu bytes: ok %d truncated %d\n", k, t.ok, t.r.truncated);
+            dump(&t);
+        }
+        scan_done(&t);
+    }
+    CHECK(bad == 0, "every one of the %zu proper prefixes is truncated", n - 1);
+    scan_t t;
+    scan_n(&t, doc, n, 0);
+    CHECK(t.ok && !t.r.truncated && t.r.value_end == n, "the whole text: value_end is its end");
+    scan_done(&t);
+    static const char *const not_cut[] = {"{\"a\":x}", "{\"a\":1,}", "[1 2]", "{\"a\":01}",
+                                          "[\"\\q\"]", "[\"\x01\"]", "[\xff]", "{\"\\u0000\":1}",
+                                          "[\"\\ud800x\"]", "[nul ]", "[-x]"};
+    bad = 0;
+    for (size_t i = 0; i < sizeof not_cut / sizeof *not_cut; i++) {
+        scan_n(&t, not_cut[i], strlen(not_cut[i]), 0);
+        bad += t.ok || t.r.truncated;
+        scan_done(&t);
+    }
+    CHECK(bad == 0, "other errors are not truncation");
+    scan_n(&t, "{\"a\":1}  \0\0", 11, 0);
+    CHECK(!t.ok && !t.r.truncated && t.r.value_end == 7 && t.r.error_offset == 9,
+          "zero bytes after the value: value_end 7, the garbage at 9");
+    scan_done(&t);
+}
+
 static bool element_cb(void *ctx, const char *text, size_t i, nf_span value)
 {
     struct collect *c = ctx;
@@ -1312,6 +1352,7 @@ int main(void)
     test_bigint();
     test_spans();
     test_elements();
+    test_truncated();
     test_big_document();
     return nf_test_done();
 }
