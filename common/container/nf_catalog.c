@@ -2369,6 +2369,7 @@ nf_catalog *nf_catalog_parse_owned(char *text, size_t len, nf_cat_mode mode,
                     "bytes: the header's length is too large",
                     cut ? len : value_end);
     nf_diags_move(d, &scan_d);
+    nf_diags_free(&scan_d);
     if (ok && s->root_bad) {
         nf_diag_add(d, NF_C_SCHEMA, "", "the catalog must be %s %s, not %s",
                     article(NF_J_OBJECT), nf_jtype_name(NF_J_OBJECT),
