@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # gpu-check-lib.sh — what scripts/gpu-check.sh makes of its tools' output,
 # sourced by it and by tests/gpu-check.bats (which feeds these functions
 # failed, skipped and crashed runs without a GPU). bash; POSIX awk (mawk).

@@ -123,6 +123,7 @@ findtool() { # NAME PATH... — the first that runs
     echo "$1"
 }
 smi=${NF_GPU_SMI:-$(findtool nvidia-smi /usr/local/nvidia/bin/nvidia-smi /usr/bin/nvidia-smi)}
+# shellcheck disable=SC2046 # (paths without blanks)
 sanitizer=${NF_GPU_SANITIZER:-$(findtool compute-sanitizer /usr/local/cuda/bin/compute-sanitizer \
     /usr/local/cuda/compute-sanitizer/compute-sanitizer $(ls -d /usr/local/cuda-*/bin/compute-sanitizer \
     /opt/nvidia/*/compute-sanitizer 2> /dev/null))}
@@ -489,4 +490,4 @@ bf16 NF_CUDA_W=1
 bf16 NF_CUDA_W=8
 EOF
 
-finish done "$(status_of_run)"
+finish "done" "$(status_of_run)"
