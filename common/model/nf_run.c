@@ -557,7 +557,7 @@ static int run_use(const run_ctx *r, size_t u, nf_jval *rec, bool *failed)
         char uptr[48];
         snprintf(uptr, sizeof uptr, "/uses/%zu", u);
         uint64_t n = first_bad;
-        char more[64] = "";
+        char more[96] = "";
         if (nbad > 1)
             snprintf(more, sizeof more, "; %llu of %llu rows out of bound", (unsigned long long)nbad,
                      (unsigned long long)N);
