@@ -12,8 +12,10 @@
 #          scripts/gpu-check.sh --prepare
 #      builds t_device and ninfer-bench with -lineinfo and json-c, zstd,
 #      OpenSSL and libstdc++ linked statically (the device image may lack
-#      them; glibc is the one shared library, checked against 2.35 here), and
-#      copies them into build/gpu-carry/ (about 20 MiB: the tool carries 64).
+#      them; libc and libm are the only shared libraries, their newest symbol
+#      GLIBC_2.35 when built on this Debian 12), and copies them into
+#      build/gpu-carry/ (31 MiB; with the tree, under the tool's 64). About
+#      1.5 minutes on two cores.
 #   2. The device tool, one call:
 #          run(command="scripts/gpu-check.sh", carry=["build/gpu-carry"],
 #              timeout_s=480)
@@ -21,6 +23,9 @@
 #      rest of the 480 for the last jobs' caps and the table; every result is
 #      written under $OUT as it finishes, so a killed run still returns what
 #      it had. Then give_back() unless you rerun at once.
+#      If the binaries do not start there (a library or glibc version the
+#      image lacks), the run ends within seconds, exit 2, its device line
+#      saying why: time is left for a second call.
 #   3. The reply's output_tail ends with the verdict table; files_at holds
 #      (at most 8 files, the tool's limit): summary.txt (the tables),
 #      gpu-check.log (everything, in order), t_device.tap, sanitizer.log,
@@ -37,14 +42,15 @@
 #      nvidia-smi only logged, its absence a warning); the binaries must
 #      start (a missing shared library is said, exit 2);
 #   2. t_device --only FORMAT per format and misc, GPU_CHECK_JOBS at a time
-#      (default 4; 1 when the device is in an exclusive compute mode), each
+#      (default 8; 1 when the device is in an exclusive compute mode), each
 #      capped (GPU_CHECK_CAP_TDEV, 120 s): verdicts load, decode, gemv, large;
 #   3. per format ninfer-bench --device cuda --op gemv and --op decode at
 #      14336x5120, --iters 10, in parallel too (timing ignored): the check
 #      column is the "bench" verdict;
 #   4. compute-sanitizer --tool memcheck on t_device --quick per format
-#      group, two at a time, each capped (GPU_CHECK_CAP_SAN, 150 s;
-#      INCONCLUSIVE on timeout, or where it refuses the device);
+#      group (five), all at once, each capped (GPU_CHECK_CAP_SAN, 120 s) and
+#      the phase done by 60% of the deadline (INCONCLUSIVE on timeout, or
+#      where it refuses the device);
 #   5. the timed table, one case at a time (GPU_CHECK_CAP_BENCH, 60 s each):
 #      every format, gemv 14336x5120, decode 14336x5120, gemv 4096x14336,
 #      --iters 100; then plan variants (NF_CUDA_R/W) while time is left.
@@ -108,9 +114,9 @@ log=$OUT/gpu-check.log sum=$OUT/summary.txt tap=$OUT/t_device.tap san=$OUT/sanit
 csv=$OUT/bench.csv blog=$OUT/bench.log env=$OUT/env.txt
 : > "$log"; : > "$tap"; : > "$san"; : > "$blog"; : > "$env"
 budget=${GPU_CHECK_BUDGET:-330}
-jobs_max=${GPU_CHECK_JOBS:-4}
+jobs_max=${GPU_CHECK_JOBS:-8}
 cap_tdev=${GPU_CHECK_CAP_TDEV:-120}
-cap_san=${GPU_CHECK_CAP_SAN:-150}
+cap_san=${GPU_CHECK_CAP_SAN:-120}
 cap_bench=${GPU_CHECK_CAP_BENCH:-60}
 t0=$(date +%s)
 deadline=$((t0 + budget))
@@ -131,10 +137,12 @@ sanitizer=${NF_GPU_SANITIZER:-$(findtool compute-sanitizer /usr/local/cuda/bin/c
 now() { date +%s; }
 left() { echo $((deadline - $(now))); }
 note() { echo "$(($(now) - t0))s $*" >> "$log"; }
-# the cap of a job started now: its own, cut at the deadline; 0 = too late
+# the cap of a job started now: its own, cut at the deadline (or at the
+# phase's own end, $2, a time); 0 = too late
 cap_of() {
     local l
     l=$(left)
+    [ -n "${2:-}" ] && [ $(($2 - $(now))) -lt "$l" ] && l=$(($2 - $(now)))
     if [ "$l" -lt 5 ]; then echo 0; elif [ "$l" -lt "$1" ]; then echo "$l"; else echo "$1"; fi
 }
 
@@ -252,7 +260,7 @@ run_queue() {
     shift 3
     for spec in "$@"; do
         read -r id capd _ <<< "$spec"
-        c=$(cap_of "$capd")
+        c=$(cap_of "$capd" "${phase_end:-}")
         if [ "$c" -eq 0 ]; then
             "$skipfn" "$id"
             continue
@@ -421,7 +429,11 @@ if command -v "$sanitizer" > /dev/null 2>&1; then
         [ -n "${groups[$g]:-}" ] &&
             specs+=("s.$g $cap_san $sanitizer --tool memcheck --error-exitcode 99 --print-limit 10 $tdev --quick --only ${groups[$g]}")
     done
-    run_queue $((jobs_max < 2 ? jobs_max : 2)) san_done san_late "${specs[@]}"
+    # every group at once (the instrumentation is CPU work), and done by
+    # 60% of the deadline: the timed table keeps the rest
+    phase_end=$((t0 + budget * 6 / 10))
+    run_queue $((jobs_max < 5 ? jobs_max : 5)) san_done san_late "${specs[@]}"
+    phase_end=
 else
     note "no compute-sanitizer"
     for f in $formats misc; do verdict "$f" sanitizer INCONCLUSIVE "$sanitizer not found"; done
