@@ -71,6 +71,9 @@ ifeq ($(CUDA),0)
 NVCC :=
 endif
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+# line tables in the device code (compute-sanitizer and cuda-gdb name source
+# lines; the code is the same)
+NVCCFLAGS ?= -lineinfo
 ifneq ($(NVCC),)
 ifneq ($(CU_SRC),)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
@@ -81,11 +84,10 @@ endif
 endif
 ifeq ($(DEV_OBJ),)
 DEV_OBJ  := $(BUILD)/cuda/nf_device_stub.o
-else
-# CUDA builds also get the device test (tests/gpu): scripts/gpu-check.sh runs
-# it on a GPU; under `make test` it skips when there is no device.
-GPU_TESTS := $(BUILD)/tests/gpu/t_device
 endif
+# The device test (tests/gpu): scripts/gpu-check.sh runs it on a GPU; under
+# `make test` it runs its host-side checks and skips the rest without one.
+GPU_TESTS := $(BUILD)/tests/gpu/t_device
 LIB_OBJ  += $(DEV_OBJ)
 
 all: deps-check $(LIB) $(CLI) $(CMDS)
@@ -111,7 +113,7 @@ $(BUILD)/%.o: %.c | deps-check
 $(BUILD)/cuda/%.o: cuda/%.cu
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
-	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) $(NF_INC) -Xcompiler -Wall,-Wextra -MMD -MP -c $< -o $@
+	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) $(NVCCFLAGS) $(NF_INC) -Xcompiler -Wall,-Wextra -MMD -MP -c $< -o $@
 
 # The library remembers its backend: switching between CUDA=0 and an nvcc
 # build relinks it (and the commands) even when no object changed.
@@ -172,8 +174,8 @@ $(BUILD)/tests/unit/%.o: tests/unit/%.c
 # part, `make test T="ninfer-cat writer-race" U=t_catalog` runs only those
 # suites (tests/NAME.bats) and unit tests (tests/unit/NAME.c).
 RUN_SUITES := $(if $(T)$(U),$(addprefix tests/,$(addsuffix .bats,$(T))),$(sort $(wildcard tests/*.bats)))
-RUN_UNITS  := $(if $(T)$(U),$(addprefix $(BUILD)/tests/,$(U)),$(UNITS))
-test: all $(UNITS) $(TOOLS) $(SHIMS) $(STAGE)/.installed
+RUN_UNITS  := $(if $(T)$(U),$(foreach u,$(U),$(if $(filter t_device,$(u)),$(GPU_TESTS),$(BUILD)/tests/$(u))),$(UNITS) $(GPU_TESTS))
+test: all $(UNITS) $(GPU_TESTS) $(TOOLS) $(SHIMS) $(STAGE)/.installed
 	$(Q)NF_BIN=$(abspath $(BIN)) NF_TOOLS=$(abspath $(BUILD)/tools) NF_SANITIZE=$(filter 1,$(SANITIZE)) \
 	  NF_STAGE=$(abspath $(STAGE))/ninfer \
 	  scripts/run-tests.sh $(RUN_UNITS) -- $(RUN_SUITES)

@@ -254,7 +254,90 @@ static int bench_one(const char *name, const nf_tensor_enc *t, const uint8_t *ob
     return rc ? NF_EXIT_RULE : 0;
 }
 
-/* On the device: the backend times, we report (same fields as the CPU). */
+/* ---- the device path (--device cuda) ------------------------------------
+ * Rows in the columns of ninfer-bench(1) (the CSV/JSON contract): the
+ * backend times (warm-up by time, an L2 flush before each sample, weights
+ * rotated), measures the copy peak just before and just after the case,
+ * and checks the last results against the CPU reference (gemv: sampled
+ * rows, the last 64 included; decode: sampled row blocks bit for bit). */
+
+static const char *const dev_cols[] = {
+    "device", "op", "activation", "format", "layout", "object", "rows", "cols", "threads",
+    "bytes", "iters", "min_us", "p10_us", "med_us", "p90_us", "gbps", "input_mbps",
+    "peak_before_gbps", "peak_after_gbps", "ratio", "unstable", "max_err", "bound", "check"};
+#define DEV_NCOLS (sizeof dev_cols / sizeof dev_cols[0])
+
+static nf_artifact *bench_a; /* artifact mode (below): the object column is the case */
+
+static void device_header(void)
+{
+    if (opt.out == 2) {
+        for (size_t i = 0; i < DEV_NCOLS; i++)
+            printf("%s%s", i ? "," : "", dev_cols[i]);
+        printf("\n");
+    } else if (opt.out == 0) {
+        printf("# CUDA: GB/s = encoded bytes / p10 time; ratio against the larger of the "
+               "device-to-device copy peaks (read + write) just before and after each case\n");
+        printf("%-6s %-3s %-20s %-24s %7s %7s %12s %5s %9s %9s %8s %8s %8s %6s %1s %9s %9s %s\n",
+               "op", "act", "format", "object", "rows", "cols", "bytes", "iters", "p10_us",
+               "med_us", "GB/s", "peak_b", "peak_a", "ratio", "u", "max_err", "bound", "check");
+    }
+    fflush(stdout);
+}
+
+/* a CSV field (RFC 4180): quoted when it holds , " CR or LF, " doubled */
+static void csv_field(const char *v)
+{
+    if (!strpbrk(v, ",\"\r\n")) {
+        fputs(v, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *v; v++) {
+        if (*v == '"')
+            putchar('"');
+        putchar(*v);
+    }
+    putchar('"');
+}
+
+/* One device row: v[i] the text of column i ("" empty); num[i] whether it
+ * is a number (JSON). The table shows an object ID cut to 24 columns with
+ * an ellipsis and escaped (never in CSV/JSON). */
+static void device_row(char v[][40], const char *object, const bool *num)
+{
+    if (opt.out == 2) {
+        for (size_t i = 0; i < DEV_NCOLS; i++) {
+            if (i)
+                putchar(',');
+            csv_field(i == 5 ? object : v[i]);
+        }
+        putchar('\n');
+    } else if (opt.out == 1) {
+        nf_jval *o = nf_jnew_object();
+        for (size_t i = 0; i < DEV_NCOLS; i++) {
+            const char *t = i == 5 ? object : v[i];
+            nf_jobj_set(o, dev_cols[i], !*t ? NULL : num[i] ? nf_jnew_double(strtod(t, NULL))
+                                                           : nf_jnew_string(t));
+        }
+        nf_print_json_line(o);
+        nf_jval_free(o);
+    } else {
+        char *esc = nf_text_escape(*object ? object : "-"), shown[32];
+        size_t len = esc ? strlen(esc) : 0;
+        if (len > 24)
+            snprintf(shown, sizeof shown, "%.21s...", esc);
+        else
+            snprintf(shown, sizeof shown, "%s", esc ? esc : "?");
+        free(esc);
+        printf("%-6s %-3s %-20s %-24s %7s %7s %12s %5s %9s %9s %8s %8s %8s %6s %1s %9s %9s %s\n",
+               v[1], *v[2] ? v[2] : "-", v[3], shown, v[6], v[7], v[9], v[10], v[12], v[13],
+               v[15], v[17], v[18], v[19], v[20], *v[21] ? v[21] : "-", *v[22] ? v[22] : "-",
+               v[23]);
+    }
+    fflush(stdout);
+}
+
 static int bench_device(const char *name, const nf_tensor_enc *t, const uint8_t *obj)
 {
     if (!strcmp(opt.op, "encode")) {
@@ -265,13 +348,70 @@ static int bench_device(const char *name, const nf_tensor_enc *t, const uint8_t 
     if (!s)
         return NF_EXIT_IO;
     nf_diags d = NF_DIAGS_INIT;
-    int ex = nf_device_bench_samples(opt.op, t, obj, opt.warmup, opt.iters, name, s, &d);
+    nf_device_bench_info in;
+    int ex = nf_device_bench_samples(opt.op, t, obj, opt.warmup, opt.iters, true, name, s, &in,
+                                     &d);
     nf_diags_print(&d, nf_prog, stderr);
     nf_diags_free(&d);
-    if (!ex)
-        report(name, t, s, opt.iters, (double)t->enc.encoded_bytes);
+    if (ex) {
+        free(s);
+        return ex;
+    }
+    unsigned n = opt.iters;
+    qsort(s, n, sizeof *s, cmp_d);
+    double bytes = (double)t->enc.encoded_bytes, p10 = pct(s, n, 0.1);
+    double gbps = p10 > 0 ? bytes / p10 / 1e9 : 0;
+    double peak = in.peak_before_gbps > in.peak_after_gbps ? in.peak_before_gbps : in.peak_after_gbps;
+    double lo = in.peak_before_gbps < in.peak_after_gbps ? in.peak_before_gbps : in.peak_after_gbps;
+    bool unstable = peak <= 0 || (peak - lo) / peak > 0.15;
+    char v[DEV_NCOLS][40];
+    bool num[DEV_NCOLS] = {0};
+    for (size_t i = 6; i <= 22; i++)
+        num[i] = true;
+    memset(v, 0, sizeof v);
+    snprintf(v[0], 40, "cuda");
+    snprintf(v[1], 40, "%s", opt.op);
+    snprintf(v[2], 40, "%s", strcmp(opt.op, "gemv") ? "" : "a16");
+    snprintf(v[3], 40, "%s", nf_format_name(t->format));
+    snprintf(v[4], 40, "%s", nf_layout_name(t->layout));
+    snprintf(v[6], 40, "%llu", (unsigned long long)t->rows);
+    snprintf(v[7], 40, "%llu", (unsigned long long)t->cols);
+    snprintf(v[8], 40, "0");
+    snprintf(v[9], 40, "%llu", (unsigned long long)t->enc.encoded_bytes);
+    snprintf(v[10], 40, "%u", n);
+    snprintf(v[11], 40, "%.3f", s[0] * 1e6);
+    snprintf(v[12], 40, "%.3f", p10 * 1e6);
+    snprintf(v[13], 40, "%.3f", pct(s, n, 0.5) * 1e6);
+    snprintf(v[14], 40, "%.3f", pct(s, n, 0.9) * 1e6);
+    snprintf(v[15], 40, "%.2f", gbps);
+    snprintf(v[17], 40, "%.2f", in.peak_before_gbps);
+    snprintf(v[18], 40, "%.2f", in.peak_after_gbps);
+    snprintf(v[19], 40, "%.4f", peak > 0 ? gbps / peak : 0);
+    snprintf(v[20], 40, "%d", unstable);
+    if (in.check >= 0) {
+        /* a NaN error (a NaN result where the reference is finite) prints as
+         * nan in CSV and the table, null in JSON */
+        if (isfinite(in.max_err))
+            snprintf(v[21], 40, "%.6g", in.max_err);
+        else
+            snprintf(v[21], 40, "%s", opt.out == 1 ? "" : "nan");
+        snprintf(v[22], 40, "%.6g", in.bound);
+    }
+    snprintf(v[23], 40, "%s", in.check < 0 ? "-" : in.check ? "FAIL" : "ok");
+    device_row(v, bench_a ? name : "", num);
+    fprintf(stderr, "%s: %s: device: sm_mhz=%.0f copies=%llu warmup_ms=%.0f warmup_runs=%u "
+                    "rows_checked=%llu worst_row=%llu\n",
+            nf_prog, name, in.sm_mhz, (unsigned long long)in.copies, in.warmup_s * 1e3,
+            in.warmup_runs, (unsigned long long)in.rows_checked, (unsigned long long)in.worst_row);
     free(s);
-    return ex;
+    if (in.check == 1) {
+        fprintf(stderr, "%s: %s: codes: %s on the device: row %llu: error %s over its bound %.3g "
+                        "(%llu rows checked)\n",
+                nf_prog, name, opt.op, (unsigned long long)in.worst_row, v[21][0] ? v[21] : "nan",
+                in.bound, (unsigned long long)in.rows_checked);
+        return NF_EXIT_RULE;
+    }
+    return 0;
 }
 
 /* skip_unencodable (--format all): a format the encoder cannot produce is
@@ -564,8 +704,7 @@ int main(int argc, char **argv)
         nf_diags_print(&d, nf_prog, stderr);
         nf_diags_free(&d);
         if (e)
-            return e;
-        peak_gbps = nf_device_peak_gbps();
+            return e; /* each case measures its own peaks (bench_device) */
     } else {
         if (!opt.llc)
             opt.llc = nf_llc_bytes();
@@ -573,7 +712,9 @@ int main(int argc, char **argv)
         if (e)
             return e;
     }
-    if (opt.out == 2)
+    if (!strcmp(opt.device, "cuda"))
+        device_header();
+    else if (opt.out == 2)
         printf("case,op,device,format,layout,activation,threads,n,k,encoded_bytes,median_s,"
                "p10_s,p90_s,gbps,peak_gbps,pct_of_peak\n");
     else if (opt.out == 0) {

@@ -27,17 +27,35 @@ static const char usage[] =
     "  --component C,...     components to run (default text; mtp brings its target)\n"
     "  --input FILE          little-endian bf16 activations: the first K values are\n"
     "                        read (K the largest; fewer, or a NaN/Inf, is a usage error)\n"
-    "  --iters N             timed runs per projection, median reported (default 5)\n"
+    "  --iters N             timed runs per projection after an untimed warm-up,\n"
+    "                        median reported (default 5)\n"
     "  --threads N           CPU threads, 1..64 (default: all CPUs)\n"
     "  --activation policy|a16  A8 for AllowA8/AllowA4 uses on the CPU (policy, the\n"
     "                        default), or every use on A16\n"
+    "  --no-digests          skip the check of each parent's SHA-256 against the\n"
+    "                        catalog's metadata.integrity as it is read\n"
     "  --json                one JSON report on stdout (also when the run fails)\n"
     "  --max-json-bytes N    refuse catalogs larger than N (default 256M)\n"
     "'-' reads a stream (optionally zstd-compressed) from standard input, CPU only.\n"
     "  -h, --help, --version\n"
     "\n"
-    "Exit status: 0 every check passed, 1 a rule is broken or a result is outside\n"
-    "its bound, 2 usage, 3 I/O error, 4 unsupported (no device, no kernel).\n";
+    "Exit status: 0 every check passed, 1 a rule is broken (a digest mismatch) or a\n"
+    "result is outside its bound, 2 usage, 3 I/O error, 4 unsupported (no device,\n"
+    "no kernel).\n";
+
+/* one figure of a use record: "-" when the run left none (a kernel that
+ * failed), else the value; a null figure of a use that ran is the NaN
+ * (max_rel) or infinity (err/bound) JSON cannot hold */
+static const char *fig(nf_jval *u, const char *name, const char *fmt, const char *nonfinite,
+                       char *buf, size_t n)
+{
+    nf_jval *v = nf_jobj_get(u, name);
+    if (v)
+        snprintf(buf, n, fmt, nf_jdouble(v));
+    else
+        snprintf(buf, n, "%s", nf_jobj_get(u, "rows_failed") ? nonfinite : "-");
+    return buf;
+}
 
 /* The report as text: a summary, then one line per use. */
 static void print_text(nf_jval *rep)
@@ -49,28 +67,44 @@ static void print_text(nf_jval *rep)
         putchar(' '); /* IDs and names escaped: a table line per use, nothing raw */
         nf_fput_field(nf_jstr(nf_jarr_get(comps, i), NULL), 0, stdout);
     }
-    printf("\nloaded %u parents, %s in %.3f s (%.2f GB/s); %zu objects left unread\n",
+    printf("\nloaded %u parents, %s in %.3f s (%.2f GB/s), ",
            (unsigned)nf_jdouble(nf_jobj_get(rep, "parents_loaded")),
            nf_human_bytes((uint64_t)nf_jdouble(nf_jobj_get(rep, "bytes_read")), b1),
-           nf_jdouble(nf_jobj_get(rep, "load_s")), nf_jdouble(nf_jobj_get(rep, "load_gbps")),
-           nf_jarr_len(nf_jobj_get(rep, "objects_unread")));
-    printf("%-52s %-20s %7s %7s %9s %8s %10s  %s\n", "parameter", "format", "rows", "K", "time_ms",
-           "GB/s", "max_rel", "status");
+           nf_jdouble(nf_jobj_get(rep, "load_s")), nf_jdouble(nf_jobj_get(rep, "load_gbps")));
+    const char *dg = nf_jstr(nf_jobj_get(rep, "digests"), NULL);
+    if (dg && !strcmp(dg, "skipped"))
+        printf("digests not checked (--no-digests)");
+    else
+        printf("%llu digests checked", (unsigned long long)nf_jdouble(nf_jobj_get(rep, "digests_checked")));
+    if (nf_jdouble(nf_jobj_get(rep, "digests_absent")) > 0)
+        printf(" (%llu parents have none)",
+               (unsigned long long)nf_jdouble(nf_jobj_get(rep, "digests_absent")));
+    printf("; %zu objects left unread\n", nf_jarr_len(nf_jobj_get(rep, "objects_unread")));
+    printf("%-52s %-20s %-3s %7s %7s %9s %8s %10s %9s  %s\n", "parameter", "format", "act", "rows",
+           "K", "time_ms", "GB/s", "max_rel", "err/bound", "status");
     for (size_t i = 0; i < nf_jarr_len(uses); i++) {
         nf_jval *u = nf_jarr_get(uses, i);
         const char *st = nf_jstr(nf_jobj_get(u, "status"), NULL);
         nf_fput_field(nf_jstr(nf_jobj_get(u, "parameter"), NULL), 52, stdout);
         if (!nf_jobj_has(u, "format")) {
-            printf(" %-20s %7s %7s %9s %8s %10s  %s\n", "-", "-", "-", "-", "-", "-", st);
+            printf(" %-20s %-3s %7s %7s %9s %8s %10s %9s  %s\n", "-", "-", "-", "-", "-", "-",
+                   "-", "-", st);
             continue;
         }
+        char t[32], g[32], m[32], q[32], stb[64];
+        uint64_t bad = (uint64_t)nf_jdouble(nf_jobj_get(u, "rows_failed"));
+        if (bad)
+            snprintf(stb, sizeof stb, "%s (%llu rows)", st, (unsigned long long)bad);
+        else
+            snprintf(stb, sizeof stb, "%s", st);
         putchar(' ');
         nf_fput_field(nf_jstr(nf_jobj_get(u, "format"), NULL), 20, stdout);
-        printf(" %7llu %7llu %9.4f %8.2f %10.3g  %s\n",
+        printf(" %-3s %7llu %7llu %9s %8s %10s %9s  %s\n", nf_jstr(nf_jobj_get(u, "activation"), NULL),
                (unsigned long long)nf_jdouble(nf_jobj_get(u, "rows")),
                (unsigned long long)nf_jdouble(nf_jobj_get(u, "k")),
-               nf_jdouble(nf_jobj_get(u, "time_ms")), nf_jdouble(nf_jobj_get(u, "gbps")),
-               nf_jdouble(nf_jobj_get(u, "max_rel_error")), st);
+               fig(u, "time_ms", "%.4f", "-", t, sizeof t), fig(u, "gbps", "%.2f", "-", g, sizeof g),
+               fig(u, "max_rel_error", "%.3g", "nan", m, sizeof m),
+               fig(u, "max_err_over_bound", "%.3g", "inf", q, sizeof q), stb);
     }
 }
 
@@ -98,12 +132,12 @@ static int read_input(void *ctx, uint16_t *x, size_t n, nf_diags *d)
 int main(int argc, char **argv)
 {
     enum { O_DEVICE = 256, O_COMPONENT, O_INPUT, O_ITERS, O_THREADS, O_JSON, O_VERSION, O_MAXJ,
-           O_ACT };
+           O_ACT, O_NODIG };
     static const struct option lo[] = {
         {"device", required_argument, 0, O_DEVICE}, {"component", required_argument, 0, O_COMPONENT},
         {"input", required_argument, 0, O_INPUT},   {"iters", required_argument, 0, O_ITERS},
         {"threads", required_argument, 0, O_THREADS}, {"json", no_argument, 0, O_JSON},
-        {"activation", required_argument, 0, O_ACT},
+        {"activation", required_argument, 0, O_ACT}, {"no-digests", no_argument, 0, O_NODIG},
         {"help", no_argument, 0, 'h'},              {"version", no_argument, 0, O_VERSION},
         {"max-json-bytes", required_argument, 0, O_MAXJ},
         {0, 0, 0, 0},
@@ -145,6 +179,7 @@ int main(int argc, char **argv)
                 return nf_usage_error("--activation is policy or a16");
             ro.a16_only = !strcmp(optarg, "a16");
             break;
+        case O_NODIG: ro.no_digests = true; break;
         case O_MAXJ:
             if (!nf_parse_size(optarg, &v) || v == 0)
                 return nf_usage_error("bad --max-json-bytes '%s'", optarg);

@@ -872,6 +872,15 @@ NF_KHOST nf_kplan nf_k_gemv_plan(const nf_kgeom *g, uint64_t nrows, unsigned for
     return p;
 }
 
+/* The GEMV error bound of nf_kernels.cuh in units of 2^-24 sum_k |w_nk x_k|
+ * (plus 2^-24 |y_ref|), covering the chunk, per-element and gguf unit
+ * kernels alike: C + (nch + 31) / 32 + (K + 31) / 32 + 24. t_device and the
+ * benchmark's check (nf_devcheck_gemv) use it. */
+NF_KHOST double nf_k_gemv_bound_units(const nf_kgeom *g)
+{
+    return (double)g->C + (double)(g->nch + 31) / 32 + (double)(g->cols + 31) / 32 + 24;
+}
+
 /* ---- host emulation of the device GEMV (C only: tests) ------------------------ */
 #ifndef __CUDACC__
 

@@ -504,13 +504,13 @@ json_num() {
     run -0 --separate-stderr man_example ninfer-run.1 2
     [ -z "$stderr" ]
     [ "${lines[0]}" = "device cpu, components text" ]
-    [[ "${lines[1]}" =~ ^loaded\ 21\ parents,\ .*\;\ 3\ objects\ left\ unread$ ]]
-    [[ "${lines[2]}" == "parameter "*" format "*" status" ]]
+    [[ "${lines[1]}" =~ ^loaded\ 21\ parents,\ .*,\ 21\ digests\ checked\;\ 3\ objects\ left\ unread$ ]]
+    [[ "${lines[2]}" == "parameter "*" format "*" act "*" status" ]]
     [ "${#lines[@]}" -eq 19 ]  # 16 uses
     [[ "${lines[3]}" =~ ^text/embedding\ .*\ lookup$ ]]
-    [[ "${lines[4]}" =~ ^text/layers/0/attention/query\ +q4_g64_fp16\ +256\ +256\ .*\ ok$ ]]
-    [[ "${lines[17]}" =~ ^text/layers/1/mlp/down\ +fp8_e4m3fn_row_bf16\ +256\ +688\ .*\ ok$ ]]
-    [[ "${lines[18]}" =~ ^text/head\ +nvfp4\ +2048\ +256\ .*\ ok$ ]]
+    [[ "${lines[4]}" =~ ^text/layers/0/attention/query\ +q4_g64_fp16\ +a16\ +256\ +256\ .*\ ok$ ]]
+    [[ "${lines[17]}" =~ ^text/layers/1/mlp/down\ +fp8_e4m3fn_row_bf16\ +a16\ +256\ +688\ .*\ ok$ ]]
+    [[ "${lines[18]}" =~ ^text/head\ +nvfp4\ +a16\ +2048\ +256\ .*\ ok$ ]]
     [ "$(printf '%s\n' "${lines[@]:4}" | grep -c ' ok$')" -eq 15 ]
 }
 

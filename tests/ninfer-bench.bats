@@ -318,5 +318,6 @@ model.layers.0.mlp.down_proj.weight q4_g64_fp16" ]
     run -0 --separate-stderr ninfer-bench --device cuda --format q4_g64_fp16 --shape 4096x4096 --iters 3 --json
     [ "${#lines[@]}" -eq 1 ]
     [ "$(json_field device)" = cuda ]
-    [ "$(json_field encoded_bytes)" = 8912896 ]
+    [ "$(json_field bytes)" = 8912896 ]
+    [ "$(json_field check)" = ok ]
 }

@@ -406,7 +406,8 @@ EOF
     run -4 --separate-stderr ninfer-run --device cuda "$BATS_FILE_TMPDIR/mtp/m.ninfer"
     [ -z "$output" ]
     expect_only_codes unsupported
-    [[ "$stderr" == *"built without CUDA"* || "$stderr" == *"no CUDA device"* ]]
+    [[ "$stderr" == *"built without CUDA"* || "$stderr" == *"no CUDA device"* ||
+        "$stderr" == *"no NVIDIA driver"* || "$stderr" == *"older than this build's runtime"* ]]
     run -4 --separate-stderr ninfer-run --device cuda --json "$BATS_FILE_TMPDIR/mtp/m.ninfer"
     expect_only_codes unsupported
 }
@@ -600,4 +601,134 @@ mystery() {
     [ "$(json_field parents_loaded)" -eq 21 ]
     run -0 --separate-stderr bash -c 'ninfer-cat --zstd s.ninfer | ninfer-run --device cpu --iters 1 --json -'
     all_ok 15
+}
+
+# ---- trust: digests and non-finite weights -----------------------------------------
+
+# obj_file_offset ARTIFACT ID — the file offset of object ID's first byte in
+# a single-file artifact (its payload runs to the end of the file).
+obj_file_offset() {
+    local off pay
+    off=$(ninfer-cat --catalog "$1" | grep -o "\"id\":\"$2\"[^}]*\"offset\":[0-9]*" | sed 's/.*"offset"://')
+    pay=$(ninfer-cat --catalog "$1" | grep -o '"payload_bytes":[0-9]*' | head -n1 | sed 's/.*://')
+    echo $(($(nf_size "$1") - pay + off))
+}
+
+# st_offset FILE TENSOR — the file offset of a safetensors tensor's data.
+st_offset() {
+    local hlen off
+    hlen=$(od -An -tu8 -N8 "$1" | tr -d ' ')
+    off=$(head -c $((8 + hlen)) "$1" | grep -ao "\"$2\":{[^}]*}" | sed 's/.*"data_offsets":\[\([0-9]*\),.*/\1/')
+    echo $((8 + hlen + off))
+}
+
+Q=model.layers.0.self_attn.q_proj.weight
+
+@test "every parent's digest is checked as it is read; a flipped weight byte is digest (exit 1), not ok; --no-digests skips" {
+    run -0 ninfer-pack -q --no-sync -o d.ninfer "$BATS_FILE_TMPDIR/logical.json"
+    run -0 --separate-stderr ninfer-run --device cpu --iters 1 --json d.ninfer
+    [ "$(json_field digests)" = checked ]
+    [ "$(json_field digests_checked)" -eq "$(json_field parents_loaded)" ]
+    [ "$(json_field digests_absent)" -eq 0 ]
+    run -0 ninfer-run --device cpu --iters 1 d.ninfer
+    [[ "${lines[1]}" == "loaded 21 parents, "*" GB/s), 21 digests checked; 3 objects left unread" ]]
+    # one byte of q_proj's 300th weight
+    nf_flip d.ninfer $(($(obj_file_offset d.ninfer $Q) + 600))
+    local t
+    for t in 1 2 4; do
+        run -1 --separate-stderr ninfer-run --device cpu --threads $t --iters 1 d.ninfer
+        [ -z "$output" ]
+        expect_only_codes digest
+        [ "${#stderr_lines[@]}" -eq 1 ]
+        [[ "$stderr" == "ninfer-run: d.ninfer: /objects/2: digest: object \"$Q\": sha256 "*", metadata.integrity says "* ]]
+    done
+    run -1 --separate-stderr ninfer-run --device cpu --iters 1 --json d.ninfer
+    [[ "$output" == *'"exit":1,"diagnostics":[{"code":"digest"'* ]]
+    [[ "$output" != *'"status":"ok"'* ]]
+    # a stream of it: hashed as it passes
+    run -1 --separate-stderr bash -c 'ninfer-cat d.ninfer | ninfer-run --device cpu --iters 1 -'
+    expect_only_codes digest
+    # --no-digests: read as it is, and the kernel agrees with the reference on those bytes
+    run -0 --separate-stderr ninfer-run --device cpu --iters 1 --no-digests --json d.ninfer
+    [ "$(json_field digests)" = skipped ]
+    [ "$(json_field digests_checked)" -eq 0 ]
+    all_ok 15
+    run -0 ninfer-run --device cpu --iters 1 --no-digests d.ninfer
+    [[ "${lines[1]}" == *"GB/s), digests not checked (--no-digests); 3 objects left unread" ]]
+}
+
+@test "a stream from pack carries no digests: nothing to check, said as such" {
+    run -0 bash -c 'ninfer-pack -q -o - "$BATS_FILE_TMPDIR/logical.json" | ninfer-run --device cpu --iters 1 --json -'
+    [ "$(json_field digests_checked)" -eq 0 ]
+    [ "$(json_field digests_absent)" -eq 21 ]
+    all_ok 15
+}
+
+@test "Inf and NaN weights in a valid artifact compare by class (same infinity, both NaN): every row passes" {
+    cp -r "$BATS_FILE_TMPDIR/ckpt" ck
+    local at
+    at=$(st_offset ck/model.safetensors $Q)
+    # row 0: +Inf at column 5; row 1: NaN at column 3; row 2: +Inf and -Inf; row 3: -Inf
+    nf_poke ck/model.safetensors $((at + 10)) 80
+    nf_poke ck/model.safetensors $((at + 11)) 7f
+    nf_poke ck/model.safetensors $((at + 512 + 6)) c0
+    nf_poke ck/model.safetensors $((at + 512 + 7)) 7f
+    nf_poke ck/model.safetensors $((at + 1024)) 80
+    nf_poke ck/model.safetensors $((at + 1025)) 7f
+    nf_poke ck/model.safetensors $((at + 1026)) 80
+    nf_poke ck/model.safetensors $((at + 1027)) ff
+    nf_poke ck/model.safetensors $((at + 1536 + 100)) 80
+    nf_poke ck/model.safetensors $((at + 1536 + 101)) ff
+    ninfer-import -q ck > m.json
+    run -1 --separate-stderr ninfer-pack -q --no-sync -o n.ninfer m.json
+    expect_only_codes range
+    run -0 ninfer-pack -q --no-sync --allow-nonfinite -o n.ninfer m.json
+    run -0 --separate-stderr ninfer-run --device cpu --iters 1 --json n.ninfer
+    [ -z "$stderr" ]
+    all_ok 15
+    local rec
+    rec=$(use_rec text/layers/0/attention/query)
+    [ "$(rec_field "$rec" rows_failed)" = 0 ]
+    [ "$(rec_field "$rec" status)" = ok ]
+    run -0 ninfer-run --device cpu --iters 1 --activation a16 n.ninfer
+}
+
+@test "a failed row says what failed: f32 overflow in the kernel (inf or nan) against a finite reference" {
+    cp -r "$BATS_FILE_TMPDIR/ckpt" ck
+    local at
+    at=$(st_offset ck/model.safetensors $Q)
+    # row 0, columns 0 and 1: bf16's largest finite values +-3.39e38; times 2 each
+    # overflows f32 in the kernel's sums, while the reference (double) cancels them
+    nf_poke ck/model.safetensors $at 7f
+    nf_poke ck/model.safetensors $((at + 1)) 7f
+    nf_poke ck/model.safetensors $((at + 2)) 7f
+    nf_poke ck/model.safetensors $((at + 3)) ff
+    ninfer-import -q ck > m.json
+    run -0 ninfer-pack -q --no-sync -o o.ninfer m.json
+    # x = 2.0 everywhere (bf16 0x4000)
+    printf '\x00\x40%.0s' $(seq 1 1024) > two.bin
+    [ "$(od -An -tx2 -N4 two.bin | tr -d ' ')" = 40004000 ]
+    run -1 --separate-stderr ninfer-run --device cpu --iters 1 --input two.bin --activation a16 --json o.ninfer
+    expect_only_codes codes
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" =~ ^ninfer-run:\ o\.ninfer:\ /uses/1:\ codes:\ text/layers/0/attention/query:\ row\ 0:\ kernel\ gives\ -?(nan|inf),\ the\ reference\ [0-9.e+-]+\ \(bound\ [0-9.e+-]+\)$ ]]
+    local rec
+    rec=$(use_rec text/layers/0/attention/query)
+    [ "$(rec_field "$rec" status)" = failed ]
+    [ "$(rec_field "$rec" rows_failed)" = 1 ]
+    [ "$(rec_field "$rec" max_rel_error)" = null ]
+    [ "$(rec_field "$rec" max_err_over_bound)" = null ]
+    # the other uses pass
+    [ "$(grep -o '"status":"ok"' <<< "$output" | wc -l)" -eq 14 ]
+    # the table: act a16, max_rel nan, err/bound inf, failed (1 rows)
+    run -1 ninfer-run --device cpu --iters 1 --input two.bin --activation a16 o.ninfer
+    local line
+    line=$(grep '^text/layers/0/attention/query ' <<< "$output")
+    [[ "$line" =~ \ a16\ .*\ nan\ +inf\ +failed\ \(1\ rows\)$ ]]
+}
+
+@test "the table has an activation column; --iters 1 times a warm run" {
+    run -0 ninfer-run --device cpu --iters 1 "$BATS_FILE_TMPDIR/mtp/m.ninfer"
+    [[ "${lines[2]}" =~ ^parameter\ +format\ +act\ +rows\ +K\ +time_ms\ +GB/s\ +max_rel\ +err/bound\ +status$ ]]
+    grep -qE '^text/layers/0/.* a16 .* ok$' <<< "$output"
 }

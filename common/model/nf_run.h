@@ -32,8 +32,13 @@ typedef struct {
     const uint16_t *input;   /* bf16 activations (at least the largest K), or NULL:
                                 a deterministic input per use */
     size_t input_len;
-    unsigned threads;        /* CPU threads (0: all) */
-    unsigned iters;          /* timed runs per projection (median) */
+    unsigned threads;        /* CPU threads (0: all): kernels, and the load's
+                                read-and-hash workers (CUDA: 0 is min(4, CPUs)) */
+    unsigned iters;          /* timed runs per projection (median), after an
+                                untimed warm-up (at least one run and 5 ms on
+                                the CPU; nf_device_gemv's on the device) */
+    bool no_digests;         /* read the parents without checking their
+                                metadata.integrity digests (nf_load.h) */
     bool a16_only;           /* every use on A16; else (the default) a use whose
                                 activation_policy is AllowA8 or AllowA4 runs on
                                 the CPU's A8 path (nf_gemv.h; spec 8), checked
@@ -42,11 +47,14 @@ typedef struct {
 } nf_run_opts;
 
 /* Run. Fills *report (a JSON object: device, components, parents, bytes
- * read, load rate, objects loaded and left unread, one record per use with
- * time, GB/s, max relative error, bound check, "activation": "a16" or "a8")
- * and returns 0, or -1 with
- * diagnostics: component-missing (a selected component absent), codes (a
- * kernel result outside the reference bound), unsupported (a device or
+ * read, load rate, digests checked, objects loaded and left unread, one
+ * record per use with time, GB/s, max relative error, the worst error over
+ * its bound, rows out of bound, "activation": "a16" or "a8") and returns 0,
+ * or -1 with diagnostics: digest (a parent whose bytes do not hash to its
+ * metadata.integrity digest: nothing runs), component-missing (a selected
+ * component absent), codes (a kernel result outside the reference bound;
+ * non-finite values compare by class: NaN where the reference is NaN, the
+ * same infinity where it is infinite), unsupported (a device or
  * kernel this build lacks), io (read errors), usage (a given input shorter
  * than the largest K, or holding a NaN or infinity among its first K
  * values: the user's input, not the artifact), auxiliary (an input_columns
