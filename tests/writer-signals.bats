@@ -87,16 +87,58 @@ after_kill() {
     no_temporaries .
 }
 
-@test "SIGKILL before every rename of a --force publication: a whole set, or none and a rerun mends it" {
-    local k
-    for k in 1 2 3; do
-        rm -f t.ninfer*
+# asides — what a --force publication moved aside (.t.ninfer*.old-PID).
+asides() {
+    find . -maxdepth 1 -name '.t.ninfer*.old-*' -print
+}
+
+@test "SIGKILL before every rename of a --force publication: the next writer puts the old set back byte for byte" {
+    local k before
+    # renames: the old entry aside, part 1 aside, part 1, part 2 aside,
+    # part 2, the entry
+    for k in 1 2 3 4 5 6; do
+        rm -f t.ninfer* .t.ninfer*
         ninfer-split --no-sync --max-file-bytes 8K -o t.ninfer a.ninfer
+        before=$(nf_snapshot .)
         run nf_sigat "rename:$k" KILL ninfer-split --no-sync --force --max-file-bytes 12K -o t.ninfer a.ninfer
         [ "$status" -eq 137 ]
-        after_kill ninfer-split --no-sync --max-file-bytes 12K -o t.ninfer a.ninfer
-        # the old set's surplus went as leftovers: only the new set's parts
+        # without --force the next writer puts the old set back and refuses
+        run -3 --separate-stderr ninfer-split --no-sync --max-file-bytes 12K -o t.ninfer a.ninfer
+        [ "${stderr_lines[-1]}" = "ninfer-split: t.ninfer: io: output exists; use --force to replace it" ]
+        if [ "$k" -gt 1 ]; then
+            grep -qF "./t.ninfer: put back: an interrupted --force (process" <<< "$stderr"
+        fi
+        expect_unchanged "$before"
+        whole_set t.ninfer
+        # and the same --force again replaces it: the new set, nothing left over
+        run -0 --separate-stderr ninfer-split --no-sync --force --max-file-bytes 12K -o t.ninfer a.ninfer
+        whole_set t.ninfer
+        [ -e t.ninfer.part-0002 ] && [ ! -e t.ninfer.part-0003 ] && [ ! -e t.ninfer.part-0004 ]
+        [ -z "$(asides)" ]
+        no_temporaries .
+    done
+}
+
+@test "SIGKILL while a finished --force publication removes the old set: the next writer removes the rest" {
+    local k new
+    # unlinks after publication: the surplus parts 4 and 3, what was at
+    # parts 2 and 1, the old entry
+    for k in 1 2 3 4 5; do
+        rm -f t.ninfer* .t.ninfer*
+        ninfer-split --no-sync --max-file-bytes 8K -o t.ninfer a.ninfer
+        run nf_sigat "unlink:$k" KILL ninfer-split --no-sync --force --max-file-bytes 12K -o t.ninfer a.ninfer
+        [ "$status" -eq 137 ]
+        run -0 --separate-stderr ninfer-verify t.ninfer
+        new=$(nf_snapshot . | grep -F ' ./t.ninfer')
+        [ -n "$(asides)" ]
+        # the next writer (refused: the output exists) tidies up first
+        run -3 --separate-stderr ninfer-split --no-sync --max-file-bytes 12K -o t.ninfer a.ninfer
+        grep -qF 'an interrupted --force (process' <<< "$stderr"
+        [ -z "$(asides)" ]
+        whole_set t.ninfer
         [ ! -e t.ninfer.part-0003 ] && [ ! -e t.ninfer.part-0004 ]
+        diff <(echo "$new" | grep -v 'part-000[34]') <(nf_snapshot . | grep -F ' ./t.ninfer')
+        no_temporaries .
     done
 }
 

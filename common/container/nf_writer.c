@@ -207,6 +207,18 @@ struct devino {
     const char *name;
 };
 
+/* A file beside the new set that publication removes (or keeps, with a
+ * warning): a part of the replaced set or a leftover (DESIGN 3). */
+enum { SP_REMOVE, SP_REMOVE_LEFTOVER, SP_KEEP_FOREIGN_NAME, SP_KEEP_SHARED, SP_KEEP_UNSURE };
+struct surplus {
+    char *path;
+    unsigned char id[16];
+    uint64_t index;       /* its part_index, checked again before removal */
+    int act;
+    char *other;          /* SP_KEEP_SHARED, SP_KEEP_UNSURE: the other entry's
+                             name, or the unreadable file's */
+};
+
 struct wfd {
     int fd;
     size_t file;
@@ -225,6 +237,12 @@ struct nf_writer {
     char **tmp;           /* temporaries (NULL once published or removed) */
     char **final;         /* published paths */
     bool *existed;        /* final[i] (i > 0) held a part when last checked */
+    unsigned char (*way_id)[16]; /* that part's artifact_id */
+    char **aside;         /* where publication moved what was at final[i] (or,
+                             for i = 0, the replaced entry); NULL: nothing */
+    struct surplus *surplus; /* what publication removes or keeps, decided
+                                under the directory lock */
+    size_t n_surplus;
     struct wfd cache[WCACHE];
     uint64_t tick;
     unsigned char id[16];
@@ -385,6 +403,13 @@ static void writer_free(nf_writer *w)
         free(w->final[i]);
     for (size_t i = 0; i < w->n_old_parts; i++)
         free(w->old_parts[i]);
+    for (size_t i = 0; w->aside && i < w->n_files; i++)
+        free(w->aside[i]);
+    for (size_t i = 0; i < w->n_surplus; i++)
+        free(w->surplus[i].path), free(w->surplus[i].other);
+    free(w->aside);
+    free(w->surplus);
+    free(w->way_id);
     free(w->old_parts);
     free(w->old_index);
     free(w->tmp);
@@ -554,6 +579,47 @@ static void remove_stale_temps(const char *dir, const char *entry)
     closedir(dp);
 }
 
+/* ".<base>.old-<pid>", base the entry or one of its part names: the pid
+ * (base, NUL-terminated, in base[NAME_MAX + 1]), or 0. */
+static long aside_pid(const char *name, const char *entry, char *base)
+{
+    const char *t = name[0] == '.' ? strrchr(name, '.') : NULL;
+    if (!t || t == name || strncmp(t, ".old-", 5) != 0)
+        return 0;
+    const char *p = t + 5;
+    if (!*p || strspn(p, "0123456789") != strlen(p))
+        return 0;
+    size_t bl = (size_t)(t - (name + 1));
+    if (bl == 0 || bl > NAME_MAX)
+        return 0;
+    memcpy(base, name + 1, bl);
+    base[bl] = 0;
+    if (strcmp(base, entry) != 0 && !part_suffix(base, entry))
+        return 0;
+    errno = 0;
+    long pid = strtol(p, NULL, 10);
+    return errno || pid <= 0 ? 0 : pid;
+}
+
+static int lock_dir(const char *dir);
+static int publish(const char *tmp, const char *final, bool replace);
+
+/* Does the regular file dir/name start with magic (8 bytes)? */
+static bool has_magic(int dfd, const char *name, const unsigned char *magic)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    unsigned char h[8];
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && nf_pread_full(fd, h, 8, 0) == 8 &&
+              memcmp(h, magic, 8) == 0;
+    close(fd);
+    return ok;
+}
+
+static void recover_asides(nf_writer *w);
+
 static int devino_cmp(const void *x, const void *y)
 {
     const struct devino *a = x, *b = y;
@@ -660,10 +726,10 @@ static const char *kind_name(mode_t m)
                                                                           : "not a regular file";
 }
 
-/* Check every path the set will take (DESIGN 3). At open (publish false)
- * this records what exists; at publication (under the directory lock) it
- * insists the entry is as it was. Returns 0 or -1 with a diagnostic. */
-static int check_targets(nf_writer *w, bool publish, nf_diags *d)
+/* Check the entry path (DESIGN 3). At open (publish false) this records
+ * what exists; at publication (under the directory lock) it insists the
+ * entry is as it was. Returns 0 or -1 with a diagnostic. */
+static int check_entry(nf_writer *w, bool publish, nf_diags *d)
 {
     struct stat ls, st;
     bool ex = lstat(w->target, &ls) == 0;
@@ -704,37 +770,217 @@ static int check_targets(nf_writer *w, bool publish, nf_diags *d)
         w->entry_existed = ex;
         w->entry_dev = ex ? ls.st_dev : 0;
         w->entry_ino = ex ? ls.st_ino : 0;
+        /* the artifact_id of the set being replaced, from the entry's header
+         * alone (its catalog may be broken) */
+        unsigned char h[32];
+        if (ex && S_ISREG(ls.st_mode) && read_header(w->target, &ls, h) == 0 &&
+            memcmp(h, NF_ENTRY_MAGIC, 8) == 0) {
+            memcpy(w->old_id, h + 16, 16);
+            w->have_old = true;
+        }
     }
+    return 0;
+}
+
+/* ---- what proves a leftover (DESIGN 3) ----
+ *
+ * A part is a leftover only when no entry in the target's directory owns
+ * it: an entry (a regular file there with the entry magic, whatever its
+ * name, the target's own name aside) owns every part carrying its
+ * artifact_id (spec 2.1: a renamed entry still reads). The candidates'
+ * artifact_ids are gathered first; then one pass over the directory reads
+ * the 32-byte header of each regular file once (O_NOFOLLOW|O_NONBLOCK) and
+ * looks its id up among them (binary search). A regular file whose header
+ * cannot be read may be an entry: it counts as owning every candidate. */
+
+struct owners {
+    unsigned char (*ids)[16]; /* the candidates' artifact_ids, sorted, unique */
+    size_t n, cap;
+    char **name;              /* [n]: an entry carrying ids[k], or NULL */
+    char *unreadable;         /* a regular file whose header could not be read */
+    bool scanned;
+};
+
+static int id_cmp(const void *x, const void *y) { return memcmp(x, y, 16); }
+
+static int owners_want(struct owners *o, const unsigned char id[16])
+{
+    if (o->n == o->cap) {
+        size_t nc = o->cap ? 2 * o->cap : 16;
+        unsigned char (*v)[16] = realloc(o->ids, nc * sizeof *v);
+        if (!v)
+            return -1;
+        o->ids = v;
+        o->cap = nc;
+    }
+    memcpy(o->ids[o->n++], id, 16);
+    return 0;
+}
+
+static void owners_free(struct owners *o)
+{
+    for (size_t k = 0; o->name && k < o->n; k++)
+        free(o->name[k]);
+    free(o->name);
+    free(o->ids);
+    free(o->unreadable);
+    memset(o, 0, sizeof *o);
+}
+
+/* The entry owning parts with this id (NULL: none found). */
+static const char *owner_of(const struct owners *o, const unsigned char id[16])
+{
+    const unsigned char(*k)[16] = o->n ? bsearch(id, o->ids, o->n, 16, id_cmp) : NULL;
+    return k ? o->name[k - o->ids] : NULL;
+}
+
+/* One pass over w->dir (see above), the target's name and also (when not
+ * NULL) left out. Returns 0, or -1 with `io` when the
+ * directory cannot be read (nothing can then be proven a leftover). */
+static int owners_scan(const nf_writer *w, struct owners *o, const char *also, nf_diags *d)
+{
+    o->scanned = true;
+    if (!o->n)
+        return 0;
+    qsort(o->ids, o->n, 16, id_cmp);
+    size_t u = 0;
+    for (size_t k = 0; k < o->n; k++)
+        if (!u || memcmp(o->ids[u - 1], o->ids[k], 16) != 0)
+            memmove(o->ids[u++], o->ids[k], 16);
+    o->n = u;
+    o->name = calloc(o->n, sizeof *o->name);
+    DIR *dp = o->name ? opendir(w->dir) : NULL;
+    if (!dp) {
+        nf_diag_addf(d, NF_C_IO, w->dir, "",
+                     "cannot read the directory to tell leftover parts from other entries' "
+                     "parts: %s", o->name ? strerror(errno) : "out of memory");
+        return -1;
+    }
+    int dfd = dirfd(dp);
+    struct dirent *de;
+    while ((de = readdir(dp)) != NULL) {
+        const char *n = de->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, w->entry_name) ||
+            (also && !strcmp(n, also)) ||
+            (de->d_type != DT_REG && de->d_type != DT_UNKNOWN))
+            continue;
+        int fd = openat(dfd, n, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+            /* gone, a symlink, a socket: no entry; anything else may be one */
+            if (errno != ENOENT && errno != ELOOP && errno != ENXIO && !o->unreadable)
+                o->unreadable = strdup(n);
+            continue;
+        }
+        struct stat st;
+        unsigned char h[32];
+        ssize_t r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? nf_pread_full(fd, h, 32, 0) : 0;
+        close(fd);
+        if (r < 0 && !o->unreadable)
+            o->unreadable = strdup(n);
+        if (r < 32 || memcmp(h, NF_ENTRY_MAGIC, 8) != 0)
+            continue;
+        const unsigned char(*k)[16] = bsearch(h + 16, o->ids, o->n, 16, id_cmp);
+        if (k && !o->name[k - o->ids])
+            o->name[k - o->ids] = strdup(n);
+    }
+    closedir(dp);
+    return 0;
+}
+
+/* Is the part in the way at final[i] one of the set being replaced? */
+static bool way_is_old(const nf_writer *w, size_t i)
+{
+    return w->o.force && w->entry_existed && w->have_old &&
+           memcmp(w->way_id[i], w->old_id, 16) == 0;
+}
+
+/* The parts in the way of the new set's names: a part of the set being
+ * replaced, or a leftover, may go; one another entry owns may not. */
+static int judge_way(const nf_writer *w, const struct owners *o, nf_diags *d)
+{
     for (size_t i = 1; i < w->n_files; i++) {
+        if (!w->existed[i])
+            continue;
+        const char *own = owner_of(o, w->way_id[i]);
+        if (own) {
+            nf_diag_addf(d, NF_C_IO, w->final[i], "",
+                         way_is_old(w, i)
+                             ? "this part of the entry being replaced is also used by the entry "
+                               "%s (a copy shares its parts); refusing to replace it"
+                             : "this part belongs to the entry %s beside it (no leftover); "
+                               "refusing to replace it",
+                         own);
+            return -1;
+        }
+        if (o->unreadable) {
+            nf_diag_addf(d, NF_C_IO, w->final[i], "",
+                         "cannot tell whether this part is a leftover: %s beside it cannot be "
+                         "read (it may be an entry that owns it); refusing to replace it",
+                         o->unreadable);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Check every part path the set will take (DESIGN 3): a file in the way
+ * must be a regular file with the part magic (its artifact_id is kept in
+ * way_id), and no entry beside it may own it. At publication, also decide
+ * what goes after publication (plan_surplus). Returns 0 or -1 with a
+ * diagnostic. */
+static int plan_surplus(nf_writer *w, struct owners *o, nf_diags *d);
+
+static int check_parts(nf_writer *w, bool publish, nf_diags *d)
+{
+    struct stat ls, st;
+    struct owners o = {0};
+    int rc = 0;
+    for (size_t i = 1; i < w->n_files && !rc; i++) {
         const char *p = w->final[i];
         w->existed[i] = false;
         if (lstat(p, &ls) < 0) {
             if (errno == ENOENT || errno == ENOTDIR)
                 continue;
             nf_diag_addf(d, NF_C_IO, p, "", "cannot check the output: %s", strerror(errno));
-            return -1;
+            rc = -1;
+            break;
         }
         const char *in = stat(p, &st) == 0 ? is_input(w, &st) : NULL;
         if (in) {
             nf_diag_addf(d, NF_C_USAGE, p, "", "output names an input file (%s); refusing to write",
                          in);
-            return -1;
+            rc = -1;
+            break;
         }
         if (!S_ISREG(ls.st_mode)) {
             nf_diag_addf(d, NF_C_USAGE, p, "", "this part's path is %s; refusing to replace it",
                          kind_name(ls.st_mode));
-            return -1;
+            rc = -1;
+            break;
         }
         unsigned char h[32];
         if (read_header(p, &ls, h) < 0 || memcmp(h, NF_PART_MAGIC, 8) != 0) {
             nf_diag_addf(d, NF_C_IO, p, "",
                          "a file that is not an NInfer part is in the way of this part; "
                          "refusing to replace it");
-            return -1;
+            rc = -1;
+            break;
         }
         w->existed[i] = true;
+        memcpy(w->way_id[i], h + 16, 16);
+        if (owners_want(&o, h + 16) < 0) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            rc = -1;
+        }
     }
-    return 0;
+    if (!rc && publish)
+        rc = plan_surplus(w, &o, d);
+    if (!rc && !o.scanned)
+        rc = owners_scan(w, &o, NULL, d);
+    if (!rc)
+        rc = judge_way(w, &o, d);
+    owners_free(&o);
+    return rc;
 }
 
 static nf_writer *writer_new(const nf_plan *plan, nf_diags *d)
@@ -859,7 +1105,10 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
     w->tmp = calloc(w->n_files, sizeof *w->tmp);
     w->final = calloc(w->n_files, sizeof *w->final);
     w->existed = calloc(w->n_files, sizeof *w->existed);
+    w->way_id = calloc(w->n_files, sizeof *w->way_id);
+    w->aside = calloc(w->n_files, sizeof *w->aside);
     if (!w->target || !w->dir || !w->entry_name || !w->tmp || !w->final || !w->existed ||
+        !w->way_id || !w->aside ||
         set_inputs(w, inputs, n_inputs) < 0)
         goto oom;
     if (!*w->entry_name) {
@@ -872,9 +1121,20 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
         if (!w->final[i])
             goto oom;
     }
-    /* an output that names an input, a device, a FIFO, a directory or a
-     * foreign file is refused before anything is written */
-    if (check_targets(w, false, d) < 0) {
+    /* what an interrupted --force left aside goes back first (it may be
+     * the entry this writer is about to refuse to replace) */
+    recover_asides(w);
+    remove_stale_temps(w->dir, w->entry_name);
+    /* an output that names an input, a device, a FIFO, a directory, a
+     * foreign file or another entry's part is refused before anything is
+     * written */
+    if (check_entry(w, false, d) < 0) {
+        writer_free(w);
+        return NULL;
+    }
+    if (w->entry_existed)
+        collect_old_parts(w);
+    if (check_parts(w, false, d) < 0) {
         writer_free(w);
         return NULL;
     }
@@ -887,9 +1147,6 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
         writer_free(w);
         return NULL;
     }
-    remove_stale_temps(w->dir, w->entry_name);
-    if (w->entry_existed)
-        collect_old_parts(w);
     sigset_t old;
     block_signals(&old);
     int reg = writer_register(w);
@@ -1174,55 +1431,309 @@ static int lock_dir(const char *dir)
     return fd;
 }
 
-/* After publication: the replaced set's surplus, and (when there was no
- * entry) leftover parts named like ours beyond the new set. Of the replaced
- * set only parts at this entry's own part names ("<entry>.part-N") go: a
- * part the old entry names under another entry's name is that entry's too
- * (a copied or renamed entry shares its parts: red-team B3), so it stays,
- * with a warning. */
-static void remove_surplus(nf_writer *w)
+static int surplus_add(nf_writer *w, const char *path, const unsigned char id[16],
+                       uint64_t index, int act)
+{
+    struct surplus *v = realloc(w->surplus, (w->n_surplus + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    w->surplus = v;
+    char *p = strdup(path);
+    if (!p)
+        return -1;
+    v[w->n_surplus] = (struct surplus){p, {0}, index, act, NULL};
+    memcpy(v[w->n_surplus++].id, id, 16);
+    return 0;
+}
+
+/* Is name one of the new set's part names? */
+static bool new_part_name(const nf_writer *w, const char *name)
+{
+    const char *q = part_suffix(name, w->entry_name);
+    if (!q)
+        return false;
+    /* the new set's part i is named with at least four digits: i itself */
+    errno = 0;
+    char *end = NULL;
+    unsigned long long idx = strtoull(q, &end, 10);
+    return !errno && idx >= 1 && idx < w->n_files && strcmp(w->plan.files[idx].path, name) == 0;
+}
+
+/* Decide, under the directory lock and before anything moves, what goes
+ * once the new set is published (DESIGN 3): the replaced set's parts beyond
+ * the new set that prove to be its own (part magic, the old artifact_id,
+ * the part_index its files table gives them) at this entry's own part
+ * names ("<entry>.part-N": a part the old entry names under another name is
+ * another entry's too, a copy's or a renamed one's: red-team B3), unless
+ * another entry beside them shares that artifact_id; and, when there was
+ * no entry, leftovers at our part names beyond the new set: part magic, and
+ * no entry beside them owns them. The candidates' ids join o, which is
+ * scanned here. Returns 0 or -1 with a diagnostic. */
+static int plan_surplus(nf_writer *w, struct owners *o, nf_diags *d)
 {
     for (size_t j = 0; w->have_old && j < w->n_old_parts; j++) {
-        bool keep = false;
-        for (size_t i = 1; i < w->n_files && !keep; i++)
-            keep = strcmp(w->old_parts[j], w->final[i]) == 0;
-        if (keep || !proven_part(w, w->old_parts[j], w->old_index[j], w->old_id))
+        const char *p = w->old_parts[j];
+        bool in_set = false;
+        for (size_t i = 1; i < w->n_files && !in_set; i++)
+            in_set = strcmp(p, w->final[i]) == 0;
+        if (in_set || !proven_part(w, p, w->old_index[j], w->old_id))
             continue;
-        if (part_suffix(nf_basename(w->old_parts[j]), w->entry_name))
-            unlink(w->old_parts[j]);
-        else
-            warn(w, w->old_parts[j], "kept: a part of the replaced entry, but not named after "
-                                     "it (another entry may use it)");
+        bool own_name = part_suffix(nf_basename(p), w->entry_name) != NULL;
+        if (surplus_add(w, p, w->old_id, w->old_index[j],
+                        own_name ? SP_REMOVE : SP_KEEP_FOREIGN_NAME) < 0 ||
+            (own_name && owners_want(o, w->old_id) < 0))
+            goto oom;
     }
-    if (w->entry_existed)
+    if (!w->entry_existed) {
+        DIR *dp = opendir(w->dir);
+        struct dirent *de;
+        while (dp && (de = readdir(dp)) != NULL) {
+            const char *n = de->d_name;
+            if (!part_suffix(n, w->entry_name) || new_part_name(w, n))
+                continue;
+            char *full = nf_path_join(w->dir, n);
+            struct stat st;
+            unsigned char h[32];
+            int bad = 0;
+            if (full && lstat(full, &st) == 0 && S_ISREG(st.st_mode) && !is_input(w, &st) &&
+                read_header(full, &st, h) == 0 && memcmp(h, NF_PART_MAGIC, 8) == 0 &&
+                memcmp(h + 16, w->id, 16) != 0)
+                bad = surplus_add(w, full, h + 16, nf_load_le64(h + 8), SP_REMOVE_LEFTOVER) < 0 ||
+                      owners_want(o, h + 16) < 0;
+            free(full);
+            if (bad) {
+                closedir(dp);
+                goto oom;
+            }
+        }
+        if (dp)
+            closedir(dp);
+    }
+    if (owners_scan(w, o, NULL, d) < 0)
+        return -1;
+    for (size_t k = 0; k < w->n_surplus; k++) {
+        struct surplus *s = &w->surplus[k];
+        if (s->act != SP_REMOVE && s->act != SP_REMOVE_LEFTOVER)
+            continue;
+        const char *own = owner_of(o, s->id);
+        const char *other = own ? own : o->unreadable;
+        if (!other)
+            continue;
+        /* an owned leftover-looking part is simply another artifact's */
+        s->act = own && s->act == SP_REMOVE_LEFTOVER ? -1 : own ? SP_KEEP_SHARED : SP_KEEP_UNSURE;
+        if (!(s->other = strdup(other)))
+            goto oom;
+    }
+    return 0;
+oom:
+    nf_diag_add(d, NF_C_IO, "", "out of memory");
+    return -1;
+}
+
+/* After publication: remove (or keep, with a warning) what plan_surplus
+ * decided, each file checked again just before it goes. */
+static void remove_surplus(nf_writer *w)
+{
+    for (size_t k = 0; k < w->n_surplus; k++) {
+        const struct surplus *s = &w->surplus[k];
+        char msg[PATH_MAX + 160];
+        switch (s->act) {
+        case SP_REMOVE:
+        case SP_REMOVE_LEFTOVER:
+            if (!proven_part(w, s->path, s->index, s->id))
+                break;
+            if (s->act == SP_REMOVE_LEFTOVER)
+                warn(w, s->path, "removing a leftover part with no entry");
+            unlink(s->path);
+            break;
+        case SP_KEEP_FOREIGN_NAME:
+            warn(w, s->path, "kept: a part of the replaced entry, but not named after it "
+                             "(another entry may use it)");
+            break;
+        case SP_KEEP_SHARED:
+            snprintf(msg, sizeof msg, "kept: a part of the replaced entry that the entry %s "
+                                      "beside it also uses", s->other);
+            warn(w, s->path, msg);
+            break;
+        case SP_KEEP_UNSURE:
+            snprintf(msg, sizeof msg, "kept: cannot tell whether an entry owns this part (%s "
+                                      "beside it cannot be read)", s->other);
+            warn(w, s->path, msg);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* recover_asides, when the dead writer had published: the parts of the
+ * old set (its entry moved aside as the file name, path from) that it had
+ * still to remove: those at this entry's own part names that prove to be
+ * the old set's, when no other entry beside them shares its artifact_id. */
+static void recover_remove_set(nf_writer *w, const char *name, const char *from)
+{
+    nf_diags tmp = NF_DIAGS_INIT;
+    nf_open_opts oo = {0};
+    nf_artifact *a = nf_artifact_open(from, &oo, &tmp);
+    struct owners o = {0};
+    if (!a || owners_want(&o, nf_artifact_header(a)->artifact_id) < 0 ||
+        owners_scan(w, &o, name, &tmp) < 0 || o.name[0] || o.unreadable) {
+        owners_free(&o);
+        nf_diags_free(&tmp);
+        nf_artifact_close(a);
         return;
+    }
+    const nf_catalog *c = nf_artifact_catalog(a);
+    for (size_t i = 1; i < c->n_files; i++) {
+        const char *p = c->files[i].path;
+        if (!p || !part_suffix(p, w->entry_name))
+            continue;
+        char *full = nf_path_join(w->dir, p);
+        if (full && proven_part(w, full, i, nf_artifact_header(a)->artifact_id)) {
+            unlink(full);
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "removed: a part of the set that an interrupted --force replaced");
+            warn(w, full, msg);
+        }
+        free(full);
+    }
+    owners_free(&o);
+    nf_diags_free(&tmp);
+    nf_artifact_close(a);
+}
+
+/* What a writer of this target killed inside its publication (SIGKILL, a
+ * crash: nothing else can interrupt it) left moved aside. Under the
+ * directory lock, for each dead process: when the target has no entry, its
+ * publication never finished, so the old entry and the parts it moved go
+ * back to their names (a part there now is one the dead writer published:
+ * no entry owns it); when the target has one, it finished, and what it
+ * moved aside goes. Each with a warning. */
+static void recover_asides(nf_writer *w)
+{
     DIR *dp = opendir(w->dir);
     if (!dp)
         return;
     struct dirent *de;
-    while ((de = readdir(dp)) != NULL) {
-        const char *n = de->d_name;
-        const char *q = part_suffix(n, w->entry_name);
-        if (!q)
-            continue;
-        /* the new set's part i is named with at least four digits: i itself */
-        errno = 0;
-        char *end = NULL;
-        unsigned long long idx = strtoull(q, &end, 10);
-        if (!errno && idx >= 1 && idx < w->n_files && strcmp(w->plan.files[idx].path, n) == 0)
-            continue;
-        char *full = nf_path_join(w->dir, n);
-        struct stat st;
-        unsigned char h[32];
-        if (full && lstat(full, &st) == 0 && S_ISREG(st.st_mode) && !is_input(w, &st) &&
-            read_header(full, &st, h) == 0 && memcmp(h, NF_PART_MAGIC, 8) == 0 &&
-            memcmp(h + 16, w->id, 16) != 0) {
-            warn(w, full, "removing a leftover part with no entry");
-            unlink(full);
+    bool any = false;
+    char base[NAME_MAX + 1];
+    while (!any && (de = readdir(dp)) != NULL) {
+        long pid = aside_pid(de->d_name, w->entry_name, base);
+        /* our own pid: no publication of ours is under way at open */
+        any = pid && (pid == (long)getpid() || (kill((pid_t)pid, 0) < 0 && errno == ESRCH));
+    }
+    if (!any) {
+        closedir(dp);
+        return;
+    }
+    int lock = lock_dir(w->dir);
+    sigset_t old;
+    block_signals(&old);
+    int dfd = dirfd(dp);
+    /* two rounds: the parts (and, when the target has an entry, the old
+     * entries), then the old entries that go back */
+    struct stat st;
+    bool target = fstatat(AT_FDCWD, w->target, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    for (int round = 0; round < 2; round++) {
+        rewinddir(dp);
+        while ((de = readdir(dp)) != NULL) {
+            const char *n = de->d_name;
+            long pid = aside_pid(n, w->entry_name, base);
+            if (!pid || (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+                continue;
+            bool entry = strcmp(base, w->entry_name) == 0;
+            if (!(round == 0 ? !entry || target : entry && !target))
+                continue;
+            char *from = nf_path_join(w->dir, n), *to = nf_path_join(w->dir, base);
+            char msg[160];
+            if (!from || !to || !has_magic(dfd, n, entry ? NF_ENTRY_MAGIC : NF_PART_MAGIC)) {
+                free(from);
+                free(to);
+                continue;
+            }
+            if (target) {
+                if (entry)
+                    recover_remove_set(w, n, from);
+                unlink(from);
+                snprintf(msg, sizeof msg,
+                         "removed: %s that an interrupted --force (process %ld) replaced",
+                         entry ? "the old entry" : "a part", pid);
+                warn(w, from, msg);
+            } else {
+                struct stat ts;
+                bool there = lstat(to, &ts) == 0;
+                /* a part the dead writer published is replaced; anything
+                 * else that appeared at the name since is left alone */
+                if (!there || (!entry && S_ISREG(ts.st_mode) &&
+                               has_magic(dfd, base, NF_PART_MAGIC))) {
+                    if ((entry ? publish(from, to, false) : (rename(from, to) < 0 ? -errno : 0)) ==
+                        0) {
+                        snprintf(msg, sizeof msg,
+                                 "put back: an interrupted --force (process %ld) had moved it "
+                                 "aside", pid);
+                        warn(w, to, msg);
+                    }
+                }
+            }
+            free(from);
+            free(to);
         }
-        free(full);
     }
     closedir(dp);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (lock >= 0)
+        close(lock);
+}
+
+/* ---- moving aside (--force, leftovers) ----
+ *
+ * Under the directory lock, what publication replaces first moves to
+ * ".<name>.old-<pid>" beside it: the old entry, then whatever is in the way
+ * of each new part. After the new set is published these go; on a failure
+ * they are put back. Only SIGKILL or a crash can leave them behind: the
+ * next writer of the same target puts them back (when no entry was
+ * published) or removes them (when one was): recover_asides. */
+
+/* ".<base>.old-<pid>" for path (in w->dir). */
+static char *aside_path(const nf_writer *w, const char *path)
+{
+    char *t = NULL;
+    if (asprintf(&t, "%s/.%s.old-%ld", w->dir, nf_basename(path), (long)getpid()) < 0)
+        return NULL;
+    return t;
+}
+
+/* Move path (file i's final name, or the entry for i = 0) aside. Returns 0
+ * or -1 with `io`. */
+static int move_aside(nf_writer *w, size_t i, const char *path, nf_diags *d)
+{
+    char *a = aside_path(w, path);
+    int e = a ? publish(path, a, false) : -ENOMEM;
+    if (e) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot move the file being replaced aside: %s",
+                     e == -EEXIST ? "its temporary name is taken" : strerror(-e));
+        free(a);
+        return -1;
+    }
+    w->aside[i] = a;
+    return 0;
+}
+
+/* After a failed publication: every file moved aside goes back to its name
+ * (the new parts there were removed first). */
+static void put_back(nf_writer *w, nf_diags *d)
+{
+    for (size_t k = w->n_files; k-- > 0;) {
+        if (!w->aside[k])
+            continue;
+        const char *to = k == 0 ? w->target : w->final[k];
+        if (rename(w->aside[k], to) < 0)
+            nf_diag_addf(d, NF_C_IO, to, "", "cannot put the replaced file back (it is %s): %s",
+                         w->aside[k], strerror(errno));
+        free(w->aside[k]);
+        w->aside[k] = NULL;
+    }
 }
 
 /* nf_writer_finish; filled, when not NULL, is the entry's first 32 +
@@ -1314,17 +1825,21 @@ static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned ch
     int lock = lock_dir(w->dir);
     sigset_t old;
     block_signals(&old);
-    rc = check_targets(w, true, d);
-    /* with --force the old entry goes first: no moment shows an old entry
-     * beside new parts */
-    if (!rc && w->entry_existed && unlink(w->target) < 0 && errno != ENOENT) {
-        nf_diag_addf(d, NF_C_IO, w->target, "", "cannot remove the old entry: %s",
-                     strerror(errno));
-        rc = -1;
-    }
+    rc = check_entry(w, true, d);
+    if (!rc)
+        rc = check_parts(w, true, d);
+    /* with --force the old entry moves aside first (no moment shows an old
+     * entry beside new parts), then what is in the way of each new part;
+     * a failure puts everything back */
+    if (!rc && w->entry_existed)
+        rc = move_aside(w, 0, w->target, d);
     size_t done = 0; /* parts published */
     for (size_t i = 1; !rc && i < w->n_files; i++) {
-        int e = publish(w->tmp[i], w->final[i], w->existed[i]);
+        if (w->existed[i] && move_aside(w, i, w->final[i], d) < 0) {
+            rc = -1;
+            break;
+        }
+        int e = publish(w->tmp[i], w->final[i], false);
         if (e) {
             nf_diag_addf(d, NF_C_IO, w->final[i], "", "cannot publish: %s",
                          e == -EEXIST ? "another file appeared at this part's name"
@@ -1332,8 +1847,6 @@ static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned ch
             rc = -1;
             break;
         }
-        if (w->existed[i] && !w->entry_existed)
-            warn(w, w->final[i], "replacing a leftover part with no entry");
         free(w->tmp[i]);
         w->tmp[i] = NULL;
         done = i;
@@ -1351,13 +1864,25 @@ static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned ch
         }
     }
     if (rc) {
-        /* un-publish the parts already moved: nothing half written stays */
+        /* un-publish the parts already moved, put back what was moved
+         * aside: nothing half written stays, the old set is as it was */
         for (size_t i = 1; i <= done; i++)
             unlink(w->final[i]);
+        put_back(w, d);
     } else {
         if (w->o.sync)
             fsync_dir(w->dir);
+        /* the new set is in place: the surplus goes, then what was in the
+         * way of the new parts, the old entry last (while it is there, a
+         * writer killed meanwhile left a record of what was still to go:
+         * recover_asides) */
         remove_surplus(w);
+        for (size_t i = w->n_files; i-- > 0;)
+            if (w->aside[i]) {
+                if (i > 0 && !way_is_old(w, i))
+                    warn(w, w->final[i], "replacing a leftover part with no entry");
+                unlink(w->aside[i]);
+            }
         w->published = true;
     }
     sigprocmask(SIG_SETMASK, &old, NULL);

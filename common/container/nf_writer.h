@@ -28,15 +28,32 @@
  *
  * What may be replaced or removed: the entry path only when it is a regular
  * file and `force` is given; a file at one of the new part names only when
- * it is a regular file carrying the part magic (a leftover, with a warning,
- * when no entry is beside it); after publication, the old set's parts that
- * prove to be its own (part magic, the old artifact_id, the part_index the
- * old files table gives them) at this entry's own part names
- * ("<entry>.part-N": a part named after another entry is kept, with a
- * warning, since a copy of an entry shares its parts), and leftovers
- * ("<entry>.part-N" with the part magic, when there was no entry; each with a
- * warning). Never an input, never a symlink, device,
- * FIFO or directory, never a file outside the target's directory.
+ * it is a regular file carrying the part magic that no other entry owns: a
+ * leftover (with a warning), or with `force` a part of the set being
+ * replaced. An entry (a regular file in the target's directory with the
+ * entry magic, any name but the target's own; its 32-byte header read
+ * alone, O_NOFOLLOW|O_NONBLOCK) owns every part carrying its artifact_id
+ * (spec 2.1: a renamed entry still reads); a regular file there whose
+ * header cannot be read counts as owning. Ownership costs one pass over the
+ * directory per check, only when a part is in the way or to be removed.
+ * After publication: the old set's parts that prove to be its own (part
+ * magic, the old artifact_id, the part_index the old files table gives
+ * them) at this entry's own part names ("<entry>.part-N": a part named
+ * after another entry is kept, with a warning, since a copy of an entry
+ * shares its parts; so is one another entry beside it shares), and
+ * leftovers ("<entry>.part-N" with the part magic that no entry owns, when
+ * there was no entry; each with a warning). Never an input, never a
+ * symlink, device, FIFO or directory, never a file outside the target's
+ * directory.
+ *
+ * Replacing (`force`): under the lock the old entry, then each file in the
+ * way of a new part, moves aside to ".<name>.old-<pid>"; the new set is
+ * published; then the surplus, the moved files and last the old entry are
+ * removed. A failure in between removes the new parts and puts everything
+ * back. After SIGKILL or a crash mid-publication, the next writer of the
+ * same target (at open, under the lock) puts a dead process's moved files
+ * back when no entry was published, or removes them and the rest of the
+ * old set when one was, with warnings.
  *
  * Writing to a stream (DESIGN 4): the single-file form, in order. A caller
  * that meets a broken rule mid-payload aborts the writer: the stream is cut

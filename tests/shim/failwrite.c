@@ -7,6 +7,11 @@
  *                many bytes in total, across all regular files; then writes
  *                to regular files fail.
  * NF_FAIL_ERRNO  ENOSPC (default), EIO, EFBIG, or a decimal errno value.
+ * NF_FAIL_RENAME K: the K-th call (1-based) of rename, renameat, renameat2
+ *                or link fails with NF_FAIL_ERRNO instead, changing
+ *                nothing (a full directory, a failing disk in the middle
+ *                of a publication); the others pass. With NF_FAIL_RENAME
+ *                and no NF_FAIL_AFTER, writes are not limited.
  *
  * Semantics, as a real full disk shows them: a write that crosses the limit
  * writes only up to the limit and returns the short count; the next write
@@ -59,14 +64,19 @@ static _Atomic uint64_t fw_used;
 static _Atomic uint64_t fw_limit;
 static _Atomic int fw_errno = ENOSPC;
 static _Atomic int fw_ready;
+static _Atomic uint64_t fw_rename_at; /* NF_FAIL_RENAME (0: none) */
+static _Atomic uint64_t fw_renames;
 
 static void fw_init(void)
 {
     if (atomic_load(&fw_ready))
         return;
     /* Idempotent: two threads racing here compute the same values. */
-    uint64_t lim = 0;
     const char *s = getenv("NF_FAIL_AFTER");
+    const char *rn = getenv("NF_FAIL_RENAME");
+    uint64_t lim = rn && *rn && !(s && *s) ? UINT64_MAX : 0;
+    if (rn && *rn)
+        atomic_store(&fw_rename_at, strtoull(rn, NULL, 10));
     if (s && *s) {
         uint64_t v = 0;
         int ok = 1;
@@ -471,4 +481,41 @@ int fputs_unlocked(const char *s, FILE *f)
         return EOF;
     }
     return fw_fputs(real, s, f);
+}
+
+/* ---- publication steps (NF_FAIL_RENAME) ----------------------------------- */
+
+/* Does this rename or link fail (the K-th one)? Sets errno when it does. */
+static int fw_rename_fails(void)
+{
+    fw_init();
+    uint64_t k = atomic_load(&fw_rename_at);
+    if (!k || atomic_fetch_add(&fw_renames, 1) + 1 != k)
+        return 0;
+    errno = atomic_load(&fw_errno);
+    return 1;
+}
+
+int rename(const char *a, const char *b)
+{
+    REAL(rename);
+    return fw_rename_fails() ? -1 : real_rename(a, b);
+}
+
+int renameat(int da, const char *a, int db, const char *b)
+{
+    REAL(renameat);
+    return fw_rename_fails() ? -1 : real_renameat(da, a, db, b);
+}
+
+int renameat2(int da, const char *a, int db, const char *b, unsigned flags)
+{
+    REAL(renameat2);
+    return fw_rename_fails() ? -1 : real_renameat2(da, a, db, b, flags);
+}
+
+int link(const char *a, const char *b)
+{
+    REAL(link);
+    return fw_rename_fails() ? -1 : real_link(a, b);
 }

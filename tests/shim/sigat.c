@@ -13,7 +13,9 @@
  *            read:N    the same for bytes read from regular files (read,
  *                      pread, pread64, copy_file_range's source);
  *            rename:K  just before the K-th rename, renameat, renameat2 or
- *                      link (1-based): the publication steps of a writer.
+ *                      link (1-based): the publication steps of a writer;
+ *            unlink:K  just before the K-th unlink or unlinkat (1-based):
+ *                      the clean-up steps after a publication.
  * NF_SIG     INT, TERM, HUP, PIPE, KILL, STOP, QUIT, USR1, USR2, ALRM,
  *            XCPU, VTALRM, PROF, ABRT, or a decimal number (default TERM).
  *
@@ -35,7 +37,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { AT_NONE, AT_WRITE, AT_READ, AT_RENAME };
+enum { AT_NONE, AT_WRITE, AT_READ, AT_RENAME, AT_UNLINK };
 
 static int sa_what = AT_NONE;
 static uint64_t sa_n;
@@ -58,6 +60,8 @@ __attribute__((constructor)) static void sa_init(void)
         sa_what = AT_READ;
     else if (wl == 6 && !strncmp(at, "rename", 6))
         sa_what = AT_RENAME;
+    else if (wl == 6 && !strncmp(at, "unlink", 6))
+        sa_what = AT_UNLINK;
     sa_n = strtoull(colon + 1, NULL, 10);
     const char *s = getenv("NF_SIG");
     if (s && *s) {
@@ -264,4 +268,24 @@ int link(const char *a, const char *b)
     REAL(link);
     sa_step();
     return real_link(a, b);
+}
+
+static void sa_unlink_step(void)
+{
+    if (sa_what == AT_UNLINK && atomic_fetch_add(&sa_count, 1) + 1 == sa_n)
+        sa_fire();
+}
+
+int unlink(const char *a)
+{
+    REAL(unlink);
+    sa_unlink_step();
+    return real_unlink(a);
+}
+
+int unlinkat(int dfd, const char *a, int flags)
+{
+    REAL(unlinkat);
+    sa_unlink_step();
+    return real_unlinkat(dfd, a, flags);
 }
