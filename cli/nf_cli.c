@@ -2,8 +2,10 @@
 #include "nf_cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -170,6 +172,69 @@ void nf_operand_close(nf_operand *op)
     nf_input_close(op->in);
     op->a = NULL;
     op->in = NULL;
+}
+
+static bool stdout_is_file(void)
+{
+    struct stat so;
+    return fstat(1, &so) == 0 && S_ISREG(so.st_mode);
+}
+
+int nf_stdout_operand_check(const char *path, const nf_artifact *a, const char *const *extra,
+                            size_t n_extra, nf_diags *d)
+{
+    if (!stdout_is_file())
+        return 0;
+    size_t nf = a && !nf_artifact_is_stream(a) ? nf_artifact_catalog(a)->n_files : 0;
+    const char **v = malloc((1 + nf + n_extra) * sizeof *v);
+    if (!v) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return -1;
+    }
+    size_t n = 0;
+    v[n++] = path;
+    for (size_t i = 1; i < nf; i++)
+        v[n++] = nf_artifact_file_path(a, i);
+    for (size_t k = 0; k < n_extra; k++)
+        v[n++] = extra[k];
+    int rc = nf_stdout_check(v, n, d);
+    free(v);
+    return rc;
+}
+
+int nf_operand_open_out(nf_operand *op, const char *path, const nf_open_opts *o,
+                        const char *const *extra, size_t n_extra, nf_diags *d)
+{
+    memset(op, 0, sizeof *op);
+    /* a closed standard output (`>&-`) is no file of ours: descriptor 1
+     * may then be one the reader opens */
+    bool closed = fcntl(1, F_GETFD) < 0 && errno == EBADF;
+    if (!closed && nf_stdout_operand_check(path, NULL, extra, n_extra, d) < 0)
+        return NF_STDOUT_REFUSED;
+    if (nf_operand_open(op, path, o, d) < 0)
+        return -1;
+    if (!closed && nf_stdout_operand_check(path, op->a, NULL, 0, d) < 0) {
+        nf_operand_close(op);
+        return NF_STDOUT_REFUSED;
+    }
+    return 0;
+}
+
+int nf_stdout_operands_check(char *const *paths, size_t n, const nf_open_opts *o,
+                             const char *const *extra, size_t n_extra, nf_diags *d)
+{
+    if (!stdout_is_file()) /* closed (`>&-`) too: nothing opened here may pose as it */
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        nf_diags quiet = NF_DIAGS_INIT; /* the command reports these itself */
+        nf_artifact *a = strcmp(paths[k], "-") ? nf_artifact_open(paths[k], o, &quiet) : NULL;
+        int rc = nf_stdout_operand_check(paths[k], a, extra, n_extra, d);
+        nf_artifact_close(a);
+        nf_diags_free(&quiet);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
 }
 
 nf_jval *nf_files_json(const nf_artifact *a, const bool *need)

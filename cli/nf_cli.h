@@ -103,6 +103,32 @@ typedef struct {
 int nf_operand_open(nf_operand *op, const char *path, const nf_open_opts *o, nf_diags *d);
 void nf_operand_close(nf_operand *op);
 
+/* Standard output onto an input (DESIGN 3: `ninfer-cat A >> A`): when
+ * standard output is a regular file that is the operand path (for "-",
+ * the file standard input reads), one of artifact a's files (a NULL or a
+ * stream: the path alone) or one of extra[0..n_extra), compared by device
+ * and inode, add `usage` on "(stdout)" and return -1, before anything is
+ * written; else 0. Costs one stat per file, only when standard output is a
+ * regular file. */
+int nf_stdout_operand_check(const char *path, const nf_artifact *a, const char *const *extra,
+                            size_t n_extra, nf_diags *d);
+
+/* nf_operand_open for a command that writes to standard output: standard
+ * output is checked against the path (and extra[]) before anything is
+ * read, then against the artifact's parts (nf_stdout_operand_check).
+ * Returns 0; -1 when the operand cannot be opened (diagnostics in d); or
+ * NF_STDOUT_REFUSED with the one `usage` diagnostic, op closed. */
+#define NF_STDOUT_REFUSED (-2)
+int nf_operand_open_out(nf_operand *op, const char *path, const nf_open_opts *o,
+                        const char *const *extra, size_t n_extra, nf_diags *d);
+
+/* The same for the operands paths[0..n) of a command that writes for each
+ * in turn (verify, bind --check): all are checked before the first is
+ * written for, each artifact opened (options o) for its files table only
+ * when standard output is a regular file. Returns 0 or -1. */
+int nf_stdout_operands_check(char *const *paths, size_t n, const nf_open_opts *o,
+                             const char *const *extra, size_t n_extra, nf_diags *d);
+
 /* The files table as ninfer-cat --files shows it (DESIGN 6): an array of
  * {"index", "path" (the entry's own file name for index 0),
  * "payload_bytes", "logical_offset", "file_bytes"}; only files with

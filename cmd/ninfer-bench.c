@@ -525,7 +525,10 @@ static int open_artifact(const char *path)
     bench_d.file = path;
     nf_open_opts oo = {0};
     oo.max_json_bytes = max_json;
-    bench_a = nf_artifact_open(path, &oo, &bench_d);
+    /* `ninfer-bench A >> A`: nothing written there, nothing read */
+    bench_a = nf_stdout_operand_check(path, NULL, NULL, 0, &bench_d) == 0
+                  ? nf_artifact_open(path, &oo, &bench_d)
+                  : NULL;
     int ex = nf_diags_exit(&bench_d);
     if (bench_a && !ex && !each_object(nf_artifact_catalog(bench_a), NULL)) {
         nf_artifact_close(bench_a);
@@ -534,6 +537,8 @@ static int open_artifact(const char *path)
         return nf_usage_error("--param '%s' matches no parameter with a rank-2 tensor to time",
                               opt.param);
     }
+    if (bench_a && !ex && nf_stdout_operand_check(path, bench_a, NULL, 0, &bench_d) < 0)
+        ex = NF_EXIT_USAGE; /* `--artifact A >> A`: nothing written there */
     if (!bench_a || ex) {
         nf_diags_print(&bench_d, nf_prog, stderr);
         nf_diags_free(&bench_d);

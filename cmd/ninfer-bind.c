@@ -335,7 +335,15 @@ static int run_one(const char *path, const opts *o)
     nf_open_opts oo = {0};
     oo.max_json_bytes = o->max_json;
     int ex;
-    if (nf_operand_open(&op, path, &oo, &d) != 0) {
+    int orc = nf_operand_open_out(&op, path, &oo, NULL, 0, &d);
+    if (orc == NF_STDOUT_REFUSED) {
+        /* standard output is this artifact (`>> A`): nothing written there,
+         * not even a --json record; the diagnostic on stderr */
+        nf_diags_print(&d, nf_prog, stderr);
+        nf_diags_free(&d);
+        return NF_EXIT_USAGE;
+    }
+    if (orc != 0) {
         ex = nf_diags_exit(&d);
         goto out;
     }
@@ -478,7 +486,18 @@ int main(int argc, char **argv)
     if (o.mode == M_EXTRACT && isatty(1))
         return nf_usage_error("refusing to write binary data (--extract) to a terminal (redirect it)");
     int ex = 0;
-    for (int i = optind; i < argc; i++)
+    bool refused = false;
+    if (argc - optind > 1) {
+        /* several operands: standard output onto any of them is refused
+         * before the first is written for */
+        nf_diags d = NF_DIAGS_INIT;
+        nf_open_opts oo = {.max_json_bytes = o.max_json};
+        if (nf_stdout_operands_check(argv + optind, (size_t)(argc - optind), &oo, NULL, 0, &d) < 0)
+            ex = NF_EXIT_USAGE, refused = true;
+        nf_diags_print(&d, nf_prog, stderr);
+        nf_diags_free(&d);
+    }
+    for (int i = optind; !refused && i < argc; i++)
         ex = nf_exit_combine(ex, run_one(argv[i], &o));
     free((void *)o.bo.components);
     return nf_stdout_close(ex);

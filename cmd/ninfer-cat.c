@@ -368,7 +368,8 @@ int main(int argc, char **argv)
     if (!out)
         return NF_EXIT_IO;
     nf_operand op;
-    if (nf_operand_open(&op, path, &opt.open, &d) == 0) {
+    /* `ninfer-cat A >> A`, onto a part too: refused before a byte */
+    if (nf_operand_open_out(&op, path, &opt.open, NULL, 0, &d) == 0) {
         if (run(&op) == 0) {
             int rc = nf_output_finish(out);
             if (rc)

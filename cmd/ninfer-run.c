@@ -231,7 +231,17 @@ int main(int argc, char **argv)
     }
     nf_operand op = {0};
     nf_jval *rep = NULL;
-    if (!nf_diags_exit(&d) && nf_operand_open(&op, path, &oo, &d) == 0 && !nf_diags_exit(&d))
+    const char *extra[1] = {input};
+    int orc = nf_diags_exit(&d) ? -1 : nf_operand_open_out(&op, path, &oo, extra, input ? 1 : 0, &d);
+    if (orc == NF_STDOUT_REFUSED) {
+        /* standard output is an input: nothing goes there, no record */
+        if (inf.f)
+            fclose(inf.f);
+        nf_diags_print(&d, nf_prog, stderr);
+        nf_diags_free(&d);
+        return nf_stdout_close(NF_EXIT_USAGE);
+    }
+    if (orc == 0 && !nf_diags_exit(&d))
         nf_run(op.a, &ro, &rep, &d);
     int ex = nf_diags_exit(&d);
     if (json && !rep)

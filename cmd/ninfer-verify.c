@@ -311,7 +311,18 @@ static int verify_one(const char *path)
     nf_verify_result r = {0};
     nf_jval *rec = opt.json ? nf_jnew_object() : NULL;
     nf_jval *segs = NULL; /* per mismatch, its "segments" (--json) */
-    if (nf_operand_open(&op, path, &opt.open, &d) == 0) {
+    const char *extra[1] = {opt.check_sums};
+    int orc = nf_operand_open_out(&op, path, &opt.open, extra, opt.check_sums ? 1 : 0, &d);
+    bool opened = orc == 0;
+    if (orc == NF_STDOUT_REFUSED) {
+        /* standard output is one of the files read (`--sums A >> A`):
+         * nothing is written there, not even the --json record */
+        nf_diags_print(&d, nf_prog, stderr);
+        nf_jval_free(rec);
+        nf_diags_free(&d);
+        return NF_EXIT_USAGE;
+    }
+    if (opened) {
         nf_artifact *a = op.a;
         const nf_catalog *c = nf_artifact_catalog(a);
         bool stream = nf_artifact_is_stream(a);
@@ -452,6 +463,18 @@ int main(int argc, char **argv)
     for (int i = optind; i < argc; i++) {
         if (strcmp(argv[i], "-") == 0 && stdin_used++)
             return nf_usage_error("'-' may be given once");
+    }
+    if (argc - optind > 1) {
+        /* standard output onto any operand is refused before the first
+         * operand's output */
+        nf_diags d = NF_DIAGS_INIT;
+        const char *extra[1] = {opt.check_sums};
+        int rc = nf_stdout_operands_check(argv + optind, (size_t)(argc - optind), &opt.open,
+                                          extra, opt.check_sums ? 1 : 0, &d);
+        nf_diags_print(&d, nf_prog, stderr);
+        nf_diags_free(&d);
+        if (rc < 0)
+            return nf_stdout_close(NF_EXIT_USAGE);
     }
     for (int i = optind; i < argc; i++)
         ex = nf_exit_combine(ex, verify_one(argv[i]));
