@@ -54,6 +54,18 @@ int nf_bad_option(int argc, char **argv, const struct option *lo)
     return nf_usage_error("unrecognized option '%.*s'", (int)strcspn(w, "="), w);
 }
 
+int nf_size_opt(const char *opt, const char *arg, bool zero_ok, uint64_t *out)
+{
+    uint64_t v = 0;
+    const char *why = nf_size_parse(arg, &v);
+    if (!why && v == 0 && !zero_ok)
+        why = "zero (give a positive size)";
+    if (why)
+        return nf_usage_error("bad %s '%s': %s", opt, arg, why);
+    *out = v;
+    return 0;
+}
+
 int nf_component_arg_check(const char *arg)
 {
     size_t n = strlen(arg);
@@ -331,7 +343,8 @@ void nf_progress_done(nf_progress *p)
 const char nf_writer_usage[] =
     "  -o, --output PATH       the entry file to write; '-' or none: a stream on stdout\n"
     "  --max-file-bytes N      split into an entry and parts of at most N bytes each\n"
-    "                          (K M G T suffixes are powers of 1024; default: one file)\n"
+    "                          (default: one file; sizes: K M G T or KiB MiB GiB TiB\n"
+    "                          are powers of 1024, KB MB GB TB powers of 1000)\n"
     "  --json-bytes N          reserve exactly N bytes for the catalog (error if it\n"
     "                          does not fit, or if N is over --max-json-bytes)\n"
     "  --dry-run               print the catalog's files array as it would be written;\n"
@@ -397,13 +410,13 @@ int nf_writer_cli_opt(nf_writer_cli *wc, int c, const char *arg)
     switch (c) {
     case 'o': wc->out = arg; return 1;
     case NF_O_MAX_FILE:
-        if (!nf_parse_size(arg, &v) || v == 0)
-            return nf_usage_error("bad --max-file-bytes '%s'", arg);
+        if (nf_size_opt("--max-file-bytes", arg, false, &v))
+            return NF_EXIT_USAGE;
         wc->w.max_file_bytes = v;
         return 1;
     case NF_O_JSON_BYTES:
-        if (!nf_parse_size(arg, &v) || v == 0)
-            return nf_usage_error("bad --json-bytes '%s'", arg);
+        if (nf_size_opt("--json-bytes", arg, false, &v))
+            return NF_EXIT_USAGE;
         wc->w.json_bytes = v;
         return 1;
     case NF_O_DRY_RUN: wc->dry_run = true; return 1;

@@ -32,6 +32,12 @@ int nf_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "invalid option '-x'". Returns NF_EXIT_USAGE. */
 int nf_bad_option(int argc, char **argv, const struct option *lo);
 
+/* A size option's value (nf_size_parse: K M G T and KiB... powers of 1024,
+ * KB MB GB TB powers of 1000): 0 with *out set, or the usage error "bad
+ * OPT 'ARG': why" printed and NF_EXIT_USAGE; zero is refused too unless
+ * zero_ok. */
+int nf_size_opt(const char *opt, const char *arg, bool zero_ok, uint64_t *out);
+
 /* Check a --component C[,C...] argument: component IDs are non-empty
  * (spec 2), so '' and an empty element (',', 'text,', 'a,,b') are usage
  * errors, never "no component". Returns 0, or prints the usage error and

@@ -33,7 +33,7 @@ static const char usage_head[] =
     "  --iters N             timed iterations (default 20); --warmup N (default 3)\n"
     "  --threads N           CPU threads (default: all CPUs)\n"
     "  --llc-bytes N         the last-level cache to defeat (default: from sysfs,\n"
-    "                        or $NF_BENCH_LLC_BYTES); suffixes K M G\n"
+    "                        or $NF_BENCH_LLC_BYTES); K M G: 1024s, KB MB GB: 1000s\n"
     "  --json                one JSON object per case (with raw samples)\n"
     "  --csv                 CSV with a header line\n"
     "  --max-json-bytes N    artifact mode: refuse catalogs larger than N (default 256M)\n"
@@ -621,8 +621,8 @@ int main(int argc, char **argv)
             opt.iters = (unsigned)v;
             break;
         case O_MAXJ:
-            if (!nf_parse_size(optarg, &max_json) || max_json == 0)
-                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            if (nf_size_opt("--max-json-bytes", optarg, false, &max_json))
+                return NF_EXIT_USAGE;
             break;
         case O_WARMUP:
             if (!nf_parse_u64(optarg, &v) || v > 1000)
@@ -653,8 +653,13 @@ int main(int argc, char **argv)
         default: return nf_bad_option(argc, argv, lo);
         }
     }
-    if (llc && (!nf_parse_size(llc, &opt.llc) || opt.llc == 0 || opt.llc > (64ull << 30)))
-        return nf_usage_error("bad --llc-bytes (or NF_BENCH_LLC_BYTES) '%s' (1 to 64G)", llc);
+    if (llc) {
+        const char *why = nf_size_parse(llc, &opt.llc);
+        if (!why && (opt.llc == 0 || opt.llc > (64ull << 30)))
+            why = "not 1 to 64G";
+        if (why)
+            return nf_usage_error("bad --llc-bytes (or NF_BENCH_LLC_BYTES) '%s': %s", llc, why);
+    }
     if (act_set && strcmp(opt.op, "gemv"))
         return nf_usage_error("--activation applies to --op gemv only");
     if (act_set && opt.act == NF_ACT_A8 && !strcmp(opt.device, "cuda"))

@@ -466,8 +466,8 @@ int main(int argc, char **argv)
             break;
         case O_JSON: o.json = true; break;
         case O_MAXJ:
-            if (!nf_parse_size(optarg, &o.max_json) || o.max_json == 0)
-                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            if (nf_size_opt("--max-json-bytes", optarg, false, &o.max_json))
+                return NF_EXIT_USAGE;
             break;
         case 'q': o.quiet = true; break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);

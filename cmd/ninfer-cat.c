@@ -320,8 +320,11 @@ int main(int argc, char **argv)
             if (!colon)
                 return nf_usage_error("--range takes OFFSET:LENGTH");
             *colon = 0;
-            if (!nf_parse_size(optarg, &opt.off) || !nf_parse_size(colon + 1, &opt.len))
-                return nf_usage_error("bad --range '%s:%s'", optarg, colon + 1);
+            const char *why = nf_size_parse(optarg, &opt.off);
+            if (why)
+                return nf_usage_error("bad --range offset '%s': %s", optarg, why);
+            if ((why = nf_size_parse(colon + 1, &opt.len)) != NULL)
+                return nf_usage_error("bad --range length '%s': %s", colon + 1, why);
             break;
         }
         case O_COMPONENT:
@@ -337,8 +340,8 @@ int main(int argc, char **argv)
                 opt.zstd = (int)v;
             break;
         case O_MAXJ:
-            if (!nf_parse_size(optarg, &v) || v == 0)
-                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            if (nf_size_opt("--max-json-bytes", optarg, false, &v))
+                return NF_EXIT_USAGE;
             opt.open.max_json_bytes = v;
             break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);

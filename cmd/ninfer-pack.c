@@ -103,8 +103,8 @@ int main(int argc, char **argv)
         }
         switch (c) {
         case O_MAXJ:
-            if (!nf_parse_size(optarg, &v) || v == 0)
-                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            if (nf_size_opt("--max-json-bytes", optarg, false, &v))
+                return NF_EXIT_USAGE;
             maxj = v;
             wc.max_json_bytes = v;
             break;

@@ -90,8 +90,8 @@ int main(int argc, char **argv)
         case O_FORCE: force = true; break;
         case O_UNMATCHED: allow_unmatched = true; break;
         case O_MAXJ:
-            if (!nf_parse_size(optarg, &maxj) || maxj == 0)
-                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            if (nf_size_opt("--max-json-bytes", optarg, false, &maxj))
+                return NF_EXIT_USAGE;
             break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);

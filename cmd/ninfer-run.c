@@ -181,8 +181,8 @@ int main(int argc, char **argv)
             break;
         case O_NODIG: ro.no_digests = true; break;
         case O_MAXJ:
-            if (!nf_parse_size(optarg, &v) || v == 0)
-                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            if (nf_size_opt("--max-json-bytes", optarg, false, &v))
+                return NF_EXIT_USAGE;
             oo.max_json_bytes = v;
             break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);

@@ -122,6 +122,46 @@ nothing_named() {
     run -0 --separate-stderr ninfer-verify s.ninfer
 }
 
+@test "sizes as coreutils reads them: K and KiB are 1024s, KB 1000s; a bad size says why (2)" {
+    split_source a.ninfer
+    local before
+    # 12K = 12288: an entry of 8192 payload bytes, then parts; 12KB = 12000:
+    # 4096 in each file
+    run -0 --separate-stderr ninfer-split --dry-run --max-file-bytes 12K -o s.ninfer a.ninfer
+    local k=$output
+    run -0 --separate-stderr ninfer-split --dry-run --max-file-bytes 12KiB -o s.ninfer a.ninfer
+    [ "$output" = "$k" ]
+    run -0 --separate-stderr ninfer-split --dry-run --max-file-bytes 12288 -o s.ninfer a.ninfer
+    [ "$output" = "$k" ]
+    [[ "$k" == *'"payload_bytes": 8192'* ]]
+    run -0 --separate-stderr ninfer-split --dry-run --max-file-bytes 12KB -o s.ninfer a.ninfer
+    [ "$output" = "$(ninfer-split --dry-run --max-file-bytes 12000 -o s.ninfer a.ninfer)" ]
+    [[ "$output" != *'"payload_bytes": 8192'* ]]
+    before=$(nf_snapshot .)
+    local arg why
+    while IFS='|' read -r arg why; do
+        run -2 --separate-stderr ninfer-split --max-file-bytes "$arg" -o s.ninfer a.ninfer
+        [ "$stderr" = "ninfer-split: usage: bad --max-file-bytes '$arg': $why (see 'ninfer-split --help')" ] ||
+            { echo "$arg: $stderr" >&2; return 1; }
+    done <<'EOF2'
+|empty
+-8K|negative
+1.5M|not a whole number
+10X|unknown suffix (K M G T, KiB MiB GiB TiB, KB MB GB TB)
+10Mb|unknown suffix (K M G T, KiB MiB GiB TiB, KB MB GB TB)
+99999999999999999999|too large (over 2^64 - 1 bytes)
+16777216T|too large (over 2^64 - 1 bytes)
+0|zero (give a positive size)
+EOF2
+    run -2 --separate-stderr ninfer-cat --range 1KB:x a.ninfer
+    [ "$stderr" = "ninfer-cat: usage: bad --range length 'x': not a number (a byte count, optionally with a suffix) (see 'ninfer-cat --help')" ]
+    run -2 --separate-stderr ninfer-verify --max-json-bytes 1XB a.ninfer
+    [[ "$stderr" == *"bad --max-json-bytes '1XB': unknown suffix"* ]]
+    expect_unchanged "$before"
+    # --range counts in the same units
+    run -0 bash -c 'ninfer-cat --range 1KB:1KiB a.ninfer | cmp - <(ninfer-cat --range 1000:1024 a.ninfer)'
+}
+
 # ---- round trips ---------------------------------------------------------
 
 @test "round trip: split (objects cross part boundaries), verify, merge: same payload and catalog" {

@@ -23,35 +23,52 @@ bool nf_parse_u64(const char *s, uint64_t *out)
     return true;
 }
 
-bool nf_parse_size(const char *s, uint64_t *out)
+const char *nf_size_parse(const char *s, uint64_t *out)
 {
     uint64_t v = 0;
     const char *p = s;
-    if (!s || *p < '0' || *p > '9')
-        return false;
+    if (!s || !*s)
+        return "empty";
+    if (*p == '-')
+        return "negative";
+    if (*p < '0' || *p > '9')
+        return "not a number (a byte count, optionally with a suffix)";
     for (; *p >= '0' && *p <= '9'; p++)
         if (!nf_mul_u64(v, 10, &v) || !nf_add_u64(v, (uint64_t)(*p - '0'), &v))
-            return false;
-    unsigned shift = 0;
+            return "too large (over 2^64 - 1 bytes)";
+    if (!*p) {
+        *out = v;
+        return NULL;
+    }
+    unsigned power;
     switch (*p) {
-    case 0: *out = v; return true;
-    case 'k': case 'K': shift = 10; break;
-    case 'm': case 'M': shift = 20; break;
-    case 'g': case 'G': shift = 30; break;
-    case 't': case 'T': shift = 40; break;
-    default: return false;
+    case 'k': case 'K': power = 1; break;
+    case 'm': case 'M': power = 2; break;
+    case 'g': case 'G': power = 3; break;
+    case 't': case 'T': power = 4; break;
+    default:
+        return *p == '.' ? "not a whole number" : "unknown suffix (K M G T, KiB MiB GiB TiB, "
+                                                  "KB MB GB TB)";
     }
     p++;
-    if (*p == 'i' && p[1] == 'B')
+    /* K and KiB: powers of 1024; KB: powers of 1000 (as coreutils reads them) */
+    uint64_t base = 1024;
+    if (p[0] == 'i' && p[1] == 'B')
         p += 2;
-    else if (*p == 'B')
-        p++;
+    else if (p[0] == 'B')
+        p++, base = 1000;
     if (*p)
-        return false;
-    if (v > (UINT64_MAX >> shift))
-        return false;
-    *out = v << shift;
-    return true;
+        return "unknown suffix (K M G T, KiB MiB GiB TiB, KB MB GB TB)";
+    for (unsigned k = 0; k < power; k++)
+        if (!nf_mul_u64(v, base, &v))
+            return "too large (over 2^64 - 1 bytes)";
+    *out = v;
+    return NULL;
+}
+
+bool nf_parse_size(const char *s, uint64_t *out)
+{
+    return nf_size_parse(s, out) == NULL;
 }
 
 void nf_hex(const unsigned char *raw, size_t n, char *out)

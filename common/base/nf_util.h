@@ -54,10 +54,14 @@ static inline uint64_t nf_ceil_div_u64(uint64_t a, uint64_t b)
     return a / b + (a % b != 0);
 }
 
-/* Parse a byte count: a plain decimal U64, or a decimal followed by one of
- * K M G T (powers of 1024, case-insensitive, an optional trailing 'B' or
- * "iB" accepted). No sign, no spaces, no empty string. Returns false on any
- * other text or on U64 overflow (DESIGN section 3). */
+/* Parse a byte count as coreutils reads one: a plain decimal U64, or a
+ * decimal followed by K M G T or KiB MiB GiB TiB (powers of 1024; the
+ * letter in either case) or KB MB GB TB (powers of 1000). No sign, no
+ * spaces, no fraction, no empty string. Returns NULL with *out set, or
+ * why not ("empty", "negative", "unknown suffix (...)", "too large ...",
+ * ...), a static string; *out is then unchanged. */
+const char *nf_size_parse(const char *s, uint64_t *out);
+/* nf_size_parse(s, out) == NULL. */
 bool nf_parse_size(const char *s, uint64_t *out);
 
 /* Parse a plain decimal U64 (no sign, no suffix). False on bad text/overflow. */

@@ -255,8 +255,44 @@ static void test_fdpool(void)
     rmdir(dir);
 }
 
+/* Sizes as coreutils reads them: K M G T and KiB ... powers of 1024, KB MB
+ * GB TB powers of 1000; each refusal says why. */
+static void test_sizes(void)
+{
+    static const struct {
+        const char *s;
+        uint64_t v;
+    } ok[] = {{"0", 0}, {"4096", 4096}, {"1K", 1024}, {"1k", 1024}, {"1KiB", 1024},
+              {"1KB", 1000}, {"1kB", 1000}, {"10M", 10485760}, {"10MiB", 10485760},
+              {"10MB", 10000000}, {"2G", 2147483648ull}, {"2GB", 2000000000ull},
+              {"3T", 3298534883328ull}, {"3TB", 3000000000000ull},
+              {"18446744073709551615", UINT64_MAX}, {"16777215T", 16777215ull << 40},
+              {"18446744TB", 18446744000000000000ull}};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        uint64_t v = 7;
+        const char *why = nf_size_parse(ok[i].s, &v);
+        CHECK(!why && v == ok[i].v, "size '%s' = %llu (%s)", ok[i].s,
+              (unsigned long long)ok[i].v, why ? why : "ok");
+    }
+    static const struct {
+        const char *s, *why;
+    } bad[] = {{"", "empty"}, {"-1", "negative"}, {"-1K", "negative"},
+               {"+1", "not a number"}, {" 1", "not a number"}, {"K", "not a number"},
+               {"1.5G", "not a whole number"}, {"1X", "unknown suffix"},
+               {"1KiBB", "unknown suffix"}, {"1Kib", "unknown suffix"}, {"1 K", "unknown suffix"},
+               {"1P", "unknown suffix"}, {"18446744073709551616", "too large"},
+               {"16777216T", "too large"}, {"18446745TB", "too large"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        uint64_t v = 7;
+        const char *why = nf_size_parse(bad[i].s, &v);
+        CHECK(why && !strncmp(why, bad[i].why, strlen(bad[i].why)) && v == 7,
+              "size '%s' refused: %s", bad[i].s, why ? why : "(accepted)");
+    }
+}
+
 int main(void)
 {
+    test_sizes();
     test_fdpool();
     test_plan_spec_example();
     test_plan_edges();
