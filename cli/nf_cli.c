@@ -308,6 +308,8 @@ const char *nf_human_bytes(uint64_t n, char buf[32])
     return buf;
 }
 
+static nf_progress *g_progress; /* the one whose line is shown */
+
 void nf_progress_init(nf_progress *p, const char *what, uint64_t total, int mode)
 {
     memset(p, 0, sizeof *p);
@@ -328,7 +330,9 @@ void nf_progress_update(void *vp, uint64_t done, uint64_t total)
     p->last = t;
     double el = t - p->t0, rate = el > 0 ? (double)done / el : 0;
     char a[32], b[32], r[32];
-    double eta = rate > 0 ? (double)(total - done) / rate : 0;
+    double eta = rate > 0 && total > done ? (double)(total - done) / rate : 0;
+    p->shown = true;
+    g_progress = p;
     fprintf(stderr, "\r%s: %s: %s / %s, %s/s, ETA %.0fs   ", nf_prog, p->what,
             nf_human_bytes(done, a), nf_human_bytes(total, b), nf_human_bytes((uint64_t)rate, r),
             eta);
@@ -336,8 +340,17 @@ void nf_progress_update(void *vp, uint64_t done, uint64_t total)
 
 void nf_progress_done(nf_progress *p)
 {
-    if (p && p->enabled && nf_now() - p->t0 > 0.25)
+    if (p && p->shown)
         fputc('\n', stderr);
+    if (p)
+        p->shown = false;
+    if (g_progress == p)
+        g_progress = NULL;
+}
+
+void nf_progress_break(void)
+{
+    nf_progress_done(g_progress);
 }
 
 const char nf_writer_usage[] =
@@ -389,6 +402,7 @@ int nf_print_plan(const nf_plan *plan, nf_diags *d)
 void nf_cli_warn(void *ctx, const char *path, const char *msg)
 {
     (void)ctx;
+    nf_progress_break();
     fprintf(stderr, "%s: ", nf_prog);
     nf_fput_text(path, stderr);
     fputs(": ", stderr);

@@ -150,7 +150,7 @@ void nf_print_json_line(nf_jval *v);
 /* Progress (DESIGN 3): shown on stderr when it is a terminal, or forced.
  * nf_progress_update rate-limits itself to about 4 lines a second. */
 typedef struct {
-    bool enabled;
+    bool enabled, shown; /* shown: a line is on stderr, not ended yet */
     const char *what;
     uint64_t total;
     double t0, last;
@@ -158,7 +158,13 @@ typedef struct {
 void nf_progress_init(nf_progress *p, const char *what, uint64_t total, int mode);
 /* mode: -1 quiet, 0 auto (isatty(2)), 1 forced */
 void nf_progress_update(void *p, uint64_t done, uint64_t total);
+/* End the progress line (a newline) if one was shown: call it before the
+ * command prints its result or diagnostics. */
 void nf_progress_done(nf_progress *p);
+/* End whichever progress line is shown (the next update draws it again
+ * below): before a line printed while the work runs (a warning, a report
+ * line). */
+void nf_progress_break(void);
 
 /* Options shared by the two writers, ninfer-pack and ninfer-split (DESIGN 3). */
 typedef struct {

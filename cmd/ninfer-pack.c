@@ -46,6 +46,7 @@ typedef struct {
 static void print_report(void *ctx, const nf_pack_report *r)
 {
     report_out *ro = ctx;
+    nf_progress_break();
     if (!r) {
         if (ro->f)
             fprintf(ro->f, "object\tformat\telements\trmse\tmax_abs_error\tsnr_db\t"

@@ -19,15 +19,18 @@ static const char usage[] =
     "header, length and fill, and every object digest in metadata.integrity.\n"
     "'-' reads a stream (optionally zstd-compressed) from standard input.\n"
     "\n"
-    "  --json               one JSON record per operand on stdout\n"
+    "  --json               one JSON record per operand on stdout, with a verdict\n"
+    "                       (ok, missing, incomplete, corrupt, foreign, invalid)\n"
     "  --sums               after a clean check, print '<sha256>  <file>' for the\n"
     "                       entry and each part (for sha256sum -c)\n"
     "  --check-sums FILE    check every file of the artifact against FILE, read as\n"
-    "                       sha256sum -c reads it (names relative to FILE's directory)\n"
+    "                       sha256sum -c reads it (names relative to its directory)\n"
     "  --no-digests         skip object digests (structure only)\n"
-    "  --component C[,C...] check only what these components need: the files holding\n"
-    "                       their objects (a partial download) and those objects'\n"
-    "                       digests; targets come along (mtp brings text)\n"
+    "  --require-digests    fail (1) when no object digest was checked\n"
+    "  --component C[,C...] check only what these components need: the files\n"
+    "                       holding their objects (a partial download; --sums and\n"
+    "                       --check-sums cover those files only) and those\n"
+    "                       objects' digests; targets come along (mtp brings text)\n"
     "  --deep               also decode every tensor and check its codes, scales,\n"
     "                       padding and plane gaps (files only, not streams)\n"
     "  --max-json-bytes N   refuse catalogs larger than N (default 256M)\n"
@@ -42,7 +45,7 @@ static const char usage[] =
 
 static struct {
     const char *component;
-    bool json, sums, no_digests, quiet, deep;
+    bool json, sums, no_digests, quiet, deep, require_digests;
     int progress;
     const char *check_sums;
     nf_open_opts open;
@@ -151,24 +154,61 @@ static bool sums_parse(const char *s, size_t n, char hex[65], char **name)
     return true;
 }
 
-/* Print "<hex>  <name>" as sha256sum does: a name holding '\', '\n' or
- * '\r' is written escaped (\\, \n, \r) after a leading '\' (red-team E15). */
-static void sums_print(const char *hex, const char *name)
+/* Append "<hex>  <name>" as sha256sum writes it to t: a name holding a
+ * backslash, a newline or a carriage return is written escaped (as two
+ * characters each: backslash, then the backslash, n or r) after a leading
+ * backslash (red-team E15). */
+static void sums_line(nf_text *t, const char *hex, const char *name)
 {
     bool esc = strpbrk(name, "\\\n\r") != NULL;
     if (esc)
-        putchar('\\');
-    fputs(hex, stdout);
-    fputs("  ", stdout);
+        nf_text_puts(t, "\\");
+    nf_text_puts(t, hex);
+    nf_text_puts(t, "  ");
     for (const char *c = name; *c; c++) {
-        if (esc && (*c == '\\' || *c == '\n' || *c == '\r')) {
-            putchar('\\');
-            putchar(*c == '\\' ? '\\' : *c == '\n' ? 'n' : 'r');
-        } else {
-            putchar(*c);
+        if (esc && (*c == '\\' || *c == '\n' || *c == '\r'))
+            nf_text_puts(t, *c == '\\' ? "\\\\" : *c == '\n' ? "\\n" : "\\r");
+        else
+            nf_text_put(t, c, 1);
+    }
+    nf_text_puts(t, "\n");
+}
+
+/* --sums: every operand's lines, printed once all operands verified (a
+ * failure anywhere prints none: no partial sums file). */
+static nf_text g_sums;
+
+/* The one-word verdict of an operand's --json record (ninfer-verify(1)):
+ * ok; missing (a file absent: the entry, or a part); incomplete (a file
+ * shorter than its table says: an interrupted download); corrupt (a
+ * digest mismatch); foreign (another artifact's part); invalid (any other
+ * finding). With several, the first of invalid, foreign, corrupt,
+ * incomplete, missing. */
+static const char *verdict(const nf_diags *d, int ex, const char *path, bool opened)
+{
+    if (ex == 0)
+        return "ok";
+    bool other = false, foreign = false, corrupt = false, incomplete = false, missing = false;
+    struct stat st;
+    for (size_t i = 0; i < d->n; i++) {
+        switch (d->v[i].code) {
+        case NF_C_ARTIFACT_ID: foreign = true; break;
+        case NF_C_DIGEST: corrupt = true; break;
+        case NF_C_INCOMPLETE: incomplete = true; break;
+        case NF_C_PART_MISSING: missing = true; break;
+        case NF_C_IO:
+            /* the operand itself absent */
+            if (!opened && strcmp(path, "-") != 0 && lstat(path, &st) < 0 && errno == ENOENT) {
+                missing = true;
+                break;
+            }
+            other = true;
+            break;
+        default: other = true; break;
         }
     }
-    putchar('\n');
+    return other ? "invalid" : foreign ? "foreign" : corrupt ? "corrupt"
+         : incomplete ? "incomplete" : missing ? "missing" : "invalid";
 }
 
 typedef struct {
@@ -237,12 +277,15 @@ static bool said_missing(const nf_diags *d, const char *path)
     return false;
 }
 
-/* --check-sums (red-team E6): every line that names a file of the
- * artifact must match it, duplicates too, as sha256sum -c checks every
- * line; a file with no line is a digest error; malformed lines are
- * counted in one warning (sha256sum -c's "N lines are improperly
- * formatted", exit status unchanged). */
-static void check_sums(nf_artifact *a, nf_diags *d)
+/* --check-sums (red-team E6): every line that names a file the check
+ * covers (every file, or with --component those the selection needs) must
+ * match it, duplicates too, as sha256sum -c checks every line; such a file
+ * with no line is a digest error; files outside the selection are ignored,
+ * present or not, listed or not. Malformed lines are counted in one
+ * warning (sha256sum -c's "N lines are improperly formatted", exit status
+ * unchanged). The files' digests come from nf_verify's one read of each
+ * (r->file_sha); a file it could not read has its own diagnostic. */
+static void check_sums(nf_artifact *a, const nf_verify_result *r, nf_diags *d)
 {
     char *text = NULL;
     size_t n = 0;
@@ -266,6 +309,8 @@ static void check_sums(nf_artifact *a, nf_diags *d)
     }
     const nf_catalog *c = nf_artifact_catalog(a);
     for (size_t i = 0; i < c->n_files; i++) {
+        if (!r->files || !r->files[i])
+            continue;
         const char *p = nf_artifact_file_path(a, i);
         struct stat st;
         if (lstat(p, &st) < 0 && errno == ENOENT) {
@@ -287,11 +332,8 @@ static void check_sums(nf_artifact *a, nf_diags *d)
             free(want);
             continue;
         }
-        char hex[65];
-        int rc = nf_digest_file(p, hex);
-        if (rc < 0)
-            nf_diag_addf(d, NF_C_IO, p, "", "cannot read: %s", strerror(-rc));
-        for (; rc == 0 && hit < lines + nl && sum_line_cmp(hit, &key) == 0; hit++)
+        const char *hex = r->file_sha ? r->file_sha[i] : "";
+        for (; hex[0] && hit < lines + nl && sum_line_cmp(hit, &key) == 0; hit++)
             if (strcmp(hex, hit->hex) != 0)
                 nf_diag_addf(d, NF_C_DIGEST, p, "", "sha256 %s differs from %s's %s", hex,
                              opt.check_sums, hit->hex);
@@ -333,23 +375,19 @@ static int verify_one(const char *path)
         nf_progress_init(&pr, "hashing", total, opt.quiet || stream ? -1 : opt.progress);
         nf_verify_opts vo = {.component = opt.component, .no_digests = opt.no_digests,
                              .deep = opt.deep, .threads = opt.threads,
+                             .file_digests = opt.sums || opt.check_sums,
+                             .require_digests = opt.require_digests,
                              .progress = nf_progress_update, .progress_ctx = &pr};
         nf_verify(a, &vo, &r, &d);
-        nf_progress_done(&pr);
+        nf_progress_done(&pr); /* its line ends before any result */
         if (opt.check_sums && !stream)
-            check_sums(a, &d);
+            check_sums(a, &r, &d);
         int ex = nf_diags_exit(&d);
-        if (opt.sums && ex == 0 && !stream) {
-            for (size_t i = 0; i < c->n_files; i++) {
-                char hex[65];
-                const char *p = nf_artifact_file_path(a, i);
-                int rc = nf_digest_file(p, hex);
-                if (rc < 0)
-                    nf_diag_addf(&d, NF_C_IO, p, "", "cannot read: %s", strerror(-rc));
-                else if (!opt.json)
-                    sums_print(hex, nf_basename(p));
-            }
-        }
+        /* --sums: the files the check covered (all, or the selection's),
+         * each hashed in nf_verify's one read */
+        for (size_t i = 0; opt.sums && ex == 0 && !stream && i < c->n_files; i++)
+            if (r.files[i])
+                sums_line(&g_sums, r.file_sha[i], nf_basename(nf_artifact_file_path(a, i)));
         if (rec) {
             char id[33];
             const nf_header *h = nf_artifact_header(a);
@@ -367,6 +405,19 @@ static int verify_one(const char *path)
             segs = nf_jnew_array();
             for (size_t k = 0; !stream && k < r.n_mismatch; k++)
                 nf_jarr_push(segs, segments_json(a, &c->objects[r.mismatch[k].object]));
+            if (r.components) {
+                /* a --component run: what was checked, and what was not */
+                nf_jval *comps = nf_jnew_array(), *outside = nf_jnew_array();
+                for (size_t k = 0; k < c->n_components; k++)
+                    if (r.components[k])
+                        nf_jarr_push(comps, nf_jnew_string(c->components[k].id));
+                for (size_t k = 0; k < c->n_objects; k++)
+                    if (!r.objects[k])
+                        nf_jarr_push(outside, nf_jnew_string(c->objects[k].id));
+                nf_jobj_set(rec, "components", comps);
+                nf_jobj_set(rec, "objects_outside", outside);
+                nf_jobj_set(rec, "files_checked", nf_files_json(a, r.files));
+            }
         }
         nf_operand_close(&op);
     }
@@ -374,6 +425,7 @@ static int verify_one(const char *path)
     if (rec) {
         nf_jobj_set(rec, "file", nf_jnew_string(path));
         nf_jobj_set(rec, "exit", nf_jnew_i64(ex));
+        nf_jobj_set(rec, "verdict", nf_jnew_string(verdict(&d, ex, path, opened)));
         nf_jval *diags = nf_diags_json(&d);
         for (size_t k = 0; segs && k < r.n_mismatch; k++) {
             nf_jval *dg = nf_jarr_get(diags, r.mismatch[k].diag);
@@ -401,7 +453,7 @@ static int verify_one(const char *path)
 int main(int argc, char **argv)
 {
     enum { O_JSON = 256, O_SUMS, O_CHECK, O_NODIG, O_MAXJ, O_THREADS, O_PROG, O_VERSION, O_DEEP,
-           O_COMPONENT };
+           O_COMPONENT, O_REQDIG };
     static const struct option lo[] = {
         {"component", required_argument, 0, O_COMPONENT},
         {"deep", no_argument, 0, O_DEEP},
@@ -409,6 +461,7 @@ int main(int argc, char **argv)
         {"sums", no_argument, 0, O_SUMS},
         {"check-sums", required_argument, 0, O_CHECK},
         {"no-digests", no_argument, 0, O_NODIG},
+        {"require-digests", no_argument, 0, O_REQDIG},
         {"max-json-bytes", required_argument, 0, O_MAXJ},
         {"threads", required_argument, 0, O_THREADS},
         {"quiet", no_argument, 0, 'q'},
@@ -428,6 +481,7 @@ int main(int argc, char **argv)
         case O_SUMS: opt.sums = true; break;
         case O_CHECK: opt.check_sums = optarg; break;
         case O_NODIG: opt.no_digests = true; break;
+        case O_REQDIG: opt.require_digests = true; break;
         case O_DEEP: opt.deep = true; break;
         case O_COMPONENT:
             if (nf_component_arg_check(optarg))
@@ -459,6 +513,8 @@ int main(int argc, char **argv)
                                   "files, not '-'");
     if (opt.sums && opt.json)
         return nf_usage_error("--sums prints sha256sum lines; it does not combine with --json");
+    if (opt.require_digests && opt.no_digests)
+        return nf_usage_error("--require-digests asks for the digests --no-digests skips");
     int ex = 0, stdin_used = 0;
     for (int i = optind; i < argc; i++) {
         if (strcmp(argv[i], "-") == 0 && stdin_used++)
@@ -478,5 +534,14 @@ int main(int argc, char **argv)
     }
     for (int i = optind; i < argc; i++)
         ex = nf_exit_combine(ex, verify_one(argv[i]));
+    size_t n = 0;
+    char *sums = nf_text_take(&g_sums, &n);
+    if (!sums) {
+        fprintf(stderr, "%s: io: out of memory\n", nf_prog);
+        ex = nf_exit_combine(ex, NF_EXIT_IO);
+    } else if (ex == 0) {
+        fwrite(sums, 1, n, stdout);
+    }
+    free(sums);
     return nf_stdout_close(ex);
 }

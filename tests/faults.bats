@@ -333,20 +333,20 @@ while_blocked() {
     stderr=$(cat cmd.err)
 }
 
-@test "a part that shrinks while ninfer-cat reads it -> length (1), no crash" {
+@test "a part that shrinks while ninfer-cat reads it -> incomplete (1), no crash" {
     shrink_source
     while_blocked ninfer-cat --object r.big s.ninfer
     echo "$stderr"
     [ "$status" -eq 1 ]
-    expect_only_codes length
+    expect_only_codes incomplete
 }
 
-@test "a part that shrinks while ninfer-split streams it -> length (1), no crash" {
+@test "a part that shrinks while ninfer-split streams it -> incomplete (1), no crash" {
     shrink_source
     while_blocked ninfer-split -o - s.ninfer
     echo "$stderr"
     [ "$status" -eq 1 ]
-    expect_only_codes length
+    expect_only_codes incomplete
 }
 
 # stopped_at WHAT:N CMD... — run CMD with the sigat shim stopping it (SIGSTOP)
@@ -369,24 +369,24 @@ stopped_at() {
     cat err
 }
 
-@test "a part that shrinks while ninfer-split writes files -> length (1), nothing published" {
+@test "a part that shrinks while ninfer-split writes files -> incomplete (1), nothing published" {
     need_sigat
     shrink_source
     mkdir out
     # stopped 2 MiB into the copy, the part cut to 1 MiB
     stopped_at write:$((2 * 1024 * 1024)) "$NF_BIN/ninfer-split" --no-sync --max-file-bytes 4M -o out/t.ninfer s.ninfer
     [ "$status" -eq 1 ]
-    grep -qF ': length: ' err
+    grep -qF ': incomplete: ' err
     [ ! -e out/t.ninfer ]
     no_temporaries out
 }
 
-@test "a part that shrinks while ninfer-verify hashes it -> length (1), no crash" {
+@test "a part that shrinks while ninfer-verify hashes it -> incomplete (1), no crash" {
     need_sigat
     shrink_source
     run -0 --separate-stderr ninfer-verify s.ninfer
     # stopped once 2 MiB of the payload are read, the part cut to 1 MiB
     stopped_at read:$((2 * 1024 * 1024)) "$NF_BIN/ninfer-verify" --threads 1 s.ninfer
     [ "$status" -eq 1 ]
-    grep -qF ': length: ' err
+    grep -qF ': incomplete: ' err
 }

@@ -81,7 +81,7 @@ load helper
     [ "$stderr" = "ninfer-run: usage: option '--device' needs an argument (see 'ninfer-run --help')" ]
     # the command's own usage errors take the same form, with control characters escaped
     run -2 --separate-stderr ninfer-cat --range "$(printf '5:\033[2J')" x
-    [ "$stderr" = "ninfer-cat: usage: bad --range '5:\\x1b[2J' (see 'ninfer-cat --help')" ]
+    [ "$stderr" = "ninfer-cat: usage: bad --range length '\\x1b[2J': not a number (a byte count, optionally with a suffix) (see 'ninfer-cat --help')" ]
 }
 
 @test "newcomer mistakes name the next step: a checkpoint directory to pack, a manifest as a quant rule, the artifact taken as --object's ID" {

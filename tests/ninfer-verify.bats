@@ -139,10 +139,10 @@ load helper
 
 # ---- file lengths and part headers -----------------------------------------
 
-@test "entry truncated by one byte -> length (1)" {
+@test "entry truncated by one byte -> incomplete (1)" {
     nf_make a.ninfer
     truncate -s -1 a.ninfer
-    nf_verify_fails 1 a.ninfer length
+    nf_verify_fails 1 a.ninfer incomplete
 }
 
 @test "entry extended by one byte -> length (1)" {
@@ -151,10 +151,10 @@ load helper
     nf_verify_fails 1 a.ninfer length
 }
 
-@test "part truncated by one byte -> length (1)" {
+@test "part truncated by one byte -> incomplete (1)" {
     nf_make a.ninfer 600 400
     truncate -s -1 a.ninfer.part-0001
-    nf_verify_fails 1 a.ninfer length
+    nf_verify_fails 1 a.ninfer incomplete
 }
 
 @test "part extended by one byte -> length (1)" {
@@ -752,7 +752,7 @@ bad_part_path() {
     truncate -s -1 a.ninfer.part-0001
     run -1 --separate-stderr ninfer-verify --sums a.ninfer
     [ -z "$output" ]
-    expect_only_codes length
+    expect_only_codes incomplete
 }
 
 @test "--check-sums passes on the sums and fails on a tampered sums file" {

@@ -18,6 +18,7 @@ static const char *const code_names[NF_C_COUNT_] = {
     [NF_C_RANGE] = "range",
     [NF_C_FILES] = "files",
     [NF_C_LENGTH] = "length",
+    [NF_C_INCOMPLETE] = "incomplete",
     [NF_C_FILL] = "fill",
     [NF_C_PART_MISSING] = "part-missing",
     [NF_C_PART_HEADER] = "part-header",

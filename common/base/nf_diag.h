@@ -30,6 +30,7 @@ typedef enum {
     NF_C_RANGE,            /* outside U64, zero where positive required, overflow */
     NF_C_FILES,            /* spec 3.3 */
     NF_C_LENGTH,           /* a file's length differs from its header and table */
+    NF_C_INCOMPLETE,       /* a file shorter than its header and table say */
     NF_C_FILL,
     NF_C_PART_MISSING,     /* exit 3 */
     NF_C_PART_HEADER,

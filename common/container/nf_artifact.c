@@ -385,7 +385,8 @@ nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags 
     }
     a->fstate[0] = F_GOOD;
     if (size != a->h.entry_file_bytes) {
-        nf_diag_add(d, NF_C_LENGTH, "",
+        /* shorter: an interrupted download (re-fetch it); longer: length */
+        nf_diag_add(d, size < a->h.entry_file_bytes ? NF_C_INCOMPLETE : NF_C_LENGTH, "",
                     "entry is %llu bytes; header and files[0] say %llu",
                     (unsigned long long)size, (unsigned long long)a->h.entry_file_bytes);
         a->fstate[0] = F_FAILED;
@@ -552,7 +553,7 @@ static int check_fill_fd(nf_artifact *a, size_t i, int fd, nf_diags *d)
     size_t n = (size_t)(to - from);
     ssize_t r = nf_pread_full(fd, buf, n, from);
     if (r < 0 || (size_t)r != n) {
-        nf_diag_addf(d, NF_C_LENGTH, a->file_paths[i], "", "file ends inside its fill");
+        nf_diag_addf(d, NF_C_INCOMPLETE, a->file_paths[i], "", "file ends inside its fill");
         return -1;
     }
     for (size_t k = 0; k < n; k++)
@@ -628,7 +629,8 @@ static int open_part(nf_artifact *a, size_t i, bool first, nf_diags *d, int *err
         uint64_t want_size;
         if (!nf_add_u64(NF_PAGE, a->cat->files[i].payload_bytes, &want_size) ||
             size != want_size) {
-            nf_diag_addf(d, NF_C_LENGTH, p, ptr, "part is %llu bytes; files[%zu] says %llu",
+            nf_diag_addf(d, size < want_size ? NF_C_INCOMPLETE : NF_C_LENGTH, p, ptr,
+                         "part is %llu bytes; files[%zu] says %llu",
                          (unsigned long long)size, i, (unsigned long long)want_size);
             bad = 1;
         }
@@ -884,7 +886,7 @@ static int read_seg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t rof
         return -1;
     }
     if ((uint64_t)r != len) {
-        nf_diag_addf(c->d, NF_C_LENGTH, c->a->file_paths[file], "",
+        nf_diag_addf(c->d, NF_C_INCOMPLETE, c->a->file_paths[file], "",
                      "file ends at %llu, inside the declared payload (it changed or is truncated)",
                      (unsigned long long)(foff + (uint64_t)r));
         return -1;

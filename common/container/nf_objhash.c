@@ -138,6 +138,246 @@ int nf_digest_objects(nf_artifact *a, const bool *want, char (*out)[65], unsigne
     return 0;
 }
 
+/* ---- whole files and their objects, one read ---- */
+
+struct fjob {
+    nf_artifact *a;
+    const nf_catalog *c;
+    const bool *want;
+    char (*out)[65], (*fout)[65];
+    size_t *order, n;
+    atomic_size_t next;
+    atomic_uint_fast64_t done;
+    uint64_t total;
+    nf_diags *d;
+    pthread_mutex_t dlock;
+    atomic_int failed;
+    nf_progress_fn progress;
+    void *pctx;
+};
+
+/* One file's read, inside nf_artifact_segments (the descriptor is held for
+ * it): its bytes before the payload, then the payload chunk by chunk, fed
+ * to the file's hash and to the objects that start in it. */
+struct fread_ctx {
+    struct fjob *j;
+    size_t file;
+    unsigned char *buf;
+    nf_sha256 *fs;
+    nf_sha256 **os;       /* per object starting in the file (indices first..) */
+    size_t first, last;   /* objects overlapping the file: [first, last) */
+    bool reporter;
+    nf_diags *d;
+};
+
+static int file_pass(void *vctx, size_t file, int fd, uint64_t file_off, uint64_t range_off,
+                     uint64_t len)
+{
+    struct fread_ctx *x = vctx;
+    struct fjob *j = x->j;
+    const nf_catalog *c = j->c;
+    (void)range_off;
+    const char *path = nf_artifact_file_path(j->a, file);
+    /* the header, the catalog and the fill, as they are in the file */
+    for (uint64_t at = 0; at < file_off;) {
+        size_t k = file_off - at > CHUNK ? CHUNK : (size_t)(file_off - at);
+        ssize_t r = nf_pread_full(fd, x->buf, k, at);
+        if (r < 0 || (size_t)r != k) {
+            nf_diag_addf(x->d, r < 0 ? NF_C_IO : NF_C_INCOMPLETE, path, "", "%s at %llu%s%s",
+                         r < 0 ? "read error" : "file ends", (unsigned long long)(at + (r > 0 ? (uint64_t)r : 0)),
+                         r < 0 ? ": " : ", before its payload", r < 0 ? strerror((int)-r) : "");
+            return -1;
+        }
+        nf_sha256_update(x->fs, x->buf, k);
+        at += k;
+    }
+    uint64_t p0 = c->files[file].logical_offset;
+    for (uint64_t at = 0; at < len;) {
+        size_t k = len - at > CHUNK ? CHUNK : (size_t)(len - at);
+        ssize_t r = nf_pread_full(fd, x->buf, k, file_off + at);
+        if (r < 0 || (size_t)r != k) {
+            nf_diag_addf(x->d, r < 0 ? NF_C_IO : NF_C_INCOMPLETE, path, "",
+                         r < 0 ? "read error at %llu: %s"
+                               : "file ends at %llu, inside the declared payload%s",
+                         (unsigned long long)(file_off + at + (r > 0 ? (uint64_t)r : 0)),
+                         r < 0 ? strerror((int)-r) : "");
+            return -1;
+        }
+        nf_sha256_update(x->fs, x->buf, k);
+        uint64_t lo = p0 + at, hi = lo + k;
+        for (size_t i = x->first; i < x->last; i++) {
+            const nf_object *o = &c->objects[i];
+            if (!x->os[i - x->first])
+                continue;
+            uint64_t oe = o->offset + o->bytes;
+            uint64_t b = o->offset > lo ? o->offset : lo, e = oe < hi ? oe : hi;
+            if (b < e)
+                nf_sha256_update(x->os[i - x->first], x->buf + (b - lo), (size_t)(e - b));
+        }
+        at += k;
+        uint64_t done = atomic_fetch_add(&j->done, k) + k;
+        if (x->reporter && j->progress)
+            j->progress(j->pctx, done, j->total);
+    }
+    return 0;
+}
+
+/* Hash file i and the wanted objects that start in it. Returns 0 or -1. */
+static int hash_file(struct fjob *j, size_t i, unsigned char *buf, bool reporter, nf_diags *d)
+{
+    const nf_catalog *c = j->c;
+    const nf_file *f = &c->files[i];
+    struct fread_ctx x = {j, i, buf, nf_sha256_new(), NULL, 0, 0, reporter, d};
+    /* the objects overlapping the file: binary search for the first whose
+     * end passes the file's start (objects are sorted and disjoint) */
+    size_t lo = 0, hi = c->n_objects;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->objects[mid].offset + c->objects[mid].bytes <= f->logical_offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    x.first = lo;
+    uint64_t fe = f->logical_offset + f->payload_bytes;
+    for (x.last = x.first; x.last < c->n_objects && c->objects[x.last].offset < fe; x.last++)
+        ;
+    x.os = calloc(x.last - x.first + 1, sizeof *x.os);
+    int rc = x.fs && x.os ? 0 : -1;
+    for (size_t k = x.first; !rc && k < x.last; k++) {
+        const nf_object *o = &c->objects[k];
+        /* an object is the file's where it starts (one of zero bytes at
+         * the file's start too) */
+        if ((!j->want || j->want[k]) && o->offset >= f->logical_offset &&
+            !(x.os[k - x.first] = nf_sha256_new()))
+            rc = -1;
+    }
+    if (rc)
+        nf_diag_add(d, NF_C_IO, "", "out of memory while hashing");
+    if (!rc)
+        rc = nf_artifact_segments(j->a, f->logical_offset, f->payload_bytes, file_pass, &x, d);
+    for (size_t k = x.first; k < x.last; k++) {
+        nf_sha256 *s = x.os[k - x.first];
+        if (!s)
+            continue;
+        const nf_object *o = &c->objects[k];
+        /* the rest of an object that runs on into later files */
+        for (uint64_t at = fe; !rc && at < o->offset + o->bytes;) {
+            uint64_t left = o->offset + o->bytes - at;
+            size_t n = left > CHUNK ? CHUNK : (size_t)left;
+            rc = nf_artifact_read(j->a, at, buf, n, d);
+            if (!rc)
+                nf_sha256_update(s, buf, n);
+            at += n;
+        }
+        if (rc)
+            nf_sha256_free(s);
+        else
+            nf_sha256_final(s, j->out[k]);
+    }
+    if (rc)
+        nf_sha256_free(x.fs);
+    else
+        nf_sha256_final(x.fs, j->fout[i]);
+    free(x.os);
+    return rc;
+}
+
+static void *fworker(void *arg)
+{
+    struct fjob *j = arg;
+    unsigned char *buf = malloc(CHUNK);
+    nf_diags local = NF_DIAGS_INIT;
+    local.file = j->d->file;
+    bool reporter = false;
+    if (!buf) {
+        atomic_store(&j->failed, 1);
+        return NULL;
+    }
+    for (;;) {
+        size_t k = atomic_fetch_add(&j->next, 1);
+        if (k >= j->n)
+            break;
+        if (k == 0)
+            reporter = true;
+        /* a file that cannot be read fails alone: the others go on */
+        if (hash_file(j, j->order[k], buf, reporter, &local) < 0)
+            atomic_store(&j->failed, 1);
+    }
+    free(buf);
+    if (local.n || local.dropped) {
+        pthread_mutex_lock(&j->dlock);
+        nf_diags_move(j->d, &local);
+        pthread_mutex_unlock(&j->dlock);
+    }
+    nf_diags_free(&local);
+    return NULL;
+}
+
+static int by_file_size_desc(const void *x, const void *y, void *ctx)
+{
+    const nf_file *f = ctx;
+    uint64_t a = f[*(const size_t *)x].payload_bytes, b = f[*(const size_t *)y].payload_bytes;
+    return a > b ? -1 : a < b ? 1 : 0;
+}
+
+int nf_digest_files_objects(nf_artifact *a, const bool *files, char (*fout)[65], const bool *want,
+                            char (*out)[65], unsigned threads, nf_progress_fn progress,
+                            void *pctx, nf_diags *d)
+{
+    const nf_catalog *c = nf_artifact_catalog(a);
+    struct fjob j;
+    memset(&j, 0, sizeof j);
+    j.a = a;
+    j.c = c;
+    j.want = want;
+    j.out = out;
+    j.fout = fout;
+    j.d = d;
+    j.progress = progress;
+    j.pctx = pctx;
+    j.order = malloc((c->n_files ? c->n_files : 1) * sizeof *j.order);
+    if (!j.order) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < c->n_files; i++) {
+        fout[i][0] = 0;
+        if (!files || files[i]) {
+            j.order[j.n++] = i;
+            j.total += c->files[i].payload_bytes;
+        }
+    }
+    for (size_t i = 0; i < c->n_objects; i++)
+        out[i][0] = 0;
+    qsort_r(j.order, j.n, sizeof *j.order, by_file_size_desc, (void *)c->files);
+    pthread_mutex_init(&j.dlock, NULL);
+    if (!threads) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (unsigned)n : 1;
+    }
+    if (threads > 64)
+        threads = 64;
+    if (threads > j.n)
+        threads = j.n ? (unsigned)j.n : 1;
+    pthread_t tid[64];
+    unsigned started = 0;
+    for (unsigned t = 1; t < threads; t++)
+        if (pthread_create(&tid[started], NULL, fworker, &j) == 0)
+            started++;
+    fworker(&j);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&j.dlock);
+    free(j.order);
+    if (atomic_load(&j.failed)) {
+        if (!d->n && !d->dropped)
+            nf_diag_add(d, NF_C_IO, "", "out of memory while hashing");
+        return -1;
+    }
+    return 0;
+}
+
 struct nf_seqhash {
     const nf_catalog *c;
     const bool *want;

@@ -24,6 +24,21 @@ extern "C" {
 int nf_digest_objects(nf_artifact *a, const bool *want, char (*out)[65], unsigned threads,
                       nf_progress_fn progress, void *pctx, nf_diags *d);
 
+/* Whole files and their objects in one read of each file (--sums,
+ * --check-sums): for each file i with files[i] (not NULL), the SHA-256 of
+ * all its bytes (header, catalog, fill and payload) into fout[i], and the
+ * digest of every object j with want[j] into out[j], as nf_digest_objects.
+ * Files are read sequentially, several at once on `threads` threads (0:
+ * online CPUs), largest first; an object is hashed by the file it starts
+ * in, and the part of it that lies in later files is read again from them
+ * (at most one object per file boundary). Every file an object with
+ * want[j] touches must have files[i]. Entries not computed stay "".
+ * progress as nf_digest_objects (bytes of files read). Returns 0 or -1
+ * with diagnostics. */
+int nf_digest_files_objects(nf_artifact *a, const bool *files, char (*fout)[65], const bool *want,
+                            char (*out)[65], unsigned threads, nf_progress_fn progress,
+                            void *pctx, nf_diags *d);
+
 /* Digests of objects over a payload read in order (streams, copies):
  * feed consecutive chunks [pos, pos+n) with pos increasing from 0; each
  * wanted object's digest is final once its last byte passed. Objects must

@@ -840,7 +840,7 @@ static int write_copied(pack_run *r, size_t i, nf_sha256 *h)
             } else {
                 ssize_t got = nf_fdref_pread(sg->ref, r->buf, n, sg->off + q);
                 if (got < 0 || (size_t)got != n) {
-                    nf_diag_addf(d, got < 0 ? NF_C_IO : NF_C_LENGTH, sg->path, "",
+                    nf_diag_addf(d, got < 0 ? NF_C_IO : NF_C_INCOMPLETE, sg->path, "",
                                  "cannot read %zu bytes at %llu: %s", n,
                                  (unsigned long long)(sg->off + q),
                                  got == -ESTALE ? "the file was replaced or changed while "

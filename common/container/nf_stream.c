@@ -47,7 +47,7 @@ static int seg_copy(void *vc, size_t file, int fd, uint64_t foff, uint64_t roff,
     if (rc < 0)
         *c->out_err = -rc;
     else if (rc == NF_COPY_SHORT)
-        nf_diag_add(c->d, NF_C_LENGTH, "", "file ends inside the declared payload");
+        nf_diag_add(c->d, NF_C_INCOMPLETE, "", "file ends inside the declared payload");
     else if (rc == NF_COPY_READ)
         nf_diag_add(c->d, NF_C_IO, "", "read error in the payload");
     return rc ? -1 : 0;

@@ -153,28 +153,25 @@ typedef struct {
 
 static void verify_free(verify_state *s)
 {
-    free(s->only);
     free(s->bad);
     free(s->want);
     free(s->skipped);
     free(s->got);
 }
 
-/* --component: the selected objects, and so the files, to check. */
-static int select_objects(verify_state *s, bool *files, nf_diags *d)
+/* --component: the selected components and objects (kept in r), and so
+ * the files, to check. */
+static int select_objects(verify_state *s, bool *files, nf_verify_result *r, nf_diags *d)
 {
     const nf_catalog *c = s->c;
-    bool *comps = calloc(c->n_components ? c->n_components : 1, sizeof *comps);
-    s->only = calloc(c->n_objects ? c->n_objects : 1, sizeof *s->only);
-    if (!comps || !s->only) {
-        free(comps);
+    r->components = calloc(c->n_components ? c->n_components : 1, sizeof *r->components);
+    s->only = r->objects = calloc(c->n_objects ? c->n_objects : 1, sizeof *s->only);
+    if (!r->components || !s->only)
         return -1;
-    }
-    nf_select(c, s->o->component, true, comps, s->only, d);
+    nf_select(c, s->o->component, true, r->components, s->only, d);
     for (size_t i = 0; i < c->n_objects; i++)
         if (s->only[i])
             nf_artifact_files_touched(s->a, c->objects[i].offset, c->objects[i].bytes, files);
-    free(comps);
     return 0;
 }
 
@@ -183,7 +180,7 @@ static int select_objects(verify_state *s, bool *files, nf_diags *d)
 static void check_files(verify_state *s, const bool *files, nf_diags *d)
 {
     for (size_t i = 0; !s->stream && i < s->c->n_files; i++)
-        if (!s->only || i == 0 || files[i])
+        if (files[i])
             s->bad[i] = nf_artifact_file_check(s->a, i, d) < 0;
 }
 
@@ -255,12 +252,27 @@ static int list_unchecked(verify_state *s, nf_verify_result *r)
     return 0;
 }
 
-static void hash_objects(verify_state *s, nf_diags *d)
+static void hash_objects(verify_state *s, nf_verify_result *r, nf_diags *d)
 {
     const nf_catalog *c = s->c;
     if (s->stream) {
         if (s->ranges_ok)
             stream_digests(s->a, s->want, s->got, d);
+        return;
+    }
+    if (r->file_sha) {
+        /* one read of each good file for its own digest and its objects' */
+        bool *good = malloc(c->n_files ? c->n_files : 1);
+        if (!good) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            return;
+        }
+        for (size_t i = 0; i < c->n_files; i++)
+            good[i] = r->files[i] && !s->bad[i];
+        if (s->ranges_ok)
+            nf_digest_files_objects(s->a, good, r->file_sha, s->want, s->got, s->o->threads,
+                                    s->o->progress, s->o->progress_ctx, d);
+        free(good);
         return;
     }
     size_t n_want = 0;
@@ -279,20 +291,29 @@ int nf_verify(nf_artifact *a, const nf_verify_opts *o, nf_verify_result *r, nf_d
                       .stream = nf_artifact_is_stream(a), .ranges_ok = true};
     const nf_catalog *c = s.c;
     size_t no = c->n_objects ? c->n_objects : 1, nfl = c->n_files ? c->n_files : 1;
-    bool *files = calloc(nfl, sizeof *files);
+    bool *files = r->files = calloc(nfl, sizeof *files);
     s.bad = calloc(nfl, sizeof *s.bad);
     s.want = calloc(no, sizeof *s.want);
     s.skipped = calloc(no, sizeof *s.skipped);
     s.got = calloc(no, sizeof *s.got);
+    if (s.o->file_digests && !s.stream)
+        r->file_sha = calloc(nfl, sizeof *r->file_sha);
     if (!files || !s.bad || !s.want || !s.skipped || !s.got ||
-        (s.o->component && select_objects(&s, files, d) < 0)) {
-        free(files);
+        (s.o->file_digests && !s.stream && !r->file_sha) ||
+        (s.o->component && select_objects(&s, files, r, d) < 0)) {
         verify_free(&s);
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         return nf_diags_exit(d);
     }
+    r->n_files = s.stream ? 0 : c->n_files;
+    for (size_t i = 0; !s.o->component && i < c->n_files; i++)
+        files[i] = true;
+    files[0] = true; /* the entry: its header and catalog are always read */
     check_files(&s, files, d);
-    free(files);
+    if (s.stream) {
+        free(r->files);
+        r->files = NULL;
+    }
     unknown_encodings(c, d);
     for (size_t i = 0; i < d->n; i++) {
         nf_code k = d->v[i].code;
@@ -300,10 +321,15 @@ int nf_verify(nf_artifact *a, const nf_verify_opts *o, nf_verify_result *r, nf_d
             s.ranges_ok = false;
     }
     choose_digests(&s);
-    hash_objects(&s, d);
+    hash_objects(&s, r, d);
     if (((s.stream || !s.o->no_digests) && s.ranges_ok && compare_digests(&s, r, d) < 0) ||
         list_unchecked(&s, r) < 0)
         nf_diag_add(d, NF_C_IO, "", "out of memory");
+    if (s.o->require_digests && !r->digests_checked)
+        nf_diag_add(d, NF_C_INTEGRITY, "/metadata/integrity",
+                    "no object digest was checked (%s); --require-digests asks for one at least",
+                    r->n_unchecked ? "none of those to check could be read"
+                                   : "metadata.integrity has none for what was checked");
     if (s.o->deep && !s.stream && s.ranges_ok)
         deep_check(a, s.only, d);
     verify_free(&s);
@@ -314,5 +340,9 @@ void nf_verify_result_free(nf_verify_result *r)
 {
     free(r->unchecked);
     free(r->mismatch);
+    free(r->files);
+    free(r->file_sha);
+    free(r->components);
+    free(r->objects);
     memset(r, 0, sizeof *r);
 }

@@ -26,6 +26,13 @@ typedef struct {
      * (mtp brings text). Unknown IDs are `component` diagnostics. */
     const char *component;
     bool no_digests;      /* skip object digests: structure only */
+    /* also the SHA-256 of every file checked (all, or the selection's), in
+     * the same read as the object digests: one read of each file
+     * (nf_verify_result.file_sha). Files only. */
+    bool file_digests;
+    /* no digest checked (none in metadata.integrity for what is selected)
+     * is an `integrity` diagnostic (exit 1) */
+    bool require_digests;
     bool deep;            /* also nf_codec_validate every tensor (files only) */
     unsigned threads;     /* hashing threads; 0 = every CPU */
     /* hashing progress, called with (progress_ctx, bytes hashed, total) from
@@ -49,6 +56,16 @@ typedef struct {
     size_t *unchecked, n_unchecked;
     nf_verify_mismatch *mismatch;
     size_t n_mismatch;
+    /* [n_files] the files checked (every one, or those the selection
+     * needs, the entry always); NULL for a stream */
+    bool *files;
+    size_t n_files;
+    /* [n_files] with file_digests: each checked file's SHA-256 (64 hex),
+     * "" where it was not computed (the file missing or broken); else NULL */
+    char (*file_sha)[65];
+    /* with a component selection: [n_components] the components checked
+     * (targets included) and [n_objects] the objects they need; else NULL */
+    bool *components, *objects;
 } nf_verify_result;
 
 /* Verify the artifact a (opened by nf_artifact_open with check_fill, or by

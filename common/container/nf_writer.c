@@ -1368,7 +1368,7 @@ int nf_writer_copy(nf_writer *w, uint64_t off, int src_fd, uint64_t src_off, uin
             left -= (uint64_t)c;
         }
         if (rc) {
-            nf_diag_addf(d, rc == -ENODATA ? NF_C_LENGTH : NF_C_IO, w->final[i], "",
+            nf_diag_addf(d, rc == -ENODATA ? NF_C_INCOMPLETE : NF_C_IO, w->final[i], "",
                          "copy failed: %s",
                          rc == -ENODATA ? "source ended inside the declared range"
                                         : strerror(-rc));
