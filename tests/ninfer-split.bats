@@ -223,10 +223,18 @@ EOF2
     run -0 --separate-stderr ninfer-split -o c.ninfer d.ninfer
     run -1 --separate-stderr ninfer-verify c.ninfer
     expect_only_codes digest
+    local before
+    before=$(nf_snapshot .)
     run -1 --separate-stderr ninfer-split --verify -o v.ninfer d.ninfer
     expect_only_codes digest
+    # the input whose bytes are bad is named (w.b lies across the entry and
+    # part 1: the entry, with both files' ranges), never the output
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "ninfer-split: d.ninfer: /objects/1: digest: object \"w.b\": sha256 "*"; its bytes: d.ninfer bytes [8192, +4096), d.ninfer.part-0001 bytes [4096, +4096)" ]]
+    [[ "$stderr" != *v.ninfer* ]]
     nothing_named v.ninfer
     no_temporaries .
+    expect_unchanged "$before"
 }
 
 @test "digests: a corrupted object in a stream fails the run (1), nothing published" {
@@ -238,6 +246,8 @@ EOF2
     nf_flip s $((eps + 15000))                         # inside r.tok
     run -1 --separate-stderr ninfer-split --max-file-bytes 12288 -o x.ninfer - < s
     expect_only_codes digest
+    # the input, a stream: named as its operand
+    [[ "$stderr" == "ninfer-split: -: /objects/2: digest: object \"r.tok\": sha256 "* ]]
     nothing_named x.ninfer
     no_temporaries .
 }

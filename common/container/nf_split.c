@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nf_objhash.h"
+#include "nf_verify.h"
 #include "nf_util.h"
 #include "nf_writer.h"
 
@@ -43,13 +44,22 @@ static int copy_seg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t rof
     return 0;
 }
 
-static void digest_error(nf_diags *d, const nf_catalog *c, size_t i, const char *got,
+/* A carried digest that the bytes read do not match: the input's fault, so
+ * the diagnostic names the input file holding them (the entry when they
+ * span several; the stream for one), with where they lie, never the
+ * output. */
+static void digest_error(nf_diags *d, nf_artifact *src, size_t i, const char *got,
                          const char *carried)
 {
-    char ptr[64];
+    const nf_catalog *c = nf_artifact_catalog(src);
+    char ptr[64], where[1024] = "";
     snprintf(ptr, sizeof ptr, "/objects/%zu", i);
-    nf_diag_add(d, NF_C_DIGEST, ptr, "object \"%s\": sha256 %s, metadata.integrity says %s",
-                c->objects[i].id, got, carried);
+    const char *file = nf_artifact_is_stream(src)
+                           ? NULL
+                           : nf_object_segments_text(src, &c->objects[i], where, sizeof where);
+    nf_diag_addf(d, NF_C_DIGEST, file ? file : nf_artifact_path(src), ptr,
+                 "object \"%s\": sha256 %s, metadata.integrity says %s%s", c->objects[i].id,
+                 got, carried, where);
 }
 
 static const char ZEROS64[] = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -149,7 +159,7 @@ int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
                  cursor++)
                 if (want[cursor] && got[cursor][0] && carried[cursor][0] &&
                     strcmp(carried[cursor], got[cursor]) != 0) {
-                    digest_error(d, c, cursor, got[cursor], carried[cursor]);
+                    digest_error(d, src, cursor, got[cursor], carried[cursor]);
                     bad_now = true;
                 }
             if (bad_now)
@@ -168,7 +178,7 @@ int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
         if (!want[i] || !got[i][0])
             continue;
         if (carried[i][0] && strcmp(carried[i], got[i]) != 0) {
-            digest_error(d, c, i, got[i], carried[i]);
+            digest_error(d, src, i, got[i], carried[i]);
             bad = true;
         }
         if (!stream_out)

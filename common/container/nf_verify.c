@@ -35,7 +35,8 @@ size_t nf_object_segments(const nf_artifact *a, const nf_object *o, nf_segment *
 /* "; its bytes: FILE bytes [off, +n), ..." for a digest message (cut to
  * fit tn), and the path of the only file the object lies in (NULL when it
  * spans several). */
-static const char *segments_text(const nf_artifact *a, const nf_object *o, char *text, size_t tn)
+const char *nf_object_segments_text(const nf_artifact *a, const nf_object *o, char *text,
+                                    size_t tn)
 {
     nf_segment seg[8];
     size_t n = nf_object_segments(a, o, seg, 8), used = 0;
@@ -219,7 +220,7 @@ static int compare_digests(verify_state *s, nf_verify_result *r, nf_diags *d)
             continue;
         char ptr[64], where[1024] = "";
         snprintf(ptr, sizeof ptr, "/objects/%zu", i);
-        const char *file = s->stream ? NULL : segments_text(s->a, &c->objects[i], where, sizeof where);
+        const char *file = s->stream ? NULL : nf_object_segments_text(s->a, &c->objects[i], where, sizeof where);
         size_t at = d->n;
         nf_diag_addf(d, NF_C_DIGEST, file ? file : nf_artifact_path(s->a), ptr,
                      "object \"%s\": sha256 %s, metadata.integrity says %s%s", c->objects[i].id,

@@ -85,6 +85,14 @@ void nf_verify_result_free(nf_verify_result *r);
  * max: only max are written). Not for streams. (nf_segment: nf_artifact.h) */
 size_t nf_object_segments(const nf_artifact *a, const nf_object *o, nf_segment *seg, size_t max);
 
+/* Where object o's bytes lie, for a message: "; its bytes: FILE bytes
+ * [off, +n), ..." (up to 8 segments, then "and N more"), cut to fit
+ * text[0..tn). Returns the path of the one file holding all of them, or
+ * NULL when they span several (the entry path is then the one to name).
+ * Not for streams. */
+const char *nf_object_segments_text(const nf_artifact *a, const nf_object *o, char *text,
+                                    size_t tn);
+
 #ifdef __cplusplus
 }
 #endif
