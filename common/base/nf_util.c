@@ -124,6 +124,37 @@ char *nf_path_join(const char *dir, const char *name)
     return p;
 }
 
+char *nf_path_relative(const char *target, const char *base)
+{
+    /* the longest common prefix that ends at a component boundary */
+    size_t common = 0, i = 0;
+    for (;; i++) {
+        char a = target[i], b = base[i];
+        if ((a == '/' || !a) && (b == '/' || !b))
+            common = i;
+        if (!a || !b || a != b)
+            break;
+    }
+    const char *rest = target + common;
+    while (*rest == '/')
+        rest++;
+    size_t ups = 0;
+    for (const char *q = base + common; *q; q++)
+        if (*q != '/' && (q[-1] == '/' || q == base + common))
+            ups++;
+    nf_text t = {0};
+    for (size_t k = 0; k < ups; k++)
+        nf_text_puts(&t, k ? "/.." : "..");
+    if (*rest) {
+        if (ups)
+            nf_text_puts(&t, "/");
+        nf_text_puts(&t, rest);
+    }
+    if (!ups && !*rest)
+        nf_text_puts(&t, ".");
+    return nf_text_take(&t, NULL);
+}
+
 size_t nf_utf8_invalid_at(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;

@@ -101,6 +101,11 @@ char *nf_dirname_dup(const char *path);
  * (name alone, never "/name"). Returns a malloc'ed string or NULL. */
 char *nf_path_join(const char *dir, const char *name);
 
+/* target as a path relative to the directory base, both absolute and
+ * without "." or ".." components (as realpath gives them): "x/y",
+ * "../x", "." when they are the same. Returns a malloc'ed string or NULL. */
+char *nf_path_relative(const char *target, const char *base);
+
 /* The offset of the first byte of s[0..n) where valid UTF-8 stops (RFC
  * 3629: no overlong forms, no surrogates, nothing past U+10FFFF; a
  * sequence cut short by the end counts as invalid), or n when all n bytes

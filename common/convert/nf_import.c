@@ -1248,10 +1248,36 @@ typedef struct {
     const char *dir;
     const char *out;      /* the output (-o, or "(stdout)" when standard output
                              is a regular file), NULL: none */
+    char *mdir;           /* the manifest's directory (absolute): provenance
+                             names files relative to it (reproducible builds) */
     bool out_exists;      /* out names an existing file: */
     dev_t out_dev;
     ino_t out_ino;
 } prov;
+
+/* The absolute directory the manifest goes to (-o's, or the working
+ * directory for standard output), whether or not it exists yet. */
+static char *manifest_dir(const nf_import_opts *o)
+{
+    char *d = o->output ? nf_dirname_dup(o->output) : strdup(".");
+    char *r = d ? realpath(d, NULL) : NULL;
+    if (!r && d && d[0] != '/') {
+        char *cwd = getcwd(NULL, 0);
+        r = cwd ? nf_path_join(cwd, d) : NULL;
+        free(cwd);
+    } else if (!r && d) {
+        r = strdup(d);
+    }
+    free(d);
+    return r;
+}
+
+/* path (absolute) as provenance records it: relative to the manifest's
+ * directory, so that a build elsewhere writes the same bytes. */
+static char *prov_path(const prov *pv, const char *abs)
+{
+    return pv->mdir && abs[0] == '/' ? nf_path_relative(abs, pv->mdir) : strdup(abs);
+}
 
 /* Is the existing file st the output? (DESIGN 3: an output naming an input
  * is refused before anything is written, with or without --force.) */
@@ -1325,10 +1351,13 @@ static bool prov_file(prov *pv, const char *path, nf_diags *d)
         return false;
     }
     size_t dl = pv->dir ? strlen(pv->dir) : 0;
-    const char *shown = abs && pv->dir && strncmp(abs, pv->dir, dl) == 0 && abs[dl] == '/'
-                            ? abs + dl + 1 : abs;
+    /* inside the checkpoint: relative to it; else to the manifest */
+    char *rel = abs && !(pv->dir && strncmp(abs, pv->dir, dl) == 0 && abs[dl] == '/')
+                    ? prov_path(pv, abs) : NULL;
+    const char *shown = rel ? rel : abs ? abs + dl + 1 : NULL;
     nf_jval *f = nf_jnew_object();
     nf_jobj_set(f, "path", nf_jnew_string(shown ? shown : path));
+    free(rel);
     nf_jobj_set(f, "bytes", nf_jnew_u64((uint64_t)sb.st_size));
     nf_jobj_set(f, "sha256", nf_jnew_string(hex));
     nf_jarr_push(pv->files, f);
@@ -1659,6 +1688,7 @@ static void imp_free(imp *s)
     nf_jval_free(s->meta);
     nf_jval_free(s->res);
     nf_jval_free(s->pv.files);
+    free(s->pv.mdir);
     nf_jval_free(m->objects);
     nf_jval_free(m->bindings);
     nf_jval_free(m->uses);
@@ -2011,8 +2041,9 @@ static nf_jval *provenance_json(imp *s)
                                                : o->f16_as == NF_FMT_FP32 ? "fp32" : "auto"));
     nf_jobj_set(conv, "options", opts);
     nf_jobj_set(src, "format", nf_jnew_string(s->c.gguf ? "gguf" : "safetensors"));
-    char *abs = absdup(s->cp);
-    nf_jobj_set(src, "path", nf_jnew_string(abs ? abs : s->cp));
+    char *abs = absdup(s->cp), *rel = abs ? prov_path(&s->pv, abs) : NULL;
+    nf_jobj_set(src, "path", nf_jnew_string(rel ? rel : s->cp));
+    free(rel);
     free(abs);
     nf_jobj_set(src, "files", s->pv.files);
     s->pv.files = NULL;
@@ -2067,6 +2098,7 @@ static char *manifest_text(imp *s, size_t *len)
 static void prov_output(prov *pv, const nf_import_opts *o)
 {
     struct stat ost;
+    pv->mdir = manifest_dir(o);
     if (o->output && stat(o->output, &ost) == 0) {
         pv->out = o->output;
         pv->out_exists = true;

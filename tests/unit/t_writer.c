@@ -290,9 +290,24 @@ static void test_sizes(void)
     }
 }
 
+static void test_relative(void)
+{
+    static const char *const cases[][3] = {
+        {"/a/b/c", "/a/b", "c"},       {"/a/b", "/a/b", "."},        {"/a/x", "/a/b", "../x"},
+        {"/x/y", "/a/b", "../../x/y"}, {"/a/bc", "/a/b", "../bc"},   {"/a/b", "/a/bc", "../b"},
+        {"/a", "/", "a"},              {"/", "/a/b", "../.."},       {"/a/b/c/d", "/a", "b/c/d"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *r = nf_path_relative(cases[i][0], cases[i][1]);
+        CHECK_STR(r, cases[i][2], "%s relative to %s", cases[i][0], cases[i][1]);
+        free(r);
+    }
+}
+
 int main(void)
 {
     test_sizes();
+    test_relative();
     test_fdpool();
     test_plan_spec_example();
     test_plan_edges();
