@@ -354,16 +354,21 @@ void nf_progress_break(void)
 }
 
 const char nf_writer_usage[] =
-    "  -o, --output PATH       the entry file to write; '-' or none: a stream on stdout\n"
+    "  -o, --output PATH       the entry file to write; '-' or none: a stream on\n"
+    "                          stdout\n"
     "  --max-file-bytes N      split into an entry and parts of at most N bytes each\n"
     "                          (default: one file; sizes: K M G T or KiB MiB GiB TiB\n"
     "                          are powers of 1024, KB MB GB TB powers of 1000)\n"
     "  --json-bytes N          reserve exactly N bytes for the catalog (error if it\n"
     "                          does not fit, or if N is over --max-json-bytes)\n"
-    "  --dry-run               print the catalog's files array as it would be written;\n"
-    "                          write nothing\n"
-    "  --force                 replace an existing entry (its surplus parts are removed)\n"
+    "  --dry-run               print the catalog's files array as it would be\n"
+    "                          written; write nothing\n"
+    "  --force                 replace an existing entry (moved aside until the new\n"
+    "                          set is in place; its surplus parts are removed)\n"
     "  --no-digests            do not write metadata.integrity digests\n"
+    "  --reproducible          artifact_id from the catalog's digests: the same\n"
+    "                          inputs give the same bytes (implied by\n"
+    "                          SOURCE_DATE_EPOCH); --artifact-id HEX gives one\n"
     "  --zstd[=LEVEL]          compress a stream written to stdout (default level 3)\n"
     "  --no-sync               do not fdatasync files before publishing them\n"
     "  --progress / -q, --quiet  force / silence the progress line\n";
@@ -418,9 +423,50 @@ void nf_writer_cli_init(nf_writer_cli *wc)
     wc->w.warn = nf_cli_warn;
 }
 
+int nf_id_opt(nf_write_opts *w, int c, const char *arg)
+{
+    if (c != NF_O_REPRODUCIBLE && c != NF_O_ARTIFACT_ID)
+        return 0;
+    int want = c == NF_O_REPRODUCIBLE ? NF_ID_REPRODUCIBLE : NF_ID_GIVEN;
+    if (w->id_mode != NF_ID_RANDOM && w->id_mode != want)
+        return nf_usage_error("--reproducible derives the artifact_id; --artifact-id gives "
+                              "one: choose one");
+    w->id_mode = want;
+    if (c == NF_O_ARTIFACT_ID) {
+        size_t n = strlen(arg);
+        for (size_t i = 0; n == 32 && i < 32; i++) {
+            int ch = arg[i];
+            int v = ch >= '0' && ch <= '9' ? ch - '0'
+                  : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                  : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+            if (v < 0) {
+                n = 0;
+                break;
+            }
+            w->id[i / 2] = (unsigned char)(i % 2 ? (w->id[i / 2] | v) : v << 4);
+        }
+        if (n != 32)
+            return nf_usage_error("bad --artifact-id '%s' (32 hex digits, as ninfer-cat --header "
+                                  "prints one)", arg);
+    }
+    return 1;
+}
+
+void nf_id_env(nf_write_opts *w)
+{
+    const char *e = getenv("SOURCE_DATE_EPOCH");
+    if (w->id_mode == NF_ID_RANDOM && e) {
+        w->id_mode = NF_ID_REPRODUCIBLE;
+        w->id_best_effort = true;
+    }
+}
+
 int nf_writer_cli_opt(nf_writer_cli *wc, int c, const char *arg)
 {
     uint64_t v;
+    int r = nf_id_opt(&wc->w, c, arg);
+    if (r)
+        return r;
     switch (c) {
     case 'o': wc->out = arg; return 1;
     case NF_O_MAX_FILE:
@@ -450,9 +496,13 @@ int nf_writer_cli_opt(nf_writer_cli *wc, int c, const char *arg)
     }
 }
 
-int nf_writer_cli_check(const nf_writer_cli *wc)
+int nf_writer_cli_check(nf_writer_cli *wc)
 {
     bool stream = !wc->out || strcmp(wc->out, "-") == 0;
+    if (wc->w.id_mode == NF_ID_REPRODUCIBLE && wc->no_digests)
+        return nf_usage_error("--reproducible derives the artifact_id from the digests that "
+                              "--no-digests leaves out");
+    nf_id_env(&wc->w);
     if (stream && wc->w.max_file_bytes)
         return nf_usage_error("a stream is one file: --max-file-bytes needs -o PATH");
     if (!stream && wc->zstd)

@@ -179,8 +179,21 @@ typedef struct {
 
 enum {
     NF_O_MAX_FILE = 1000, NF_O_JSON_BYTES, NF_O_DRY_RUN, NF_O_FORCE, NF_O_NO_DIGESTS,
-    NF_O_ZSTD, NF_O_PROGRESS, NF_O_NO_SYNC, NF_O_VERIFY,
+    NF_O_ZSTD, NF_O_PROGRESS, NF_O_NO_SYNC, NF_O_VERIFY, NF_O_REPRODUCIBLE, NF_O_ARTIFACT_ID,
 };
+
+/* --reproducible and --artifact-id HEX (ninfer(5), "Reproducible output"),
+ * for the writers and ninfer-cat's stream: c one of NF_O_REPRODUCIBLE,
+ * NF_O_ARTIFACT_ID. Returns 1 when c was one (w updated), 0 when not, or
+ * NF_EXIT_USAGE after printing a usage error (not 32 hex digits, or both
+ * options). */
+int nf_id_opt(nf_write_opts *w, int c, const char *arg);
+/* After the options: SOURCE_DATE_EPOCH set (and neither option given)
+ * implies --reproducible, as a best effort (nf_write_opts.id_best_effort). */
+void nf_id_env(nf_write_opts *w);
+#define NF_ID_LONGOPTS                                                   \
+    {"reproducible", no_argument, 0, NF_O_REPRODUCIBLE},                 \
+    {"artifact-id", required_argument, 0, NF_O_ARTIFACT_ID}
 /* getopt_long entries for the shared options ('-o', '-q' go in the short
  * option string "o:q"). */
 #define NF_WRITER_LONGOPTS                                              \
@@ -193,7 +206,8 @@ enum {
     {"zstd", optional_argument, 0, NF_O_ZSTD},                           \
     {"progress", no_argument, 0, NF_O_PROGRESS},                         \
     {"quiet", no_argument, 0, 'q'},                                      \
-    {"no-sync", no_argument, 0, NF_O_NO_SYNC}
+    {"no-sync", no_argument, 0, NF_O_NO_SYNC},                           \
+    NF_ID_LONGOPTS
 
 /* Usage text of the shared options. */
 extern const char nf_writer_usage[];
@@ -208,8 +222,9 @@ void nf_cli_warn(void *ctx, const char *path, const char *msg);
 void nf_writer_cli_init(nf_writer_cli *wc);
 /* After parsing: a stream target can't be split; --json-bytes above
  * max_json_bytes would make a catalog every reader refuses with its cap
- * (and an allocation of that size): usage. Returns 0 or exit 2. */
-int nf_writer_cli_check(const nf_writer_cli *wc);
+ * (and an allocation of that size); --reproducible with --no-digests:
+ * usage. Then SOURCE_DATE_EPOCH (nf_id_env). Returns 0 or exit 2. */
+int nf_writer_cli_check(nf_writer_cli *wc);
 
 /* The library's output options (nf_writer.h) from the parsed command line:
  * progress goes to pr (initialized here, labelled what; the caller calls

@@ -32,6 +32,10 @@ static const char usage[] =
     "                        only the files holding what these components need\n"
     "                        (their bindings, auxiliaries and resources; targets too)\n"
     "  --zstd[=LEVEL]        compress what is written (default level 3)\n"
+    "  --reproducible        with no selector, a multi-part artifact's stream gets\n"
+    "                        the artifact_id of its catalog's digests (implied by\n"
+    "                        SOURCE_DATE_EPOCH), not a random one\n"
+    "  --artifact-id HEX     with no selector, the stream's artifact_id\n"
     "  --max-json-bytes N    refuse catalogs larger than N (default 256M)\n"
     "  -h, --help            this text\n"
     "      --version         print the version\n"
@@ -47,6 +51,7 @@ static struct {
     int zstd;
     nf_open_opts open;
     uint64_t off, len;
+    nf_write_opts wo; /* the stream's artifact_id (--reproducible, --artifact-id) */
 } opt;
 
 static nf_output *out;
@@ -96,7 +101,7 @@ static int range_out(nf_artifact *a, uint64_t off, uint64_t len)
 /* The whole artifact as a stream (DESIGN 4). */
 static int whole_out(nf_operand *op)
 {
-    int err = 0, rc = nf_stream_write(op->a, out, &err, &d);
+    int err = 0, rc = nf_stream_write(op->a, &opt.wo, out, &err, &d);
     if (lib_out(rc, err) < 0)
         return -1;
     return nf_stream_drain(op->a, &d);
@@ -298,6 +303,7 @@ int main(int argc, char **argv)
         {"component", required_argument, 0, O_COMPONENT},
         {"zstd", optional_argument, 0, O_ZSTD},
         {"max-json-bytes", required_argument, 0, O_MAXJ},
+        NF_ID_LONGOPTS,
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
         {0, 0, 0, 0},
@@ -307,6 +313,11 @@ int main(int argc, char **argv)
     uint64_t v;
     opterr = 0; /* nf_bad_option says it, once */
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        int r = nf_id_opt(&opt.wo, c, optarg);
+        if (r == NF_EXIT_USAGE)
+            return r;
+        if (r)
+            continue;
         switch (c) {
         case O_HEADER: bad |= set_sel(S_HEADER, NULL); break;
         case O_CATALOG: bad |= set_sel(S_CATALOG, NULL); break;
@@ -351,6 +362,11 @@ int main(int argc, char **argv)
     }
     if (bad)
         return nf_usage_error("give at most one selector");
+    if (opt.wo.id_mode != NF_ID_RANDOM && opt.sel != S_STREAM)
+        return nf_usage_error("--reproducible and --artifact-id frame the whole artifact as a "
+                              "stream: no selector");
+    opt.wo.warn = nf_cli_warn;
+    nf_id_env(&opt.wo);
     if (optind + 1 != argc) {
         /* `ninfer-cat --object model.ninfer`: the artifact was taken as the ID */
         if (optind >= argc && opt.arg && access(opt.arg, F_OK) == 0)

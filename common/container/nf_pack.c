@@ -526,6 +526,7 @@ typedef struct {
     nf_diags *d;
     const nf_pack_opts *po;
     bool stream_out;
+    nf_write_opts wo;     /* the output options, the artifact_id's mode settled */
     objsrc *src;           /* per object: what its bytes come from */
     nf_plan plan;
     nf_writer *w;
@@ -614,7 +615,15 @@ static int plan_all(pack_run *r)
     for (size_t i = 0; i < c->n_objects && !o->no_digests; i++)
         nf_object_set_digest_hex(&c->objects[i], ZEROS64);
     const char *entry = r->stream_out ? "-" : nf_basename(o->out);
-    if (nf_plan_make(c, &o->w, entry, !o->no_digests && !r->stream_out, &r->plan, r->d) < 0)
+    /* a reproducible id needs the digests in the catalog, which a stream
+     * (written before its payload) cannot carry */
+    r->wo = o->w;
+    if (nf_write_id_check(&r->wo, o->no_digests || r->stream_out ? c->n_objects : 0,
+                          r->stream_out ? "a stream from ninfer-pack (its catalog is written before its payload)"
+                                        : "the catalog written",
+                          r->stream_out ? "(stdout)" : o->out, r->d) < 0)
+        return -1;
+    if (nf_plan_make(c, &r->wo, entry, !o->no_digests && !r->stream_out, &r->plan, r->d) < 0)
         return -1;
     if (o->dry_run) {
         *o->dry_run = r->plan;
@@ -638,9 +647,9 @@ static int open_output(pack_run *r)
     if (r->stream_out) {
         r->out = nf_stdout_check(r->inputs, ni, r->d) == 0 ? nf_output_open_fd(1, o->zstd, false)
                                                             : NULL;
-        r->w = r->out ? nf_writer_open_stream(r->out, &r->plan, r->d) : NULL;
+        r->w = r->out ? nf_writer_open_stream(r->out, &r->plan, &r->wo, r->d) : NULL;
     } else {
-        r->w = nf_writer_open_files(o->out, &r->plan, &o->w, r->inputs, ni, r->d);
+        r->w = nf_writer_open_files(o->out, &r->plan, &r->wo, r->inputs, ni, r->d);
     }
     if (!r->w)
         return -1;

@@ -98,7 +98,15 @@ int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
             nf_object_set_digest_hex(o, ZEROS64); /* placeholder: same length as the digest */
         hashing |= want[i];
     }
-    if (nf_plan_make(c, &oo->w, entry, !oo->no_digests, &plan, d) < 0)
+    /* a reproducible id needs every object's digest in the catalog written */
+    nf_write_opts wo = oo->w;
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++)
+        missing += !c->objects[i].has_digest;
+    if (nf_write_id_check(&wo, missing, "the catalog written", stream_out ? "(stdout)" : oo->out,
+                          d) < 0)
+        goto out;
+    if (nf_plan_make(c, &wo, entry, !oo->no_digests, &plan, d) < 0)
         goto out;
     if (oo->dry_run) {
         *oo->dry_run = plan; /* the caller shows it */
@@ -117,10 +125,10 @@ int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
         nf_diag_add(d, NF_C_IO, "", "out of memory");
     else if (stream_out && nf_stdout_check(inputs, ni, d) == 0)
         w = (out_stream = nf_output_open_fd(1, oo->zstd, false))
-                ? nf_writer_open_stream(out_stream, &plan, d)
+                ? nf_writer_open_stream(out_stream, &plan, &wo, d)
                 : NULL;
     else if (!stream_out)
-        w = nf_writer_open_files(oo->out, &plan, &oo->w, inputs, ni, d);
+        w = nf_writer_open_files(oo->out, &plan, &wo, inputs, ni, d);
     free(inputs);
     if (!w)
         goto out;

@@ -104,34 +104,48 @@ int nf_stream_write_range(nf_artifact *a, uint64_t off, uint64_t len, nf_output 
     return nf_artifact_segments(a, off, len, seg_copy, &sc, d) ? -1 : 0;
 }
 
-int nf_stream_write(nf_artifact *a, nf_output *out, int *out_err, nf_diags *d)
+int nf_stream_write(nf_artifact *a, const nf_write_opts *wo, nf_output *out, int *out_err,
+                    nf_diags *d)
 {
     const nf_catalog *c = nf_artifact_catalog(a);
     const nf_header *h = nf_artifact_header(a);
     unsigned char head[32];
     *out_err = 0;
+    bool given = wo && wo->id_mode == NF_ID_GIVEN;
     if (c->n_files == 1) {
         size_t jl;
         const char *j = nf_artifact_json(a, &jl);
-        nf_header_encode(head, 0, h->json_bytes, h->artifact_id);
+        nf_header_encode(head, 0, h->json_bytes, given ? wo->id : h->artifact_id);
         if (put(out, head, 32, out_err) || put(out, j, jl, out_err) ||
             put_fill(out, ' ', nf_artifact_json_pad(a), out_err) ||
             put_fill(out, 0, h->entry_payload_start - h->metadata_end, out_err))
             return -1;
         return nf_stream_write_range(a, 0, c->payload_bytes, out, out_err, d);
     }
-    nf_write_opts wo = {0};
+    nf_write_opts po = {0}, mode = {0};
+    if (wo)
+        mode = *wo;
+    size_t missing = 0;
+    for (size_t i = 0; i < c->n_objects; i++)
+        missing += !c->objects[i].has_digest;
+    if (nf_write_id_check(&mode, missing, "the artifact's catalog", "(stdout)", d) < 0)
+        return -1;
     nf_plan plan;
     unsigned char id[16];
-    if (nf_random_bytes(id, sizeof id) < 0) {
+    if (mode.id_mode == NF_ID_RANDOM && nf_random_bytes(id, sizeof id) < 0) {
         nf_diag_add(d, NF_C_IO, "", "cannot read the OS random source");
         return -1;
     }
-    if (nf_plan_make(c, &wo, "-", true, &plan, d) < 0)
+    if (nf_plan_make(c, &po, "-", true, &plan, d) < 0)
         return -1;
+    if (mode.id_mode == NF_ID_GIVEN)
+        memcpy(id, mode.id, 16);
+    else if (mode.id_mode == NF_ID_REPRODUCIBLE)
+        nf_catalog_artifact_id(plan.json, plan.json_len, plan.json_bytes, id);
     nf_header_encode(head, 0, plan.json_bytes, id);
     int rc = put(out, head, 32, out_err) || put(out, plan.json, plan.json_len, out_err) ||
-             put_fill(out, 0, plan.entry_payload_start - 32 - plan.json_len, out_err);
+             put_fill(out, ' ', plan.json_bytes - plan.json_len, out_err) ||
+             put_fill(out, 0, plan.entry_payload_start - 32 - plan.json_bytes, out_err);
     nf_plan_free(&plan);
     return rc ? -1 : nf_stream_write_range(a, 0, c->payload_bytes, out, out_err, d);
 }

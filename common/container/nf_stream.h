@@ -15,6 +15,7 @@
 
 #include "nf_artifact.h"
 #include "nf_io.h"
+#include "nf_writer.h" /* nf_write_opts */
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,10 +30,14 @@ int nf_stream_write_range(nf_artifact *a, uint64_t off, uint64_t len, nf_output 
                           int *out_err, nf_diags *d);
 
 /* The whole artifact as a stream (DESIGN 4). One file: byte for byte (its
- * header, the stored catalog and its trailing spaces, fill, payload). Parts:
- * a new single-file framing of the same catalog without them (a new file
- * set, so a new artifact_id, spec 11.4; digests carry over). */
-int nf_stream_write(nf_artifact *a, nf_output *out, int *out_err, nf_diags *d);
+ * header, the stored catalog and its trailing spaces, fill, payload), the
+ * artifact_id too unless wo gives one (NF_ID_GIVEN). Parts: a new
+ * single-file framing of the same catalog without them (a new file set, so
+ * a new artifact_id, spec 11.4: random, or as wo says: NF_ID_REPRODUCIBLE
+ * derives it from the catalog, which needs every object's digest,
+ * nf_write_id_check; digests carry over). wo may be NULL (random). */
+int nf_stream_write(nf_artifact *a, const nf_write_opts *wo, nf_output *out, int *out_err,
+                    nf_diags *d);
 
 /* Streams: read what is left of the payload and check that the stream ends
  * there (`length` for a short or long stream; a corrupt or unfinished zstd

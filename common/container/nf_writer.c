@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "nf_artifact.h"
+#include "nf_digest.h"
 #include "nf_json.h"
 #include "nf_util.h"
 
@@ -187,6 +188,55 @@ char *nf_plan_files_json(const nf_plan *p, bool pretty)
     char *t = arr ? nf_jval_to_text(arr, pretty, NULL) : NULL;
     nf_jval_free(arr);
     return t;
+}
+
+/* ---- the artifact_id ---- */
+
+void nf_catalog_artifact_id(const char *json, size_t len, uint64_t json_bytes,
+                            unsigned char id[16])
+{
+    nf_sha256 *s = nf_sha256_new();
+    char hex[65] = "";
+    if (s) {
+        char sp[256];
+        memset(sp, ' ', sizeof sp);
+        nf_sha256_update(s, json, len);
+        for (uint64_t left = json_bytes > len ? json_bytes - len : 0; left;) {
+            size_t k = left > sizeof sp ? sizeof sp : (size_t)left;
+            nf_sha256_update(s, sp, k);
+            left -= k;
+        }
+        nf_sha256_final(s, hex);
+    }
+    for (int i = 0; i < 16; i++) {
+        int hi = hex[2 * i], lo = hex[2 * i + 1];
+        hi = hi >= 'a' ? hi - 'a' + 10 : hi - '0';
+        lo = lo >= 'a' ? lo - 'a' + 10 : lo - '0';
+        id[i] = hex[0] ? (unsigned char)(hi << 4 | lo) : 0;
+    }
+}
+
+int nf_write_id_check(nf_write_opts *o, size_t digests_missing, const char *what,
+                      const char *out, nf_diags *d)
+{
+    if (o->id_mode != NF_ID_REPRODUCIBLE || !digests_missing)
+        return 0;
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "the artifact_id of reproducible output is derived from the catalog's digests, "
+             "and %s has none for %zu object%s (write files with -o, or give --artifact-id)",
+             what, digests_missing, digests_missing == 1 ? "" : "s");
+    if (o->id_best_effort) {
+        char w[600];
+        snprintf(w, sizeof w, "SOURCE_DATE_EPOCH is set, but %s; the artifact_id is random",
+                 msg);
+        if (o->warn)
+            o->warn(o->warn_ctx, out, w);
+        o->id_mode = NF_ID_RANDOM;
+        return 0;
+    }
+    nf_diag_add(d, NF_C_USAGE, "", "--reproducible: %s", msg);
+    return -1;
 }
 
 /* ---- temporaries and signals ---- */
@@ -1099,6 +1149,8 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
     if (!w)
         return NULL;
     w->o = *o;
+    if (o->id_mode == NF_ID_GIVEN)
+        memcpy(w->id, o->id, 16);
     w->target = strdup(target);
     w->dir = nf_dirname_dup(target);
     w->entry_name = strdup(nf_basename(target));
@@ -1190,13 +1242,19 @@ static void stream_write_error(nf_diags *d, int rc)
     nf_diag_addf(d, NF_C_IO, "(stdout)", "", "write error: %s", strerror(-rc));
 }
 
-nf_writer *nf_writer_open_stream(nf_output *out, const nf_plan *plan, nf_diags *d)
+nf_writer *nf_writer_open_stream(nf_output *out, const nf_plan *plan, const nf_write_opts *o,
+                                 nf_diags *d)
 {
     nf_writer *w = writer_new(plan, d);
     if (!w)
         return NULL;
     w->stream = true;
     w->out = out;
+    /* the catalog is final here: its header can be too */
+    if (o && o->id_mode == NF_ID_GIVEN)
+        memcpy(w->id, o->id, 16);
+    else if (o && o->id_mode == NF_ID_REPRODUCIBLE)
+        nf_catalog_artifact_id(plan->json, plan->json_len, plan->json_bytes, w->id);
     unsigned char h[32];
     make_header(w, 0, h, plan->json_bytes);
     int rc = nf_output_write(out, h, 32);
@@ -1777,11 +1835,15 @@ static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned ch
         writer_free(w);
         return -1;
     }
-    make_header(w, 0, head, w->plan.json_bytes);
     if (!filled) {
         memcpy(head + 32, json, len);
         memset(head + 32 + len, ' ', hl - 32 - len);
     }
+    /* the catalog is final: a reproducible id is its digest (the parts'
+     * headers below carry it too) */
+    if (w->o.id_mode == NF_ID_REPRODUCIBLE)
+        nf_catalog_artifact_id((const char *)head + 32, len, w->plan.json_bytes, w->id);
+    make_header(w, 0, head, w->plan.json_bytes);
     for (size_t i = 0; i < w->n_files; i++) {
         int fd = cache_fd(w, i, d);
         if (fd < 0) {

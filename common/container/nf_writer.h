@@ -78,6 +78,12 @@ extern "C" {
  * replaced or removed, or left in place, beside the files it writes. */
 typedef void (*nf_warn_fn)(void *ctx, const char *path, const char *msg);
 
+/* How a writer chooses the artifact_id (spec 2.1; ninfer(5), "Reproducible
+ * output"): drawn at random (the spec's recommendation), derived from the
+ * catalog (nf_catalog_artifact_id: same inputs and options, same bytes),
+ * or given. */
+enum { NF_ID_RANDOM = 0, NF_ID_REPRODUCIBLE, NF_ID_GIVEN };
+
 typedef struct {
     uint64_t max_file_bytes; /* split limit in bytes (0: one file, spec 2.3) */
     uint64_t json_bytes;     /* exact JSON reservation (0: as needed) */
@@ -85,7 +91,29 @@ typedef struct {
     bool sync;               /* fdatasync files before publishing */
     nf_warn_fn warn;         /* NULL: warnings are dropped (the library prints nothing) */
     void *warn_ctx;
+    int id_mode;             /* NF_ID_RANDOM, NF_ID_REPRODUCIBLE, NF_ID_GIVEN */
+    unsigned char id[16];    /* NF_ID_GIVEN: the artifact_id */
+    /* NF_ID_REPRODUCIBLE asked for by the environment (SOURCE_DATE_EPOCH),
+     * not the user: where it cannot be had, a warning and a random id
+     * instead of a usage error (nf_write_id_check) */
+    bool id_best_effort;
 } nf_write_opts;
+
+/* The reproducible artifact_id of a catalog: the first 16 bytes of the
+ * SHA-256 of the json_bytes bytes that follow the entry header (the
+ * catalog text json[0..len), digests included, then json_bytes - len
+ * spaces), so that it changes with any byte of the payload the digests
+ * cover and with nothing else. */
+void nf_catalog_artifact_id(const char *json, size_t len, uint64_t json_bytes,
+                            unsigned char id[16]);
+
+/* Before a writer opens: NF_ID_REPRODUCIBLE needs a catalog whose every
+ * object carries its digest (digests_missing == 0: a stream from ninfer-pack
+ * carries none), or the id would not cover the payload. Otherwise: with
+ * id_best_effort, a warning (about out, the output, through o->warn) and
+ * NF_ID_RANDOM in *o; without, `usage` and -1. Returns 0 or -1. */
+int nf_write_id_check(nf_write_opts *o, size_t digests_missing, const char *what,
+                      const char *out, nf_diags *d);
 
 typedef struct {
     nf_file *files;          /* the files table (paths owned) */
@@ -153,8 +181,10 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
                                 const nf_write_opts *o, const char *const *inputs,
                                 size_t n_inputs, nf_diags *d);
 
-/* Begin writing a stream to out (header, final JSON, fill). */
-nf_writer *nf_writer_open_stream(nf_output *out, const nf_plan *plan, nf_diags *d);
+/* Begin writing a stream to out (header, final JSON, fill). o (NULL: a
+ * random id) chooses the artifact_id; the other options are ignored. */
+nf_writer *nf_writer_open_stream(nf_output *out, const nf_plan *plan, const nf_write_opts *o,
+                                 nf_diags *d);
 
 /* Write payload bytes at logical offset off. Streams need off >= the
  * current position (gaps are written as zeros). Returns 0 or -1 (`io`;
@@ -186,7 +216,8 @@ int nf_writer_finish_catalog(nf_writer *w, const nf_catalog *c, bool digests, nf
 /* Abandon: remove temporaries, free. */
 void nf_writer_abort(nf_writer *w);
 
-/* The artifact_id the writer drew (16 raw bytes). */
+/* The writer's artifact_id (16 raw bytes; with NF_ID_REPRODUCIBLE for
+ * files, final only once the catalog is, in nf_writer_finish). */
 const unsigned char *nf_writer_artifact_id(const nf_writer *w);
 
 
