@@ -4,70 +4,73 @@
 # ninfer-import → ninfer-pack → ninfer-split into parts → ninfer-verify →
 # ninfer-bind --check → ninfer-cat, then a quantized copy run on the CPU.
 # Run through `make demo` (which builds everything first).
+#
+# Every command is printed ("$ ...") as it can be pasted into a shell after
+# the `cd` and `export PATH=...` lines printed first, and run exactly so
+# (bash, in the demo's directory): tests/demo.bats replays the printed
+# commands and compares what they print. A new step is a `step` title and
+# `cmd` lines; the outputs are reproducible (--reproducible), so keep them
+# so (no dates, no timings but ninfer-run's).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${NF_BIN:-$here/bin}
 TOOLS=${NF_TOOLS:-$here/build/tools}
-export PATH="$BIN:$TOOLS:$PATH"
 out=${NF_DEMO_DIR:-$here/build/demo}
 
 step() { printf '\n== %s\n' "$*"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
-# a pipeline or redirection, printed as it can be pasted into a shell
-runsh() { printf '$ %s\n' "$1"; sh -c "$1"; }
+# cmd TEXT — print TEXT as a command line, then run it with bash in the
+# demo's directory; a failure (of any command of a pipeline) ends the demo.
+cmd() {
+    printf '$ %s\n' "$1"
+    bash -c "set -eo pipefail; $1"
+}
 
 rm -rf "$out"
 mkdir -p "$out"
 cd "$out"
+export PATH="$BIN:$TOOLS:$PATH"
+printf '$ cd %q\n$ export PATH=%q:%q:"$PATH"\n' "$out" "$BIN" "$TOOLS"
 
 step "1. a small checkpoint in Hugging Face layout (deterministic, seed 7)"
-run nf-mkckpt --seed 7 --layers 2 ckpt
-ls -l ckpt
+cmd 'nf-mkckpt --seed 7 --layers 2 ckpt'
+cmd 'wc -c ckpt/*'
 
 step "2. import it: a manifest with the architecture's logical names, config and frontend resources"
-runsh 'ninfer-import ckpt > manifest.json'
-printf 'manifest: %s objects, %s uses\n' "$(grep -c '"kind"' manifest.json)" "$(grep -c '"parameter"' manifest.json)"
+cmd 'ninfer-import ckpt > manifest.json'
+cmd "echo \"objects: \$(grep -c '\"kind\"' manifest.json), uses: \$(grep -c '\"parameter\"' manifest.json)\""
 
-step "3. pack it into one artifact (digests of every object in metadata.integrity)"
-run ninfer-pack -q -o model.ninfer manifest.json
-run ninfer-cat --header model.ninfer
+step "3. pack it into one artifact (every object's digest in metadata.integrity; --reproducible: the artifact_id is the catalog's digest, so every run writes the same bytes)"
+cmd 'ninfer-pack -q --reproducible -o model.ninfer manifest.json'
+cmd 'ninfer-cat --header model.ninfer'
 
 step "4. split it into an entry and parts of at most 1 MiB (tensors cross file boundaries)"
-run ninfer-split -q --max-file-bytes 1M -o shards/model.ninfer model.ninfer
-run ninfer-cat --files shards/model.ninfer
+cmd 'ninfer-split -q --reproducible --max-file-bytes 1M -o shards/model.ninfer model.ninfer'
+cmd 'ninfer-cat --files shards/model.ninfer'
 
-step "5. verify the parts: headers, lengths, fill, every object digest; bind the logical names"
-run ninfer-verify shards/model.ninfer
-runsh 'ninfer-verify --sums shards/model.ninfer > shards/SHA256SUMS'
-(cd shards && run sha256sum -c SHA256SUMS)
-run ninfer-bind --check shards/model.ninfer
-runsh 'ninfer-bind shards/model.ninfer | head -4'
+step "5. verify the parts: headers, lengths, fill, every object digest; publish SHA256SUMS; bind the logical names"
+cmd 'ninfer-verify shards/model.ninfer'
+cmd 'ninfer-verify --sums shards/model.ninfer > shards/SHA256SUMS'
+cmd '(cd shards && sha256sum -c SHA256SUMS)'
+cmd 'ninfer-bind --check shards/model.ninfer'
+cmd 'ninfer-bind shards/model.ninfer | head -4'
 
 step "6. read every tensor back from the parts: byte-identical to the checkpoint's"
-n=0
-while IFS=$'\t' read -r id off len; do
-    ninfer-cat --object "$id" shards/model.ninfer > obj.bin
-    dd if=ckpt/model.safetensors bs=1M iflag=skip_bytes,count_bytes skip="$off" count="$len" status=none |
-        cmp -s - obj.bin ||
-        { echo "demo: $id differs from the checkpoint" >&2; exit 1; }
-    n=$((n + 1))
-done < <(nf-st2manifest --list ckpt)
-echo "$n tensors identical to their bytes in ckpt/model.safetensors"
-runsh 'ninfer-cat --resource tokenizer_config.json shards/model.ninfer | cmp - ckpt/tokenizer_config.json'
-echo "tokenizer_config.json: identical"
+cmd 'nf-st2manifest --list ckpt | { n=0; while IFS="$(printf "\t")" read -r id off len; do \
+    ninfer-cat --object "$id" shards/model.ninfer | \
+        cmp - <(tail -c +$((off + 1)) ckpt/model.safetensors | head -c "$len") || exit 1; \
+    n=$((n + 1)); done; echo "$n tensors identical to their bytes in ckpt/model.safetensors"; }'
+cmd 'ninfer-cat --resource tokenizer_config.json shards/model.ninfer | cmp - ckpt/tokenizer_config.json && echo "tokenizer_config.json: identical"'
 
-step "7. merge back through a zstd stream, and verify it on the way"
-runsh 'ninfer-cat --zstd shards/model.ninfer | ninfer-split -q -o merged.ninfer -'
-run ninfer-verify merged.ninfer
-cmp <(ninfer-cat --range 0:$(ninfer-cat --files merged.ninfer | sed -n 's/.*"payload_bytes": \([0-9]*\).*/\1/p' | head -1) merged.ninfer) \
-    <(ninfer-cat --range 0:$(ninfer-cat --files merged.ninfer | sed -n 's/.*"payload_bytes": \([0-9]*\).*/\1/p' | head -1) model.ninfer)
-echo "merged payload identical to the original"
+step "7. merge back through a zstd stream, verifying it on the way: the artifact of step 3, byte for byte"
+cmd 'ninfer-cat --zstd --reproducible shards/model.ninfer | ninfer-split -q --reproducible -o merged.ninfer -'
+cmd 'ninfer-verify merged.ninfer'
+cmd 'cmp merged.ninfer model.ninfer && echo "merged.ninfer: identical to model.ninfer"'
 
 step "8. quantize (q4 MLPs, q8 attention, fp8 head), pack, and run every projection on the CPU"
-runsh "ninfer-quant 'text/layers/*/mlp/*=q4_g64_fp16' 'text/layers/*/attention/*=q8_g32_fp16' \\
+cmd "ninfer-quant 'text/layers/*/mlp/*=q4_g64_fp16' 'text/layers/*/attention/*=q8_g32_fp16' \\
     'text/head=fp8_e4m3fn_row_bf16' < manifest.json > quantized.json"
-run ninfer-pack -q --report -o quantized.ninfer quantized.json
-run ninfer-verify --deep quantized.ninfer
-run ninfer-run --device cpu --iters 1 quantized.ninfer
+cmd 'ninfer-pack -q --reproducible --report -o quantized.ninfer quantized.json'
+cmd 'ninfer-verify --deep quantized.ninfer'
+cmd 'ninfer-run --device cpu --iters 1 quantized.ninfer'
 
-printf '\ndemo: done; files are in %s\n' "$out"
+step "done: the files are in $out"
