@@ -118,6 +118,14 @@ setup() {
     [ "$output" = "$(sha256sum c.ninfer c.ninfer.part-*)" ]
     run -0 --separate-stderr ninfer-verify --threads 2 c.ninfer
     [ "$output" = "c.ninfer: OK (6 digests checked)" ]
+    # fewer files than threads: a second thread hashes the objects beside the read
+    ninfer-pack -q --no-sync -o one.ninfer m.json
+    run -0 --separate-stderr ninfer-verify --threads 4 --sums one.ninfer
+    [ "$output" = "$(sha256sum one.ninfer)" ]
+    nf_flip one.ninfer $((4096 * 2 + 65536 * 3 + 5))
+    run -1 --separate-stderr ninfer-verify --threads 4 --sums one.ninfer
+    expect_only_codes digest
+    grep -qF '/objects/3: digest: object "o3"' <<< "$stderr"
 }
 
 @test "--json verdicts: ok, missing, incomplete, corrupt, foreign, invalid; a --component run lists what it checked" {

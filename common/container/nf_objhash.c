@@ -154,6 +154,8 @@ struct fjob {
     atomic_int failed;
     nf_progress_fn progress;
     void *pctx;
+    bool relay;           /* threads to spare: each file's objects are hashed
+                             on a second thread beside its read */
 };
 
 /* One file's read, inside nf_artifact_segments (the descriptor is held for
@@ -166,9 +168,84 @@ struct fread_ctx {
     nf_sha256 *fs;
     nf_sha256 **os;       /* per object starting in the file (indices first..) */
     size_t first, last;   /* objects overlapping the file: [first, last) */
+    size_t cur;           /* the first of them whose end is not passed yet */
     bool reporter;
     nf_diags *d;
+    struct relay *r;      /* NULL: the objects are hashed by the reader */
 };
+
+/* The payload chunk buf = logical [lo, lo + k) into the digests of the
+ * objects that start in the file (in order: a cursor over them). */
+static void objects_feed(struct fread_ctx *x, const unsigned char *buf, uint64_t lo, size_t k)
+{
+    const nf_catalog *c = x->j->c;
+    uint64_t hi = lo + k;
+    while (x->cur < x->last && c->objects[x->cur].offset + c->objects[x->cur].bytes <= lo)
+        x->cur++;
+    for (size_t i = x->cur; i < x->last && c->objects[i].offset < hi; i++) {
+        const nf_object *o = &c->objects[i];
+        nf_sha256 *s = x->os[i - x->first];
+        uint64_t oe = o->offset + o->bytes;
+        uint64_t b = o->offset > lo ? o->offset : lo, e = oe < hi ? oe : hi;
+        if (s && b < e)
+            nf_sha256_update(s, buf + (b - lo), (size_t)(e - b));
+    }
+}
+
+/* Two buffers between the reader, which fills one and hashes it into the
+ * file's digest, and a second thread, which hashes the other into the
+ * objects' digests: one read, both hashes at once. */
+struct relay {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    unsigned char *buf[2];
+    size_t len[2];
+    uint64_t lo[2];
+    bool full[2], end;
+    struct fread_ctx *x;
+};
+
+static void *relay_objects(void *arg)
+{
+    struct relay *r = arg;
+    for (int slot = 0;; slot ^= 1) {
+        pthread_mutex_lock(&r->m);
+        while (!r->full[slot] && !r->end)
+            pthread_cond_wait(&r->cv, &r->m);
+        bool have = r->full[slot];
+        pthread_mutex_unlock(&r->m);
+        if (!have)
+            return NULL; /* the reader is done, and so is every buffer */
+        objects_feed(r->x, r->buf[slot], r->lo[slot], r->len[slot]);
+        pthread_mutex_lock(&r->m);
+        r->full[slot] = false;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->m);
+    }
+}
+
+/* The reader's next buffer (waiting until the relay is done with it). */
+static unsigned char *relay_take(struct relay *r, int slot)
+{
+    pthread_mutex_lock(&r->m);
+    while (r->full[slot])
+        pthread_cond_wait(&r->cv, &r->m);
+    pthread_mutex_unlock(&r->m);
+    return r->buf[slot];
+}
+
+static void relay_give(struct relay *r, int slot, uint64_t lo, size_t k, bool end)
+{
+    pthread_mutex_lock(&r->m);
+    if (k) {
+        r->full[slot] = true;
+        r->lo[slot] = lo;
+        r->len[slot] = k;
+    }
+    r->end = end;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->m);
+}
 
 static int file_pass(void *vctx, size_t file, int fd, uint64_t file_off, uint64_t range_off,
                      uint64_t len)
@@ -192,9 +269,11 @@ static int file_pass(void *vctx, size_t file, int fd, uint64_t file_off, uint64_
         at += k;
     }
     uint64_t p0 = c->files[file].logical_offset;
-    for (uint64_t at = 0; at < len;) {
+    int slot = 0;
+    for (uint64_t at = 0; at < len; slot ^= 1) {
         size_t k = len - at > CHUNK ? CHUNK : (size_t)(len - at);
-        ssize_t r = nf_pread_full(fd, x->buf, k, file_off + at);
+        unsigned char *buf = x->r ? relay_take(x->r, slot) : x->buf;
+        ssize_t r = nf_pread_full(fd, buf, k, file_off + at);
         if (r < 0 || (size_t)r != k) {
             nf_diag_addf(x->d, r < 0 ? NF_C_IO : NF_C_INCOMPLETE, path, "",
                          r < 0 ? "read error at %llu: %s"
@@ -203,17 +282,11 @@ static int file_pass(void *vctx, size_t file, int fd, uint64_t file_off, uint64_
                          r < 0 ? strerror((int)-r) : "");
             return -1;
         }
-        nf_sha256_update(x->fs, x->buf, k);
-        uint64_t lo = p0 + at, hi = lo + k;
-        for (size_t i = x->first; i < x->last; i++) {
-            const nf_object *o = &c->objects[i];
-            if (!x->os[i - x->first])
-                continue;
-            uint64_t oe = o->offset + o->bytes;
-            uint64_t b = o->offset > lo ? o->offset : lo, e = oe < hi ? oe : hi;
-            if (b < e)
-                nf_sha256_update(x->os[i - x->first], x->buf + (b - lo), (size_t)(e - b));
-        }
+        nf_sha256_update(x->fs, buf, k);
+        if (x->r)
+            relay_give(x->r, slot, p0 + at, k, false);
+        else
+            objects_feed(x, buf, p0 + at, k);
         at += k;
         uint64_t done = atomic_fetch_add(&j->done, k) + k;
         if (x->reporter && j->progress)
@@ -227,7 +300,7 @@ static int hash_file(struct fjob *j, size_t i, unsigned char *buf, bool reporter
 {
     const nf_catalog *c = j->c;
     const nf_file *f = &c->files[i];
-    struct fread_ctx x = {j, i, buf, nf_sha256_new(), NULL, 0, 0, reporter, d};
+    struct fread_ctx x = {j, i, buf, nf_sha256_new(), NULL, 0, 0, 0, reporter, d, NULL};
     /* the objects overlapping the file: binary search for the first whose
      * end passes the file's start (objects are sorted and disjoint) */
     size_t lo = 0, hi = c->n_objects;
@@ -238,12 +311,13 @@ static int hash_file(struct fjob *j, size_t i, unsigned char *buf, bool reporter
         else
             hi = mid;
     }
-    x.first = lo;
+    x.first = x.cur = lo;
     uint64_t fe = f->logical_offset + f->payload_bytes;
     for (x.last = x.first; x.last < c->n_objects && c->objects[x.last].offset < fe; x.last++)
         ;
     x.os = calloc(x.last - x.first + 1, sizeof *x.os);
     int rc = x.fs && x.os ? 0 : -1;
+    bool any = false;
     for (size_t k = x.first; !rc && k < x.last; k++) {
         const nf_object *o = &c->objects[k];
         /* an object is the file's where it starts (one of zero bytes at
@@ -251,11 +325,24 @@ static int hash_file(struct fjob *j, size_t i, unsigned char *buf, bool reporter
         if ((!j->want || j->want[k]) && o->offset >= f->logical_offset &&
             !(x.os[k - x.first] = nf_sha256_new()))
             rc = -1;
+        any |= x.os[k - x.first] != NULL;
     }
     if (rc)
         nf_diag_add(d, NF_C_IO, "", "out of memory while hashing");
+    /* with threads to spare, the objects are hashed beside the read */
+    struct relay rl = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {buf, NULL}, {0}, {0},
+                       {false, false}, false, &x};
+    pthread_t rt;
+    bool relayed = !rc && j->relay && any && (rl.buf[1] = malloc(CHUNK)) &&
+                   pthread_create(&rt, NULL, relay_objects, &rl) == 0;
+    x.r = relayed ? &rl : NULL;
     if (!rc)
         rc = nf_artifact_segments(j->a, f->logical_offset, f->payload_bytes, file_pass, &x, d);
+    if (relayed) {
+        relay_give(&rl, 0, 0, 0, true);
+        pthread_join(rt, NULL);
+    }
+    free(rl.buf[1]);
     for (size_t k = x.first; k < x.last; k++) {
         nf_sha256 *s = x.os[k - x.first];
         if (!s)
@@ -358,6 +445,8 @@ int nf_digest_files_objects(nf_artifact *a, const bool *files, char (*fout)[65],
     }
     if (threads > 64)
         threads = 64;
+    /* fewer files than threads: a second thread per file hashes its objects */
+    j.relay = threads > j.n && threads > 1;
     if (threads > j.n)
         threads = j.n ? (unsigned)j.n : 1;
     pthread_t tid[64];
