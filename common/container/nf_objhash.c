@@ -13,21 +13,137 @@
 
 #define CHUNK (4u << 20)
 
+/* ---- the threads both hashers use ---- */
+
+/* The thread count asked for (0: online CPUs), at most 64. */
+static unsigned pool_threads(unsigned threads)
+{
+    if (!threads) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (unsigned)n : 1;
+    }
+    return threads > 64 ? 64 : threads;
+}
+
+/* Run fn(job) on `threads` threads, this one included, but no more than
+ * there are tasks; returns once all are done. */
+static void pool_run(unsigned threads, size_t tasks, void *(*fn)(void *), void *job)
+{
+    if (threads > tasks)
+        threads = tasks ? (unsigned)tasks : 1;
+    pthread_t tid[64];
+    unsigned started = 0;
+    for (unsigned t = 1; t < threads; t++)
+        if (pthread_create(&tid[started], NULL, fn, job) == 0)
+            started++;
+    fn(job);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+}
+
+/* A worker's diagnostics into the job's, under its lock. */
+static void pool_diags(pthread_mutex_t *lock, nf_diags *to, nf_diags *local)
+{
+    if (local->n || local->dropped) {
+        pthread_mutex_lock(lock);
+        nf_diags_move(to, local);
+        pthread_mutex_unlock(lock);
+    }
+    nf_diags_free(local);
+}
+
+/* The end of a hashing job: -1 when it failed (with a diagnostic). */
+static int pool_result(int failed, nf_diags *d)
+{
+    if (!failed)
+        return 0;
+    if (!d->n && !d->dropped)
+        nf_diag_add(d, NF_C_IO, "", "out of memory while hashing");
+    return -1;
+}
+
+/* A hashing job: tasks (objects, or files) taken in order by the threads. */
 struct job {
     nf_artifact *a;
     const nf_catalog *c;
-    size_t *order, n;
+    size_t *order, n;     /* the tasks, largest first */
     atomic_size_t next;
     atomic_uint_fast64_t done;
     uint64_t total;
-    char (*out)[65];
+    char (*out)[65];      /* the objects' digests */
     nf_diags *d;
     pthread_mutex_t dlock;
     atomic_int failed;
     nf_progress_fn progress;
     void *pctx;
+    /* whole files (nf_digest_files_objects) */
+    const bool *want;
+    char (*fout)[65];
+    bool relay;           /* threads to spare: each file's objects are hashed
+                             on a second thread beside its read */
+    int (*task)(struct job *j, size_t i, unsigned char *buf, bool reporter, nf_diags *d);
+    bool stop;            /* a failed task ends the job (objects), or not (a
+                             file that cannot be read fails alone) */
 };
 
+/* Start a job of up to n tasks. Returns 0, or -1 (`io`, out of memory). */
+static int job_init(struct job *j, nf_artifact *a, char (*out)[65], size_t n,
+                    nf_progress_fn progress, void *pctx, nf_diags *d)
+{
+    memset(j, 0, sizeof *j);
+    j->a = a;
+    j->c = nf_artifact_catalog(a);
+    j->out = out;
+    j->d = d;
+    j->progress = progress;
+    j->pctx = pctx;
+    j->order = malloc((n ? n : 1) * sizeof *j->order);
+    if (!j->order) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&j->dlock, NULL);
+    return 0;
+}
+
+/* Run it and free it: 0, or -1 with a diagnostic. */
+static void *worker(void *arg);
+
+static int job_run(struct job *j, unsigned threads)
+{
+    pool_run(threads, j->n, worker, j);
+    pthread_mutex_destroy(&j->dlock);
+    free(j->order);
+    return pool_result(atomic_load(&j->failed), j->d);
+}
+
+/* The task of nf_digest_objects: object i, through range reads. Returns 0
+ * or -1 (the job then stops: one bad range is as good as many). */
+static int hash_object(struct job *j, size_t i, unsigned char *buf, bool reporter, nf_diags *d)
+{
+    const nf_object *o = &j->c->objects[i];
+    nf_sha256 *s = nf_sha256_new();
+    if (!s)
+        return -1;
+    for (uint64_t off = o->offset, left = o->bytes; left;) {
+        size_t n = left > CHUNK ? CHUNK : (size_t)left;
+        if (nf_artifact_read(j->a, off, buf, n, d) < 0) {
+            nf_sha256_free(s);
+            return -1;
+        }
+        nf_sha256_update(s, buf, n);
+        off += n;
+        left -= n;
+        uint64_t done = atomic_fetch_add(&j->done, n) + n;
+        if (reporter && j->progress)
+            j->progress(j->pctx, done, j->total);
+    }
+    nf_sha256_final(s, j->out[i]);
+    return 0;
+}
+
+/* One thread of a job: tasks in order until none is left (or, with
+ * j->stop, one failed); the thread that takes the first reports progress. */
 static void *worker(void *arg)
 {
     struct job *j = arg;
@@ -41,43 +157,15 @@ static void *worker(void *arg)
     }
     for (;;) {
         size_t k = atomic_fetch_add(&j->next, 1);
-        if (k >= j->n || atomic_load(&j->failed))
+        if (k >= j->n || (j->stop && atomic_load(&j->failed)))
             break;
         if (k == 0)
             reporter = true;
-        const nf_object *o = &j->c->objects[j->order[k]];
-        nf_sha256 *s = nf_sha256_new();
-        if (!s) {
+        if (j->task(j, j->order[k], buf, reporter, &local) < 0)
             atomic_store(&j->failed, 1);
-            break;
-        }
-        uint64_t off = o->offset, left = o->bytes;
-        while (left) {
-            size_t n = left > CHUNK ? CHUNK : (size_t)left;
-            if (nf_artifact_read(j->a, off, buf, n, &local) < 0) {
-                atomic_store(&j->failed, 1);
-                break;
-            }
-            nf_sha256_update(s, buf, n);
-            off += n;
-            left -= n;
-            uint64_t done = atomic_fetch_add(&j->done, n) + n;
-            if (reporter && j->progress)
-                j->progress(j->pctx, done, j->total);
-        }
-        if (left) {
-            nf_sha256_free(s);
-            break;
-        }
-        nf_sha256_final(s, j->out[j->order[k]]);
     }
     free(buf);
-    if (local.n || local.dropped) {
-        pthread_mutex_lock(&j->dlock);
-        nf_diags_move(j->d, &local);
-        pthread_mutex_unlock(&j->dlock);
-    }
-    nf_diags_free(&local);
+    pool_diags(&j->dlock, j->d, &local);
     return NULL;
 }
 
@@ -93,76 +181,26 @@ int nf_digest_objects(nf_artifact *a, const bool *want, char (*out)[65], unsigne
 {
     const nf_catalog *c = nf_artifact_catalog(a);
     struct job j;
-    memset(&j, 0, sizeof j);
-    j.a = a;
-    j.c = c;
-    j.out = out;
-    j.d = d;
-    j.progress = progress;
-    j.pctx = pctx;
-    j.order = malloc((c->n_objects ? c->n_objects : 1) * sizeof *j.order);
-    if (!j.order) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    if (job_init(&j, a, out, c->n_objects, progress, pctx, d) < 0)
         return -1;
-    }
     for (size_t i = 0; i < c->n_objects; i++)
         if (!want || want[i]) {
             j.order[j.n++] = i;
             j.total += c->objects[i].bytes;
         }
     qsort_r(j.order, j.n, sizeof *j.order, by_size_desc, (void *)c->objects);
-    pthread_mutex_init(&j.dlock, NULL);
-    if (!threads) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (unsigned)n : 1;
-    }
-    if (threads > 64)
-        threads = 64;
-    if (threads > j.n)
-        threads = j.n ? (unsigned)j.n : 1;
-    pthread_t tid[64];
-    unsigned started = 0;
-    for (unsigned t = 1; t < threads; t++)
-        if (pthread_create(&tid[started], NULL, worker, &j) == 0)
-            started++;
-    worker(&j);
-    for (unsigned t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
-    pthread_mutex_destroy(&j.dlock);
-    free(j.order);
-    if (atomic_load(&j.failed)) {
-        if (!d->n && !d->dropped)
-            nf_diag_add(d, NF_C_IO, "", "out of memory while hashing");
-        return -1;
-    }
-    return 0;
+    j.task = hash_object;
+    j.stop = true;
+    return job_run(&j, pool_threads(threads));
 }
 
 /* ---- whole files and their objects, one read ---- */
-
-struct fjob {
-    nf_artifact *a;
-    const nf_catalog *c;
-    const bool *want;
-    char (*out)[65], (*fout)[65];
-    size_t *order, n;
-    atomic_size_t next;
-    atomic_uint_fast64_t done;
-    uint64_t total;
-    nf_diags *d;
-    pthread_mutex_t dlock;
-    atomic_int failed;
-    nf_progress_fn progress;
-    void *pctx;
-    bool relay;           /* threads to spare: each file's objects are hashed
-                             on a second thread beside its read */
-};
 
 /* One file's read, inside nf_artifact_segments (the descriptor is held for
  * it): its bytes before the payload, then the payload chunk by chunk, fed
  * to the file's hash and to the objects that start in it. */
 struct fread_ctx {
-    struct fjob *j;
+    struct job *j;
     size_t file;
     unsigned char *buf;
     nf_sha256 *fs;
@@ -251,7 +289,7 @@ static int file_pass(void *vctx, size_t file, int fd, uint64_t file_off, uint64_
                      uint64_t len)
 {
     struct fread_ctx *x = vctx;
-    struct fjob *j = x->j;
+    struct job *j = x->j;
     const nf_catalog *c = j->c;
     (void)range_off;
     const char *path = nf_artifact_file_path(j->a, file);
@@ -296,7 +334,7 @@ static int file_pass(void *vctx, size_t file, int fd, uint64_t file_off, uint64_
 }
 
 /* Hash file i and the wanted objects that start in it. Returns 0 or -1. */
-static int hash_file(struct fjob *j, size_t i, unsigned char *buf, bool reporter, nf_diags *d)
+static int hash_file(struct job *j, size_t i, unsigned char *buf, bool reporter, nf_diags *d)
 {
     const nf_catalog *c = j->c;
     const nf_file *f = &c->files[i];
@@ -370,37 +408,6 @@ static int hash_file(struct fjob *j, size_t i, unsigned char *buf, bool reporter
     return rc;
 }
 
-static void *fworker(void *arg)
-{
-    struct fjob *j = arg;
-    unsigned char *buf = malloc(CHUNK);
-    nf_diags local = NF_DIAGS_INIT;
-    local.file = j->d->file;
-    bool reporter = false;
-    if (!buf) {
-        atomic_store(&j->failed, 1);
-        return NULL;
-    }
-    for (;;) {
-        size_t k = atomic_fetch_add(&j->next, 1);
-        if (k >= j->n)
-            break;
-        if (k == 0)
-            reporter = true;
-        /* a file that cannot be read fails alone: the others go on */
-        if (hash_file(j, j->order[k], buf, reporter, &local) < 0)
-            atomic_store(&j->failed, 1);
-    }
-    free(buf);
-    if (local.n || local.dropped) {
-        pthread_mutex_lock(&j->dlock);
-        nf_diags_move(j->d, &local);
-        pthread_mutex_unlock(&j->dlock);
-    }
-    nf_diags_free(&local);
-    return NULL;
-}
-
 static int by_file_size_desc(const void *x, const void *y, void *ctx)
 {
     const nf_file *f = ctx;
@@ -413,21 +420,11 @@ int nf_digest_files_objects(nf_artifact *a, const bool *files, char (*fout)[65],
                             void *pctx, nf_diags *d)
 {
     const nf_catalog *c = nf_artifact_catalog(a);
-    struct fjob j;
-    memset(&j, 0, sizeof j);
-    j.a = a;
-    j.c = c;
-    j.want = want;
-    j.out = out;
-    j.fout = fout;
-    j.d = d;
-    j.progress = progress;
-    j.pctx = pctx;
-    j.order = malloc((c->n_files ? c->n_files : 1) * sizeof *j.order);
-    if (!j.order) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    struct job j;
+    if (job_init(&j, a, out, c->n_files, progress, pctx, d) < 0)
         return -1;
-    }
+    j.want = want;
+    j.fout = fout;
     for (size_t i = 0; i < c->n_files; i++) {
         fout[i][0] = 0;
         if (!files || files[i]) {
@@ -438,33 +435,11 @@ int nf_digest_files_objects(nf_artifact *a, const bool *files, char (*fout)[65],
     for (size_t i = 0; i < c->n_objects; i++)
         out[i][0] = 0;
     qsort_r(j.order, j.n, sizeof *j.order, by_file_size_desc, (void *)c->files);
-    pthread_mutex_init(&j.dlock, NULL);
-    if (!threads) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (unsigned)n : 1;
-    }
-    if (threads > 64)
-        threads = 64;
+    threads = pool_threads(threads);
     /* fewer files than threads: a second thread per file hashes its objects */
     j.relay = threads > j.n && threads > 1;
-    if (threads > j.n)
-        threads = j.n ? (unsigned)j.n : 1;
-    pthread_t tid[64];
-    unsigned started = 0;
-    for (unsigned t = 1; t < threads; t++)
-        if (pthread_create(&tid[started], NULL, fworker, &j) == 0)
-            started++;
-    fworker(&j);
-    for (unsigned t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
-    pthread_mutex_destroy(&j.dlock);
-    free(j.order);
-    if (atomic_load(&j.failed)) {
-        if (!d->n && !d->dropped)
-            nf_diag_add(d, NF_C_IO, "", "out of memory while hashing");
-        return -1;
-    }
-    return 0;
+    j.task = hash_file;
+    return job_run(&j, threads);
 }
 
 struct nf_seqhash {
