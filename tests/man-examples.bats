@@ -165,7 +165,7 @@ json_num() {
     run -0 man_example ninfer-verify.1 7
     [ "${#lines[@]}" -eq 1 ]
     [[ "$output" == *'"exit":0'* ]]
-    [[ "$output" == *'"diagnostics":[]'* ]]
+    [[ "$output" == *'"exit":0,"verdict":"ok","diagnostics":[]'* ]]
     [[ "$output" == *'"file":"shards/model.ninfer"'* ]]
     # the files table: the entry and two parts
     [ "$(grep -o '"index":[0-9]*' <<< "$output" | wc -l)" -eq 3 ]
