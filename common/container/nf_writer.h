@@ -172,11 +172,14 @@ typedef struct nf_writer nf_writer;
  * exit 2) before anything is written, and so is an entry or part path that
  * is a directory, FIFO, device, socket or symlink (`usage`). An existing
  * entry without o->force is refused (`io`), and so is a regular file
- * without the part magic at one of the new part names. A missing output
- * directory is created. The checks are made again under the directory lock
- * when the set is published (nf_writer_finish). Cost: one stat per input
- * and per planned file (inputs are sorted once). Not thread-safe: one
- * thread drives a writer. */
+ * without the part magic at one of the new part names, or a part there
+ * that another entry beside it owns (or may own: a file whose header cannot
+ * be read). What a writer of this target killed mid-publication left aside
+ * is put back or removed first (see above). A missing output directory is
+ * created. The checks are made again under the directory lock when the set
+ * is published (nf_writer_finish). Cost: one stat per input and per planned
+ * file (inputs are sorted once), and one pass over the directory when a part
+ * is in the way. Not thread-safe: one thread drives a writer. */
 nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
                                 const nf_write_opts *o, const char *const *inputs,
                                 size_t n_inputs, nf_diags *d);
