@@ -201,13 +201,16 @@ int nf_writer_copy(nf_writer *w, uint64_t off, int src_fd, uint64_t src_off, uin
                    nf_diags *d);
 
 /* Finish: (files) write the final catalog text json[0..len) (len must be
- * <= the reservation; padded with spaces), the headers, sync, then publish
- * under the directory lock with catchable signals blocked (see above):
- * parts, then the entry, then remove the replaced set's surplus. A signal
- * that arrives meanwhile takes effect once the set is complete. (streams)
- * pad the payload to its end and flush. Returns 0 or -1; on -1 nothing is
- * published (`io` when another writer published the target meanwhile) and
- * temporaries are gone. The writer is freed either way. */
+ * <= the reservation; padded with spaces), the headers (with
+ * NF_ID_REPRODUCIBLE the id derived from that text first), sync, then
+ * publish under the directory lock with catchable signals blocked (see
+ * above): the old entry and what is in the way moved aside, the parts,
+ * then the entry, then the surplus and what was moved aside removed. A
+ * signal that arrives meanwhile takes effect once the set is complete.
+ * (streams) pad the payload to its end and flush. Returns 0 or -1; on -1
+ * nothing is published (`io` when another writer published the target
+ * meanwhile), what was moved aside is back and temporaries are gone. The
+ * writer is freed either way. */
 int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d);
 
 /* nf_writer_finish with the catalog c serialized against the writer's own
