@@ -85,7 +85,7 @@ snapshot_but() {
     ninfer-split --max-file-bytes 8K -o t.ninfer big.ninfer
     [ -e t.ninfer.part-0004 ] && [ ! -e t.ninfer.part-0005 ]
     # part 2: another artifact_id; part 3: another part_index; part 4 stays a part
-    nf_poke t.ninfer.part-0002 16 ff
+    nf_flip t.ninfer.part-0002 16  # (a poke of ff missed when the id began with ff)
     nf_poke t.ninfer.part-0003 8 07
     local p2 p3
     p2=$(nf_sha256 t.ninfer.part-0002)
