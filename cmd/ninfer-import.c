@@ -27,14 +27,12 @@ static const char usage[] =
     "\n"
     "  -o, --output FILE       write the manifest to FILE (default: stdout); an existing\n"
     "                          file is kept unless --force, a missing directory is made\n"
-    "      --force             replace an existing output (and resource) file\n"
+    "      --force             replace an existing output file\n"
     "      --config FILE       the config.json to use\n"
     "      --fuse              stack Q/K/(gate)/V, MLP gate/up and expert banks into\n"
     "                          one parent each, bound by row ranges\n"
     "      --f16-as FORMAT     F16 tensors as fp32 (lossless) or bf16; default: GGUF matrices\n"
     "                          gguf_f16 (their bytes), everything else fp32\n"
-    "      --resource-dir DIR  where generated resources (a GGUF's gguf_tokenizer.json)\n"
-    "                          are written (default: FILE's directory, else .)\n"
     "  -q, --quiet             no warnings\n"
     "  -h, --help              this text\n"
     "      --version           print the version\n"
@@ -56,14 +54,13 @@ static void warn(void *ctx, const char *msg)
 
 int main(int argc, char **argv)
 {
-    enum { O_CONFIG = 256, O_FUSE, O_F16, O_RESDIR, O_VERSION, O_FORCE };
+    enum { O_CONFIG = 256, O_FUSE, O_F16, O_VERSION, O_FORCE };
     static const struct option lo[] = {
         {"output", required_argument, 0, 'o'},
         {"force", no_argument, 0, O_FORCE},
         {"config", required_argument, 0, O_CONFIG},
         {"fuse", no_argument, 0, O_FUSE},
         {"f16-as", required_argument, 0, O_F16},
-        {"resource-dir", required_argument, 0, O_RESDIR},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
@@ -89,12 +86,6 @@ int main(int argc, char **argv)
             else
                 return nf_usage_error("bad --f16-as '%s' (fp32 or bf16)", optarg);
             break;
-        case O_RESDIR:
-            /* "" (an unset "$RES") would join as "/name": the root */
-            if (!*optarg)
-                return nf_usage_error("--resource-dir '': give a directory ('.' for this one)");
-            o.resource_dir = optarg;
-            break;
         case O_CONFIG:
             if (!*optarg)
                 return nf_usage_error("--config '': give the config.json to use");
@@ -114,14 +105,12 @@ int main(int argc, char **argv)
     o.output = out;
     o.warn = warn;
     o.warn_ctx = &quiet;
-    char *dir = NULL;
-    if (!o.resource_dir)
-        o.resource_dir = out ? (dir = nf_dirname_dup(out)) : ".";
     nf_diags d = NF_DIAGS_INIT;
     d.file = o.checkpoint;
     size_t len = 0;
-    /* the output is checked before any work: nothing (no resource file
-     * either) is written when it would be refused (DESIGN 3). Here what the
+    /* the output is checked before any work: nothing is written when it
+     * would be refused (DESIGN 3; the manifest is the only file an import
+     * writes: no side files). Here what the
      * path is (a directory is usage); the importer compares it with every
      * file it reads (usage), then checks that it does not exist unless
      * --force (io), before it hashes or writes anything */
@@ -137,7 +126,6 @@ int main(int argc, char **argv)
             nf_diag_stdout(&d, -rc);
     }
     free(text);
-    free(dir);
     nf_diags_print(&d, nf_prog, stderr);
     int ex = nf_diags_exit(&d);
     nf_diags_free(&d);

@@ -54,14 +54,12 @@ setup() {
     expect_only_codes usage
     [[ "$stderr" == *'b\xffd/ck/config.json: usage: this path is not valid UTF-8: a manifest cannot name it (rename it)' ]]
     [ ! -e m.json ]
-    # a GGUF's resource directory: refused before the side file is written
+    # a GGUF under such a directory: its resources are ranges of it, refused alike
     nf-mkarch --arch llama ll > /dev/null
-    nf-mkgguf ll ll.gguf
-    run -2 --separate-stderr ninfer-import --resource-dir "$BAD/res" -o m.json ll.gguf
+    nf-mkgguf ll "$BAD/ll.gguf"
+    run -2 --separate-stderr ninfer-import -o m.json "$BAD/ll.gguf"
     expect_only_codes usage
-    [ ! -e "$BAD/res" ] && [ ! -e m.json ]
-    run -0 ninfer-import -q --resource-dir res -o m.json ll.gguf
-    [ -f res/ll.gguf_tokenizer.json ]
+    [ ! -e m.json ]
 }
 
 @test "--json reports and --files write a name that is not UTF-8 as \\xHH: valid JSON" {

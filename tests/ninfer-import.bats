@@ -136,11 +136,17 @@ same_params() {
     run -0 ninfer-bind oll-fp32.ninfer
     [[ "$output" == *$'text/head\t32000x8\t256000\tfp32/contiguous_le_v1\toutput.weight\tview'* ]]
     same_params oll.ninfer oll-fp32.ninfer
-    # the tokenizer key/values as one JSON resource
-    run -0 ninfer-cat --resource gguf_tokenizer.json oll.ninfer
-    [[ "$output" == *'"tokenizer.ggml.model": "llama"'* ]]
-    [[ "$output" == *'"tokenizer.ggml.tokens": ["<unk>","<s>","</s>"'* ]]
-    [ -f llama-2-tiny-random.gguf_tokenizer.json ]
+    # the tokenizer key/values travel in the GGUF's own bytes [0, data offset):
+    # a byte range of the file, no side file beside the manifest (DESIGN 3)
+    local n
+    n=$(tensor_data_start "$g")
+    [ "$(ninfer-cat --resource gguf.prefix oll.ninfer | wc -c)" -eq "$n" ]
+    cmp <(ninfer-cat --resource gguf.prefix oll.ninfer) <(head -c "$n" "$g")
+    ninfer-cat --resource gguf.prefix oll.ninfer > prefix.gguf
+    [ "$(nf-gguf --prefix kv prefix.gguf tokenizer.ggml.model)" = '"llama"' ]
+    [[ "$(nf-gguf --prefix kv prefix.gguf tokenizer.ggml.tokens)" == '["<unk>","<s>","</s>",'* ]]
+    [ ! -e llama-2-tiny-random.gguf_tokenizer.json ]
+    [ -z "$(find . -name '*tokenizer*')" ]
     import_pack "$g" oll-fused --fuse
     same_params oll.ninfer oll-fused.ninfer
     import_pack "$g" oll-bf16 --f16-as bf16 --fuse
@@ -161,6 +167,12 @@ same_params() {
     [ "$(grep -c unsupported <<< "$stderr")" -eq 1 ]
     [[ "$stderr" == *'GGUF tensor type NVFP4 ("blk.0.attn_v.weight"; format gguf_nvfp4) is a later-wave format'* ]]
     [ -z "$output" ]
+}
+
+# tensor_data_start GGUF — where its data section starts: the length of the
+# resource gguf.prefix its import keeps.
+tensor_data_start() {
+    nf-gguf data "$1"
 }
 
 # kv_value_at GGUF KEY — the offset of KEY's value (after its 8-byte length,
@@ -243,17 +255,61 @@ kv_value_at() {
     run -0 --separate-stderr ninfer-import -q g.gguf
 }
 
-@test "--resource-dir '' (an unset variable) is a usage error, never the root directory; --config '' too" {
+@test "--config '' (an unset variable) is a usage error; a GGUF import writes no side file (no --resource-dir)" {
     nf-mkarch --arch llama ck
     nf-mkgguf ck g.gguf
-    run -2 --separate-stderr ninfer-import --resource-dir '' -o m.json g.gguf
-    [ "$stderr" = "ninfer-import: usage: --resource-dir '': give a directory ('.' for this one) (see 'ninfer-import --help')" ]
-    [ ! -e m.json ] && [ ! -e /g.gguf_tokenizer.json ]
     run -2 --separate-stderr ninfer-import --config '' ck
     [ "$stderr" = "ninfer-import: usage: --config '': give the config.json to use (see 'ninfer-import --help')" ]
-    # '.' is the current directory
-    run -0 ninfer-import -q --resource-dir . -o m.json g.gguf
-    [ -f g.gguf_tokenizer.json ]
+    run -2 --separate-stderr ninfer-import --resource-dir . -o m.json g.gguf
+    [ "$stderr" = "ninfer-import: usage: unrecognized option '--resource-dir' (see 'ninfer-import --help')" ]
+    [ ! -e m.json ]
+    # to standard output: nothing in the working directory; -o /dev/null: nothing anywhere
+    corrupt_template g.gguf > /dev/null
+    mkdir out && cd out
+    ninfer-import -q ../g.gguf > ../m.json
+    [ -s ../m.json ] && [ -z "$(ls -A)" ]
+    ninfer-import -q -o /dev/null ../g.gguf
+    [ -z "$(ls -A)" ] && [ ! -e /dev/g.gguf_tokenizer.json ]
+    # a failure leaves nothing behind either (the output's directories included)
+    run -1 --separate-stderr ninfer-import -q -o new/dir/m.json ../bad-template.gguf
+    expect_only_codes utf8
+    [ -z "$(ls -A)" ]
+}
+
+# corrupt_template GGUF — a copy (bad-template.gguf) whose chat template holds
+# the byte 0xff (not UTF-8); prints its name.
+corrupt_template() {
+    cp "$1" bad-template.gguf
+    local at
+    at=$(grep -abo '{% for m in messages' bad-template.gguf | head -n1 | cut -d: -f1)
+    nf_poke bad-template.gguf $((at + 3)) ff
+    echo bad-template.gguf
+}
+
+@test "GGUF chat template and tokenizer.huggingface.json: not UTF-8 is utf8 naming the key; not a string or empty is dropped with a warning" {
+    nf-mkarch --arch llama ck
+    nf-mkgguf ck g.gguf
+    run -1 --separate-stderr ninfer-import -o m.json "$(corrupt_template g.gguf)"
+    [ "$stderr" = 'ninfer-import: bad-template.gguf: /kv/tokenizer.chat_template: utf8: tokenizer.chat_template is not a UTF-8 string at byte 3 (GGUF strings are UTF-8)' ]
+    [ ! -e m.json ]
+    cp g.gguf bad-json.gguf
+    local at
+    at=$(grep -abo '{"version": "1.0"}' bad-json.gguf | head -n1 | cut -d: -f1)
+    nf_poke bad-json.gguf $((at + 1)) c3
+    run -1 --separate-stderr ninfer-import -o m.json bad-json.gguf
+    [ "$stderr" = 'ninfer-import: bad-json.gguf: /kv/tokenizer.huggingface.json: utf8: tokenizer.huggingface.json is not a UTF-8 string at byte 1 (GGUF strings are UTF-8)' ]
+    [ ! -e m.json ]
+    # a u32 template, an empty one: dropped, and said
+    nf-mkgguf --no-tokenizer --kv-u32 tokenizer.chat_template=5 ck u32.gguf
+    run -0 --separate-stderr ninfer-import -o m1.json u32.gguf
+    [ "$stderr" = "ninfer-import: warning: u32.gguf: tokenizer.chat_template is u32; dropped (resource chat_template.jinja needs a non-empty string)" ]
+    run -1 grep -qF chat_template.jinja m1.json
+    nf-mkgguf --no-tokenizer --kv-str tokenizer.chat_template= --kv-str tokenizer.huggingface.json= ck empty.gguf
+    run -0 --separate-stderr ninfer-import -o m2.json empty.gguf
+    [[ "$stderr" == *"warning: empty.gguf: tokenizer.chat_template is an empty string; dropped (resource chat_template.jinja needs a non-empty string)"* ]]
+    [[ "$stderr" == *"warning: empty.gguf: tokenizer.huggingface.json is an empty string; dropped (resource tokenizer.json needs a non-empty string)"* ]]
+    run -0 ninfer-pack -q -o e.ninfer m2.json
+    run -1 ninfer-cat --resource chat_template.jinja e.ninfer
 }
 
 @test "a split GGUF (gguf-split's split.count) is one unsupported line (4), not a coverage line per tensor; trailing 1 dimensions are the same tensor" {
@@ -307,13 +363,14 @@ kv_value_at() {
         run -0 ninfer-bind "$v.ninfer"
         [ -z "$output" ]
         ninfer-cat --catalog "$v.ninfer" | grep -qF '"bindings":{},"uses":[]'
-        ninfer-cat --resource gguf_tokenizer.json "$v.ninfer" | grep -qF '"tokenizer.ggml.tokens": ['
+        # a vocabulary-only GGUF is all prefix: the resource is the whole file
+        cmp <(ninfer-cat --resource gguf.prefix "$v.ninfer") "$REALDATA/llamacpp-vocab-gguf/ggml-vocab-$v.gguf"
+        ninfer-cat --resource gguf.prefix "$v.ninfer" > "$v.prefix"
+        [[ "$(nf-gguf --prefix kv "$v.prefix" tokenizer.ggml.tokens)" == '["'* ]]
     done
     # phi-3 carries a chat template: its own resource, byte for byte the GGUF's string
     run -0 ninfer-cat --resource chat_template.jinja phi-3.ninfer
     [[ "$output" == "{{ bos_token }}{% for message in messages %}"* ]]
-    run -0 ninfer-cat --resource gguf_tokenizer.json phi-3.ninfer
-    [[ "$output" != *chat_template* ]]
     ninfer-cat --catalog gpt-2.ninfer | grep -qF '"architectures":["GPT2LMHeadModel"]'
 }
 
@@ -637,17 +694,19 @@ man_cmd() {
     [[ "$output" == *$'text/layers/1/mlp/up\t96x64\t6144\tbf16/contiguous_le_v1\tblk.1.ffn_up.weight\tview'* ]]
     grep -qF '"mlp_only_layers":[1]' g-qwen3moe-bf16.json
     # the tokenizer: template and embedded tokenizer.json are byte ranges of the GGUF,
-    # the rest one JSON object (a tab and a quote escaped, negative ints kept)
+    # every key/value in its prefix, read back by our GGUF reader (a tab and a
+    # quote escaped, negative ints and -0.0 kept)
     run -0 ninfer-cat --resource chat_template.jinja g-llama-bf16.ninfer
     [ "$output" = '{% for m in messages %}{{ m.content }}{% endfor %}' ]
     run -0 ninfer-cat --resource tokenizer.json g-llama-bf16.ninfer
     [ "$output" = '{"version": "1.0"}' ]
-    run -0 ninfer-cat --resource gguf_tokenizer.json g-llama-bf16.ninfer
-    [[ "$output" == *'"tab\t\"7\""'* ]]
-    [[ "$output" == *'"tokenizer.ggml.scores": [-0.0,-1.5,-3.0]'* ]]  # -1.5 x 0 keeps its sign
-    [[ "$output" == *'"tokenizer.ggml.token_type": [1,-1]'* ]]
-    [[ "$output" == *'"tokenizer.ggml.add_bos_token": true'* ]]
-    [[ "$output" != *chat_template* ]]
+    ninfer-cat --resource gguf.prefix g-llama-bf16.ninfer > p.gguf
+    cmp p.gguf <(head -c "$(wc -c < p.gguf)" llama-bf16.gguf)
+    [ "$(wc -c < p.gguf)" -eq "$(tensor_data_start llama-bf16.gguf)" ]
+    [[ "$(nf-gguf --prefix kv p.gguf tokenizer.ggml.tokens)" == *'"tab\t\"7\""'* ]]
+    [ "$(nf-gguf --prefix kv p.gguf tokenizer.ggml.scores)" = '[-0.0,-1.5,-3.0]' ]  # -1.5 x 0 keeps its sign
+    [ "$(nf-gguf --prefix kv p.gguf tokenizer.ggml.token_type)" = '[1,-1]' ]
+    [ "$(nf-gguf --prefix kv p.gguf tokenizer.ggml.add_bos_token)" = true ]
     # F16 GGUF matrices keep their bytes as gguf_f16 objects by default
     run -0 ninfer-bind g-llama-f16.ninfer
     [[ "$output" == *$'text/layers/0/mlp/gate\t96x64\t6144\tgguf_f16/gguf_rows_v1'* ]]

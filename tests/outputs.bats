@@ -73,26 +73,20 @@ setup() {
     run -0 --separate-stderr ninfer-verify d4/e/m.ninfer
 }
 
-@test "import's resource file follows the rule: an existing one is kept without --force (nothing written)" {
+@test "a GGUF import writes its manifest and nothing else: an existing manifest is kept without --force" {
     nf-mkarch --arch llama ckg
     nf-mkgguf --alignment 64 ckg g.gguf
-    run -0 --separate-stderr ninfer-import -q -o gm.json g.gguf
-    [ -f g.gguf_tokenizer.json ]
-    # the same bytes again: no conflict, the manifest is what stops it
-    run -3 --separate-stderr ninfer-import -q -o gm.json g.gguf
-    expect_only_codes io
-    run -0 --separate-stderr ninfer-import -q --force -o gm.json g.gguf
-    # a different resource file is the user's: refused, and the manifest is not written
-    echo '{"mine": 1}' > g.gguf_tokenizer.json
-    rm gm.json
+    mkdir w && cd w
+    run -0 --separate-stderr ninfer-import -q -o gm.json ../g.gguf
+    [ "$(ls -A)" = gm.json ]
     local before
     before=$(nf_snapshot .)
-    run -3 --separate-stderr ninfer-import -q -o gm.json g.gguf
+    run -3 --separate-stderr ninfer-import -q -o gm.json ../g.gguf
     expect_only_codes io
-    grep -qF 'g.gguf_tokenizer.json: io: output exists' <<< "$stderr"
     expect_unchanged "$before"
-    run -0 --separate-stderr ninfer-import -q --force -o gm.json g.gguf
-    grep -qF '"tokenizer.ggml' g.gguf_tokenizer.json
+    run -0 --separate-stderr ninfer-import -q --force -o gm.json ../g.gguf
+    [ "$(ls -A)" = gm.json ]
+    grep -qF '"gguf.prefix": "r.gguf.prefix"' gm.json
 }
 
 # on_tty CMD — run CMD with standard output on a pseudo-terminal (script(1));

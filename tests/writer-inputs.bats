@@ -22,7 +22,7 @@ refused() {
     before=$(nf_snapshot .)
     run -2 --separate-stderr "$@"
     expect_only_codes usage
-    [[ "$stderr" == *"names an input file"* || "$stderr" == *"is the generated resource file"* ]]
+    [[ "$stderr" == *"names an input file"* ]]
     expect_unchanged "$before"
     no_temporaries .
 }
@@ -70,26 +70,14 @@ refused() {
     run -0 --separate-stderr ninfer-import -q -o m.json ck
 }
 
-@test "import of a GGUF: -o onto the GGUF, the resource file at -o, the resource file onto the GGUF" {
+@test "import of a GGUF: -o onto the GGUF, through a hard link or a symlink, is refused" {
     nf-mkarch --arch llama ckg
     nf-mkgguf --alignment 64 ckg g.gguf
     refused ninfer-import -q --force -o g.gguf g.gguf
     ln g.gguf hard.gguf
     refused ninfer-import -q --force -o hard.gguf g.gguf
-    # -o naming the resource file the import writes: the manifest would
-    # replace the resource it names (before: exit 0 with --force)
-    refused ninfer-import -q --force -o g.gguf_tokenizer.json g.gguf
-    mkdir res
-    refused ninfer-import -q --force --resource-dir res -o res/g.gguf_tokenizer.json g.gguf
-    # an existing resource file (the same bytes) at -o
-    run -0 --separate-stderr ninfer-import -q -o m.json g.gguf
-    rm m.json
-    refused ninfer-import -q --force -o g.gguf_tokenizer.json g.gguf
-    # a resource path that is a symlink to the GGUF: --force replaces what a
-    # symlink names, which would have been the GGUF
-    rm g.gguf_tokenizer.json
-    ln -s g.gguf g.gguf_tokenizer.json
-    refused ninfer-import -q --force -o m.json g.gguf
+    ln -s g.gguf soft.gguf
+    refused ninfer-import -q --force -o soft.gguf g.gguf
     [ "$(head -c 4 g.gguf)" = GGUF ]
 }
 

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nf_digest.h"
 #include "nf_io.h"
 #include "nf_util.h"
 
@@ -105,6 +106,7 @@ const char *nf_gguf_vtype_name(nf_gguf_vtype t)
 
 typedef struct {
     int fd;
+    const unsigned char *mem; /* a prefix held in memory (nf_gguf_open_prefix): fd unused */
     uint64_t size;      /* file size */
     uint64_t pos;       /* next byte to consume */
     unsigned char *buf;
@@ -124,6 +126,8 @@ static const unsigned char *rd_need(rd_t *r, size_t n)
         r->eof = true;
         return NULL;
     }
+    if (r->mem)
+        return r->mem + r->pos;
     if (r->pos >= r->buf_off && r->pos + n <= r->buf_off + r->buf_len)
         return r->buf + (r->pos - r->buf_off);
     uint64_t want = r->size - r->pos;
@@ -196,6 +200,8 @@ static bool rd_copy(rd_t *r, void *dst, uint64_t n)
 
 typedef struct {
     int fd;
+    const unsigned char *mem; /* nf_gguf_open_prefix: the caller's bytes */
+    bool prefix_only;         /* the bytes end where the data section starts */
     size_t *kv_sorted;  /* kv indices sorted by key */
     size_t *t_sorted;   /* tensor indices sorted by name */
 } gguf_priv;
@@ -653,6 +659,23 @@ static bool place_tensors(nf_gguf *g, uint64_t header_end, nf_diags *d)
         nf_diag_add(d, NF_C_RANGE, "", "data section offset overflows");
         return false;
     }
+    const gguf_priv *pv = g->priv;
+    if (pv->prefix_only) { /* no data to check the tensors against */
+        for (size_t i = 0; i < g->n_tensors; i++) {
+            nf_gguf_tensor *t = &g->tensors[i];
+            if (t->offset % g->alignment != 0) {
+                char *ptr = nf_ptr_index("/tensors", i);
+                nf_diag_add(d, NF_C_ALIGNMENT, ptr, "tensor \"%s\": offset %" PRIu64
+                            " is not a multiple of the alignment %" PRIu64, t->name, t->offset,
+                            g->alignment);
+                free(ptr);
+            } else if (!nf_add_u64(t->offset, g->data_start, &t->offset) ||
+                       t->offset + t->bytes < t->offset) {
+                nf_diag_add(d, NF_C_RANGE, "", "tensor \"%s\": offset overflows", t->name);
+            }
+        }
+        return !nf_diags_exit(d);
+    }
     if (g->n_tensors && g->data_start > g->file_size) {
         nf_diag_add(d, NF_C_HEADER, "", "file truncated: the data section would start at %"
                     PRIu64 ", past the end of the %" PRIu64 "-byte file", g->data_start,
@@ -703,7 +726,7 @@ static bool check_overlaps(nf_gguf *g, nf_diags *d)
 static bool read_header(nf_gguf *g, gguf_priv *pv, rd_t *r, const char *path, nf_diags *d)
 {
     uint64_t n_kv, n_tensors;
-    if (!open_file(g, pv, r, path, d) || !read_preamble(g, r, d, &n_kv, &n_tensors))
+    if ((!pv->mem && !open_file(g, pv, r, path, d)) || !read_preamble(g, r, d, &n_kv, &n_tensors))
         return false;
     for (uint64_t i = 0; i < n_kv; i++)
         if (!read_kv(g, r, d, (size_t)i))
@@ -717,16 +740,22 @@ static bool read_header(nf_gguf *g, gguf_priv *pv, rd_t *r, const char *path, nf
            check_overlaps(g, d);
 }
 
-nf_gguf *nf_gguf_open(const char *path, nf_diags *d)
+/* nf_gguf_open and nf_gguf_open_prefix: mem NULL reads the file at path. */
+static nf_gguf *gguf_open(const char *path, const unsigned char *mem, size_t n, nf_diags *d)
 {
     nf_diags local = NF_DIAGS_INIT;
     local.file = path;
     nf_gguf *g = calloc(1, sizeof *g);
     gguf_priv *pv = calloc(1, sizeof *pv);
-    rd_t r = {.fd = -1};
+    rd_t r = {.fd = -1, .mem = mem, .size = n};
     bool ok = false;
-    if (pv)
+    if (pv) {
         pv->fd = -1;
+        pv->mem = mem;
+        pv->prefix_only = mem != NULL;
+    }
+    if (g)
+        g->file_size = n;
     if (!g || !pv || !(g->path = strdup(path)) || !(r.buf = malloc(RD_BUF)))
         nf_diag_add(&local, NF_C_IO, "", "out of memory");
     else {
@@ -747,6 +776,17 @@ nf_gguf *nf_gguf_open(const char *path, nf_diags *d)
     nf_diags_move(d, &local);
     nf_diags_free(&local);
     return g;
+}
+
+nf_gguf *nf_gguf_open(const char *path, nf_diags *d)
+{
+    return gguf_open(path, NULL, 0, d);
+}
+
+nf_gguf *nf_gguf_open_prefix(const void *buf, size_t n, const char *name, nf_diags *d)
+{
+    static const unsigned char empty[1];
+    return gguf_open(name, buf ? buf : empty, buf ? n : 0, d);
 }
 
 /* ---- lookups --------------------------------------------------------------- */
@@ -803,10 +843,15 @@ static int gfd(const nf_gguf *g)
 int nf_gguf_pread(const nf_gguf *g, void *buf, size_t n, uint64_t off)
 {
     int fd = gfd(g);
-    if (fd < 0)
+    const unsigned char *mem = g && g->priv ? ((const gguf_priv *)g->priv)->mem : NULL;
+    if (fd < 0 && !mem)
         return -EBADF;
     if (off > g->file_size || n > g->file_size - off)
         return -ERANGE;
+    if (mem) {
+        memcpy(buf, mem + off, n);
+        return 0;
+    }
     ssize_t got = nf_pread_full(fd, buf, n, off);
     if (got < 0)
         return (int)got;
@@ -1127,9 +1172,10 @@ static bool json_value(jv_ctx *cx, rd_t *r, uint32_t t, unsigned depth, sbuf *b)
 
 char *nf_gguf_kv_json(const nf_gguf *g, const nf_gguf_kv *kv, size_t *len, nf_diags *d)
 {
-    if (!g || !kv || gfd(g) < 0)
+    const unsigned char *mem = g && g->priv ? ((const gguf_priv *)g->priv)->mem : NULL;
+    if (!g || !kv || (gfd(g) < 0 && !mem))
         return NULL;
-    rd_t r = {.fd = gfd(g), .size = g->file_size, .pos = kv->value_offset};
+    rd_t r = {.fd = gfd(g), .mem = mem, .size = g->file_size, .pos = kv->value_offset};
     sbuf b = {0};
     jv_ctx cx = {g, kv, d, 0, false};
     size_t before = d ? d->n + d->dropped : 0;
@@ -1159,4 +1205,78 @@ void nf_gguf_hf_dims(const nf_gguf_tensor *t, uint64_t dims[4])
 {
     for (unsigned k = 0; k < t->n_dims; k++)
         dims[k] = t->ne[t->n_dims - 1 - k];
+}
+
+/* ---- one pass over the file ------------------------------------------------ */
+
+int nf_gguf_hash(const nf_gguf *g, char file_hex[65], char (*tensor_hex)[65],
+                 uint64_t *nonzero_gap)
+{
+    int fd = gfd(g);
+    if (fd < 0)
+        return -EBADF;
+    size_t *by_off = sorted_indices(g, g->n_tensors, t_off_cmp);
+    enum { CHUNK = 4u << 20 };
+    unsigned char *buf = malloc(CHUNK);
+    nf_sha256 *fh = nf_sha256_new();
+    int rc = by_off && buf && fh ? 0 : -ENOMEM;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    *nonzero_gap = UINT64_MAX;
+    size_t k = 0;          /* next tensor (by offset) not yet finished */
+    nf_sha256 *th = NULL;  /* the hash of tensor by_off[k] once started */
+    for (uint64_t pos = 0; !rc && pos < g->file_size;) {
+        size_t want = g->file_size - pos < CHUNK ? (size_t)(g->file_size - pos) : CHUNK;
+        ssize_t got = nf_pread_full(fd, buf, want, pos);
+        if (got < 0 || (size_t)got != want) {
+            rc = got < 0 ? (int)got : -EIO;
+            break;
+        }
+        nf_sha256_update(fh, buf, want);
+        uint64_t end = pos + want, at = pos;
+        while (at < end) {
+            const nf_gguf_tensor *t = k < g->n_tensors ? &g->tensors[by_off[k]] : NULL;
+            uint64_t tb = t ? t->offset : UINT64_MAX, te = t ? t->offset + t->bytes : UINT64_MAX;
+            if (at < tb) { /* header, or a gap of the data section */
+                uint64_t stop = tb < end ? tb : end;
+                for (uint64_t q = at; at >= g->data_start && q < stop; q++)
+                    if (buf[q - pos] && *nonzero_gap == UINT64_MAX)
+                        *nonzero_gap = q;
+                if (at < g->data_start && stop > g->data_start)
+                    stop = g->data_start; /* the gap part is checked on the next turn */
+                at = stop;
+                continue;
+            }
+            if (!th && !(th = nf_sha256_new())) {
+                rc = -ENOMEM;
+                break;
+            }
+            uint64_t stop = te < end ? te : end;
+            nf_sha256_update(th, buf + (at - pos), (size_t)(stop - at));
+            at = stop;
+            if (at == te) {
+                nf_sha256_final(th, tensor_hex[by_off[k]]);
+                th = NULL;
+                k++;
+            }
+        }
+        pos = end;
+    }
+    /* zero-length tensors (none in a valid file) and ones past the end */
+    for (; !rc && k < g->n_tensors; k++) {
+        nf_sha256 *h = th ? th : nf_sha256_new();
+        th = NULL;
+        if (!h) {
+            rc = -ENOMEM;
+            break;
+        }
+        nf_sha256_final(h, tensor_hex[by_off[k]]);
+    }
+    if (!rc)
+        nf_sha256_final(fh, file_hex);
+    else
+        nf_sha256_free(fh);
+    nf_sha256_free(th);
+    free(buf);
+    free(by_off);
+    return rc;
 }

@@ -140,6 +140,15 @@ typedef struct {
 nf_gguf *nf_gguf_open(const char *path, nf_diags *d);
 void nf_gguf_free(nf_gguf *g);
 
+/* Parse a GGUF's bytes [0, data offset) held in buf[0..n) (what an import
+ * keeps as its resource gguf.prefix): header, key/values and tensor infos
+ * with every check of nf_gguf_open that does not need the tensor data
+ * (offsets are checked for alignment and overflow only, made absolute as
+ * usual). name names it in diagnostics. buf must outlive the handle (it is
+ * not copied); values (nf_gguf_kv_*) are read from it; nf_gguf_read_tensor
+ * gives -ERANGE. NULL with diagnostics. */
+nf_gguf *nf_gguf_open_prefix(const void *buf, size_t n, const char *name, nf_diags *d);
+
 /* Lookups by exact name; NULL when absent. */
 const nf_gguf_tensor *nf_gguf_find_tensor(const nf_gguf *g, const char *name);
 const nf_gguf_kv *nf_gguf_find_kv(const nf_gguf *g, const char *key);
@@ -187,6 +196,16 @@ int nf_gguf_pread(const nf_gguf *g, void *buf, size_t n, uint64_t off);
  * buf. Returns 0, -ERANGE outside the tensor's `bytes`, or -errno. */
 int nf_gguf_read_tensor(const nf_gguf *g, const nf_gguf_tensor *t, uint64_t off, void *buf,
                         size_t n);
+
+/* One sequential pass over the file (large reads): the SHA-256 of the whole
+ * file into file_hex and of each tensor's data bytes [offset, offset+bytes)
+ * into tensor_hex[i] (n_tensors entries, in g->tensors' order: what
+ * llama-gguf-hash --sha256 prints per tensor). *nonzero_gap gets the
+ * offset of the first nonzero byte of the data section outside every
+ * tensor (alignment padding, the tail), or UINT64_MAX when there is none.
+ * Returns 0 or -errno (-EBADF for a handle of nf_gguf_open_prefix). */
+int nf_gguf_hash(const nf_gguf *g, char file_hex[65], char (*tensor_hex)[65],
+                 uint64_t *nonzero_gap);
 
 /* The tensor's shape in Hugging Face / C order: dims[k] = ne[n_dims-1-k]
  * for k < n_dims (a ggml [ne0=K, ne1=N] matrix is [N, K]). */

@@ -15,6 +15,7 @@
 
 #include "nf_binder.h"
 #include "nf_digest.h"
+#include "nf_export.h"
 #include "nf_gguf.h"
 #include "nf_io.h"
 #include "nf_json.h"
@@ -150,6 +151,7 @@ typedef struct {
     char tb[32];
     bool gguf;                /* a GGUF tensor (type below) */
     uint32_t ggml_type;
+    size_t index;             /* GGUF: its index in the file's tensor infos */
 } ck_t;
 
 static void ck_free(ckpt *c)
@@ -187,7 +189,8 @@ static bool ck_find_exact(ckpt *c, const char *name, ck_t *out)
         out->dt_name = nf_ggml_type_name(t->type, out->tb);
         out->gguf = true;
         out->ggml_type = t->type;
-        c->used[0][t - c->g->tensors] = true;
+        out->index = (size_t)(t - c->g->tensors);
+        c->used[0][out->index] = true;
         return true;
     }
     size_t w = sm_get(&c->where, name);
@@ -783,7 +786,28 @@ typedef struct {
     uint64_t cols_k, cols_v, cols_hd;
     nf_jval *row_copies;     /* GGUF objects whose whole rows the packer moves */
     nf_jval *transformed;    /* objects decoded and re-encoded with a transform */
+    struct gtrec *gt;        /* GGUF: per tensor of the file, what holds it */
+    char (*gt_sha)[65];      /* GGUF: per tensor, the SHA-256 of its bytes */
+    uint64_t nonzero_gap;    /* GGUF: first nonzero padding byte (UINT64_MAX: none) */
 } mb;
+
+/* Rows [trow, trow + n) of a GGUF tensor (after its unpermute) are rows
+ * [prow, prow + n) of a fused parent. */
+typedef struct {
+    uint64_t trow, prow, n;
+} gseg;
+
+/* What an export back to GGUF needs of one tensor of the file (DESIGN 16):
+ * the object holding it and the transform the import applied. */
+typedef struct gtrec {
+    const char *object;      /* NULL: no object holds it */
+    uint64_t heads;          /* llama-rope unpermute */
+    nf_value_map map;
+    uint64_t ck, cv, chd;    /* v-heads-tiled column unpermute (Hk, Hv, Dv) */
+    bool original;           /* its bytes are kept as NF_GGUF_ORIGINAL_PREFIX + name */
+    gseg *segs;              /* fused: where its rows are in the parent */
+    size_t n_segs;
+} gtrec;
 
 /* How one checkpoint tensor becomes an object (DESIGN 7.5, 10 "Importing
  * GGUF"). */
@@ -1029,6 +1053,47 @@ static bool cols_aux(mb *m, const char *param, const nf_src_tensor *want)
     return sm_put(&m->colsaux, param, 1);
 }
 
+/* The round-trip record of GGUF tensor t, held by `object` (DESIGN 16):
+ * the transform the import applies, and whether the tensor's original
+ * bytes must be kept too: when the object's values cannot give them back
+ * bit for bit (log-neg; a minus-one that nf_export_map_exact refuses; a
+ * block-quantized tensor decoded to fp32). False with a diagnostic when the
+ * tensor cannot be read. */
+static bool record_tensor(mb *m, const ck_t *t, const nf_src_tensor *want, const obj_enc *e,
+                          const char *object)
+{
+    if (!t->gguf || !m->gt || m->gt[t->index].object)
+        return true;
+    gtrec *r = &m->gt[t->index];
+    r->object = object;
+    r->heads = want->unpermute_heads;
+    r->map = want->map;
+    if (want->tiled_v && !e->cols_aux) {
+        r->ck = want->tiled_k;
+        r->cv = want->tiled_v;
+        r->chd = want->tiled_hd;
+    }
+    if (t->dt == DT_OTHER) {
+        r->original = strcmp(e->layout, "gguf_rows_v1") != 0;
+    } else if (want->map == NF_VMAP_LOG_NEG) {
+        r->original = true;
+    } else if (want->map == NF_VMAP_MINUS_ONE) {
+        const nf_gguf_tensor *gt = &m->c->g->tensors[t->index];
+        void *raw = gt->bytes < SIZE_MAX ? malloc(gt->bytes ? (size_t)gt->bytes : 1) : NULL;
+        int rc = raw ? nf_gguf_read_tensor(m->c->g, gt, 0, raw, (size_t)gt->bytes) : -ENOMEM;
+        if (rc) {
+            nf_diag_addf(m->d, NF_C_IO, t->path, "", "cannot read tensor \"%s\": %s", t->name,
+                         strerror(-rc));
+            free(raw);
+            return false;
+        }
+        nf_format of = nf_format_from_name(e->format, strlen(e->format));
+        r->original = !nf_export_map_exact(t->ggml_type, want->map, of, raw, gt->elements);
+        free(raw);
+    }
+    return true;
+}
+
 /* One object per checkpoint tensor; the parameter binds it whole or in parts. */
 static nf_jval *bind_plain(mb *m, const nf_arch_plan *plan, const nf_param *p, nf_naming nm)
 {
@@ -1057,6 +1122,8 @@ static nf_jval *bind_plain(mb *m, const nf_arch_plan *plan, const nf_param *p, n
         nf_jarr_push(m->objects, nf_jval_freeze(o));
         sm_put(&m->objs, t.name, m->n_objects++);
         note_transform(m, &t, want, &e);
+        if (!record_tensor(m, &t, want, &e, t.name))
+            return NULL;
     }
     if (e.cols_aux && !cols_aux(m, p->name, want))
         return NULL;
@@ -1080,6 +1147,26 @@ static nf_jval *bind_plain(mb *m, const nf_arch_plan *plan, const nf_param *p, n
     }
     nf_jobj_set(b, "parts", parts);
     return b;
+}
+
+/* A fused parent's rows [prow, prow + n) hold rows [trow, trow + n) of
+ * GGUF tensor t (its record, record_tensor, names the parent). */
+static bool record_segment(mb *m, const ck_t *t, const nf_src_tensor *want, const obj_enc *e,
+                           const char *parent, uint64_t trow, uint64_t prow, uint64_t n)
+{
+    if (!t->gguf || !m->gt)
+        return true;
+    if (!record_tensor(m, t, want, e, parent))
+        return false;
+    gtrec *r = &m->gt[t->index];
+    gseg *v = realloc(r->segs, (r->n_segs + 1) * sizeof *v);
+    if (!v) {
+        nf_diag_add(m->d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    r->segs = v;
+    r->segs[r->n_segs++] = (gseg){trow, prow, n};
+    return true;
 }
 
 /* A fused parent for group gi; binds every member. Returns false on error. */
@@ -1118,13 +1205,15 @@ static bool bind_group(mb *m, const nf_arch_plan *plan, size_t gi, nf_naming nm)
         fmt = e.format;
         lay = e.layout;
         first[k] = rows;
-        uint64_t cols = want->elements / want->dims[0];
+        uint64_t cols = want->elements / want->dims[0], prow = rows;
         size_t nr = map->n_ranges ? map->n_ranges : 1;
-        for (size_t i = 0; i < nr; i++) {
+        for (size_t i = 0; i < nr && ok; i++) {
             uint64_t b0 = map->n_ranges ? map->ranges[i].begin : 0;
             uint64_t b1 = map->n_ranges ? map->ranges[i].end : want->elements;
             bool whole = map->n_ranges == 0;
             tensor_source(m, &t, want, !whole, b0 / cols, b1 / cols, &items[n_items++]);
+            ok = record_segment(m, &t, want, &e, g->id, b0 / cols, prow, (b1 - b0) / cols);
+            prow += (b1 - b0) / cols;
         }
         rows += p->dims[0];
     }
@@ -1323,7 +1412,16 @@ static bool outputs_checked(const nf_import_opts *o, const prov *pv, const ckpt 
 
 /* Every file the import reads is recorded here, before anything is written
  * (the side file of a GGUF is written after its GGUF is recorded). */
+static bool prov_file_hashed(prov *pv, const char *path, const char *given, nf_diags *d);
+
 static bool prov_file(prov *pv, const char *path, nf_diags *d)
+{
+    return prov_file_hashed(pv, path, NULL, d);
+}
+
+/* prov_file with the file's SHA-256 already known (given, 64 hex digits),
+ * or computed here (given NULL). */
+static bool prov_file_hashed(prov *pv, const char *path, const char *given, nf_diags *d)
 {
     struct stat sb;
     char hex[65];
@@ -1335,7 +1433,9 @@ static bool prov_file(prov *pv, const char *path, nf_diags *d)
         output_is_input(pv, path, d);
         return false;
     }
-    int rc = nf_digest_file(path, hex);
+    int rc = given ? 0 : nf_digest_file(path, hex);
+    if (given)
+        memcpy(hex, given, 65);
     if (rc) {
         nf_diag_addf(d, NF_C_IO, path, "", "cannot read: %s", strerror(-rc));
         return false;
@@ -1390,172 +1490,163 @@ static void add_resource(mb *m, nf_jval *res, const char *role, nf_jval *obj)
     nf_jobj_set(res, role, nf_jnew_string(id));
 }
 
-/* Does the regular file path hold exactly text[0..len)? */
-static bool same_bytes(const char *path, const char *text, size_t len)
+/* A tokenizer string key of the GGUF (tokenizer.chat_template,
+ * tokenizer.huggingface.json) as resource `role`: a byte range of the GGUF
+ * itself, no copy. A value that is not UTF-8 is refused as every other
+ * GGUF string is (utf8, naming the key); a value that is not a string, or
+ * an empty one, is dropped with a warning saying so. */
+static bool gguf_string_resource(mb *m, const nf_gguf *g, const char *key, const char *role,
+                                 nf_jval *res)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-    struct stat st;
-    bool same = false;
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == len) {
-        char *b = malloc(len ? len : 1);
-        same = b && nf_pread_full(fd, b, len, 0) == (ssize_t)len && memcmp(b, text, len) == 0;
-        free(b);
+    const nf_gguf_kv *kv = nf_gguf_find_kv(g, key);
+    if (!kv)
+        return true;
+    char ptr[96];
+    snprintf(ptr, sizeof ptr, "/kv/%s", key);
+    if (kv->type != NF_GGUF_STRING || kv->value_bytes <= 8) {
+        warnf(m->o, "warning: %s: %s is %s; dropped (resource %s needs a non-empty string)",
+              g->path, key, kv->type != NF_GGUF_STRING ? nf_gguf_vtype_name(kv->type)
+                                                       : "an empty string", role);
+        return true;
     }
-    if (fd >= 0)
-        close(fd);
-    return same;
-}
-
-/* The file path names, for comparing two paths of which either may not
- * exist yet: "dev:ino" when it exists, else the real path of its directory
- * with its base name (the absolute path when the directory is missing too).
- * NULL: out of memory. */
-static char *file_identity(const char *path)
-{
-    struct stat st;
-    char *r = NULL;
-    if (stat(path, &st) == 0) {
-        if (asprintf(&r, "%llu:%llu", (unsigned long long)st.st_dev,
-                     (unsigned long long)st.st_ino) < 0)
-            r = NULL;
-        return r;
-    }
-    char *dir = nf_dirname_dup(path), *rd = dir ? realpath(dir, NULL) : NULL;
-    if (rd)
-        r = nf_path_join(rd, nf_basename(path));
-    else
-        r = absdup(path);
-    free(rd);
-    free(dir);
-    return r;
-}
-
-/* Write text to dir/name by the output rules of DESIGN 3 (nf_write_file: an
- * existing file is kept unless force; the same bytes already there are no
- * conflict; a path naming the input (the GGUF, the --config file) or the
- * manifest's own output is refused,
- * `usage`, before anything is written); returns the absolute path or NULL. */
-static char *write_side_file(const char *dir, const char *name, const char *text, size_t len,
-                             bool force, const prov *pv, const char *input,
-                             const char *config, nf_diags *d)
-{
-    char *path = nf_path_join(dir, name), *adir = absdup(dir);
-    if (!path || !adir) {
-        free(path);
-        free(adir);
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-        return NULL;
-    }
-    /* the manifest will name it (prov_file): refuse before writing */
-    bool utf8 = nf_utf8_invalid_at(path, strlen(path)) == strlen(path) &&
-                nf_utf8_invalid_at(adir, strlen(adir)) == strlen(adir);
-    free(adir);
-    if (!utf8) {
-        nf_diag_addf(d, NF_C_USAGE, path, "",
-                     "this path is not valid UTF-8: a manifest cannot name it (rename it)");
-        free(path);
-        return NULL;
-    }
-    if (pv->out) {
-        char *a = file_identity(path), *b = NULL;
-        if (pv->out_exists) {
-            if (asprintf(&b, "%llu:%llu", (unsigned long long)pv->out_dev,
-                         (unsigned long long)pv->out_ino) < 0)
-                b = NULL;
-        } else {
-            b = file_identity(pv->out);
-        }
-        bool same = a && b && strcmp(a, b) == 0;
-        free(a);
-        free(b);
-        if (same) {
-            nf_diag_addf(d, NF_C_USAGE, pv->out, "",
-                         "%s is the generated resource file %s (see --resource-dir); "
-                         "refusing to write", strcmp(pv->out, "(stdout)") ? "output"
-                         : "standard output", path);
-            free(path);
-            return NULL;
-        }
-    }
-    const char *inputs[2] = {input, config};
-    if (!same_bytes(path, text, len) &&
-        nf_write_file(path, text, len, force, inputs, 2, d) < 0) {
-        free(path);
-        return NULL;
-    }
-    char *abs = absdup(path);
-    free(path);
-    return abs;
-}
-
-/* The GGUF tokenizer as resources (roles of the header comment). */
-static bool gguf_resources(mb *m, const nf_gguf *g, nf_jval *res, prov *pv)
-{
-    const nf_gguf_kv *ct = nf_gguf_find_kv(g, "tokenizer.chat_template");
-    const nf_gguf_kv *hj = nf_gguf_find_kv(g, "tokenizer.huggingface.json");
-    if (hj && hj->type == NF_GGUF_STRING && hj->value_bytes > 8)
-        add_resource(m, res, "tokenizer.json",
-                     resource_obj("tokenizer.json", m->c->gguf_path, true, hj->value_offset + 8,
-                                  hj->value_bytes - 8));
-    if (ct && ct->type == NF_GGUF_STRING && ct->value_bytes > 8)
-        add_resource(m, res, "chat_template.jinja",
-                     resource_obj("chat_template.jinja", m->c->gguf_path, true,
-                                  ct->value_offset + 8, ct->value_bytes - 8));
-    /* everything else under tokenizer.* as one JSON object */
-    nf_text t = {0};
-    size_t n = 0;
-    nf_text_puts(&t, "{");
-    for (size_t i = 0; i < g->n_kv; i++) {
-        const nf_gguf_kv *kv = &g->kv[i];
-        if (strncmp(kv->key, "tokenizer.", 10) != 0 || kv == ct || kv == hj)
-            continue;
-        size_t jl;
-        char *j = nf_gguf_kv_json(g, kv, &jl, m->d); /* NULL: m->d says why */
-        char *q = j ? nf_json_quote(kv->key, strlen(kv->key)) : NULL;
-        if (!j || !q) {
-            if (j)
-                nf_diag_add(m->d, NF_C_IO, "", "out of memory");
-            free(j);
-            free(q);
-            free(nf_text_take(&t, NULL));
-            return false;
-        }
-        nf_text_puts(&t, n++ ? ",\n  " : "\n  ");
-        nf_text_puts(&t, q);
-        nf_text_puts(&t, ": ");
-        nf_text_put(&t, j, jl);
-        free(j);
-        free(q);
-    }
-    nf_text_puts(&t, n ? "\n}\n" : "}\n");
-    size_t blen;
-    char *buf = nf_text_take(&t, &blen);
-    if (!buf) {
-        nf_diag_add(m->d, NF_C_IO, "", "out of memory");
+    size_t len = 0;
+    char *v = nf_gguf_kv_string(g, kv, &len);
+    if (!v) {
+        nf_diag_addf(m->d, NF_C_IO, g->path, ptr, "cannot read %s", key);
         return false;
     }
-    bool ok = true;
-    if (n) {
-        char name[PATH_MAX];
-        const char *base = nf_basename(m->c->gguf_path);
-        size_t bl = strlen(base);
-        if (ends_with(base, ".gguf"))
-            bl -= 5;
-        snprintf(name, sizeof name, "%.*s.gguf_tokenizer.json", (int)bl, base);
-        char *path = write_side_file(m->o->resource_dir ? m->o->resource_dir : ".", name, buf,
-                                     blen, m->o->force, pv, m->c->gguf_path, m->o->config,
-                                     m->d);
-        if (path) {
-            add_resource(m, res, "gguf_tokenizer.json",
-                         resource_obj("gguf_tokenizer.json", path, false, 0, 0));
-            ok = prov_file(pv, path, m->d);
-        } else {
-            ok = false;
-        }
-        free(path);
+    size_t bad = nf_utf8_invalid_at(v, len);
+    free(v);
+    if (bad != len) {
+        nf_diag_addf(m->d, NF_C_UTF8, g->path, ptr,
+                     "%s is not a UTF-8 string at byte %zu (GGUF strings are UTF-8)", key, bad);
+        return false;
     }
-    free(buf);
-    return ok;
+    add_resource(m, res, role,
+                 resource_obj(role, m->c->gguf_path, true, kv->value_offset + 8, len));
+    return true;
+}
+
+/* The GGUF's own resources (roles of the header comment): its bytes
+ * [0, data_offset) as gguf.prefix (header, key/values, tensor infos: where
+ * the tokenizer keys are read from, and what an export back to GGUF
+ * starts with), the chat template and the Hugging Face tokenizer. */
+static bool gguf_resources(mb *m, const nf_gguf *g, nf_jval *res)
+{
+    /* every other tokenizer key/value must be what GGUF says it is too:
+     * UTF-8 strings, finite numbers (nf_gguf_kv_json checks, names the key
+     * and, in an array, the element), though nothing but the prefix keeps it */
+    for (size_t i = 0; i < g->n_kv; i++) {
+        const nf_gguf_kv *kv = &g->kv[i];
+        if (strncmp(kv->key, "tokenizer.", 10) != 0 ||
+            !strcmp(kv->key, "tokenizer.chat_template") ||
+            !strcmp(kv->key, "tokenizer.huggingface.json"))
+            continue;
+        char *j = nf_gguf_kv_json(g, kv, NULL, m->d);
+        if (!j)
+            return false; /* m->d says why */
+        free(j);
+    }
+    if (!gguf_string_resource(m, g, "tokenizer.huggingface.json", "tokenizer.json", res) ||
+        !gguf_string_resource(m, g, "tokenizer.chat_template", "chat_template.jinja", res))
+        return false;
+    /* a GGUF without tensors may end before its data section would start */
+    uint64_t n = g->data_start < g->file_size ? g->data_start : g->file_size;
+    add_resource(m, res, NF_GGUF_PREFIX_ROLE,
+                 resource_obj(NF_GGUF_PREFIX_ROLE, m->c->gguf_path, true, 0, n));
+    return true;
+}
+
+/* A JSON string for s into t (json-c's escapes). False when out of memory. */
+static bool put_jstr(nf_text *t, const char *s)
+{
+    size_t n = nf_json_escape(s, strlen(s), NULL, 0);
+    char *q = malloc(n + 1);
+    if (!q)
+        return false;
+    nf_json_escape(s, strlen(s), q, n);
+    nf_text_put(t, q, n);
+    free(q);
+    return true;
+}
+
+static int seg_cmp(const void *x, const void *y)
+{
+    const gseg *a = x, *b = y;
+    return a->trow < b->trow ? -1 : a->trow > b->trow;
+}
+
+/* provenance.converter.source.gguf.tensors: per tensor of the file, in
+ * its order, {"name", "object", "sha256"} and the transform the import
+ * applied ("unpermute" {"scheme": "llama-rope", "heads"}, "map",
+ * "columns" {"scheme": "v-heads-tiled", "k_heads", "v_heads",
+ * "head_dim"}, "rows" [[tensor row, parent row, rows], ...] in a fused
+ * parent, "original": the object of its original bytes); "object" is null
+ * for a tensor left out. Each record is one line of compact text (74k of
+ * them make a few MB, not the tens a pretty tree would). */
+static nf_jval *gguf_tensor_records(mb *m, const nf_gguf *g)
+{
+    nf_jval *a = nf_jnew_array();
+    nf_text t = {0};
+    char num[200];
+    bool ok = a != NULL;
+    for (size_t i = 0; ok && i < g->n_tensors; i++) {
+        gtrec *r = &m->gt[i];
+        const char *name = g->tensors[i].name;
+        nf_text_puts(&t, "{\"name\":");
+        ok = put_jstr(&t, name);
+        nf_text_puts(&t, ",\"object\":");
+        if (r->object)
+            ok = ok && put_jstr(&t, r->object);
+        else
+            nf_text_puts(&t, "null");
+        nf_text_puts(&t, ",\"sha256\":\"");
+        nf_text_puts(&t, m->gt_sha[i]);
+        nf_text_puts(&t, "\"");
+        if (r->heads) {
+            snprintf(num, sizeof num, ",\"unpermute\":{\"scheme\":\"llama-rope\",\"heads\":%llu}",
+                     (unsigned long long)r->heads);
+            nf_text_puts(&t, num);
+        }
+        if (r->map)
+            nf_text_puts(&t, r->map == NF_VMAP_MINUS_ONE ? ",\"map\":\"minus-one\""
+                                                         : ",\"map\":\"log-neg\"");
+        if (r->cv) {
+            snprintf(num, sizeof num, ",\"columns\":{\"scheme\":\"v-heads-tiled\",\"k_heads\":%llu,"
+                     "\"v_heads\":%llu,\"head_dim\":%llu}", (unsigned long long)r->ck,
+                     (unsigned long long)r->cv, (unsigned long long)r->chd);
+            nf_text_puts(&t, num);
+        }
+        if (r->n_segs) {
+            qsort(r->segs, r->n_segs, sizeof *r->segs, seg_cmp);
+            nf_text_puts(&t, ",\"rows\":[");
+            for (size_t k = 0; k < r->n_segs; k++) {
+                snprintf(num, sizeof num, "%s[%llu,%llu,%llu]", k ? "," : "",
+                         (unsigned long long)r->segs[k].trow, (unsigned long long)r->segs[k].prow,
+                         (unsigned long long)r->segs[k].n);
+                nf_text_puts(&t, num);
+            }
+            nf_text_puts(&t, "]");
+        }
+        if (r->original) {
+            char *id = NULL;
+            nf_text_puts(&t, ",\"original\":");
+            ok = ok && asprintf(&id, "%s%s", NF_GGUF_ORIGINAL_PREFIX, name) >= 0 &&
+                 put_jstr(&t, id);
+            free(id);
+        }
+        nf_text_puts(&t, "}");
+        size_t len;
+        char *txt = nf_text_take(&t, &len);
+        ok = ok && txt && nf_jarr_push(a, nf_jnew_raw(txt, len));
+        free(txt);
+    }
+    if (!ok) {
+        free(nf_text_take(&t, NULL));
+        nf_jval_free(a);
+        return NULL;
+    }
+    return a;
 }
 
 /* provenance.converter.source.gguf: the file's quantization keys
@@ -1583,6 +1674,15 @@ static nf_jval *gguf_provenance(mb *m, const nf_gguf *g)
         free(j);
     }
     nf_jobj_set(o, "keys", keys);
+    nf_jval *tensors = gguf_tensor_records(m, g);
+    if (!tensors) {
+        nf_jval_free(o);
+        nf_diag_add(m->d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    nf_jobj_set(o, "tensors", tensors);
+    if (m->nonzero_gap != UINT64_MAX)
+        nf_jobj_set(o, "nonzero_padding", nf_jnew_u64(m->nonzero_gap));
     nf_jobj_set(o, "row_copies", m->row_copies ? m->row_copies : nf_jnew_array());
     nf_jobj_set(o, "transformed", m->transformed ? m->transformed : nf_jnew_array());
     m->row_copies = m->transformed = NULL;
@@ -1700,6 +1800,10 @@ static void imp_free(imp *s)
     free(m->colsaux_id);
     nf_jval_free(m->row_copies);
     nf_jval_free(m->transformed);
+    for (size_t i = 0; m->gt && s->c.g && i < s->c.g->n_tensors; i++)
+        free(m->gt[i].segs);
+    free(m->gt);
+    free(m->gt_sha);
     nf_strmap_free(&m->bound);
     nf_strmap_free(&m->bidx);
     if (s->have_plan)
@@ -1905,6 +2009,36 @@ static bool add_frontend_files(imp *s)
     return true;
 }
 
+/* The GGUF in provenance: one pass over it gives its SHA-256 and every
+ * tensor's (m.gt_sha), and finds nonzero padding, which an export cannot
+ * give back (it writes zeros there): said in a warning. */
+static bool prov_gguf(imp *s)
+{
+    const nf_gguf *g = s->c.g;
+    char hex[65];
+    s->m.gt = calloc(g->n_tensors + 1, sizeof *s->m.gt);
+    s->m.gt_sha = calloc(g->n_tensors + 1, sizeof *s->m.gt_sha);
+    if (!s->m.gt || !s->m.gt_sha) {
+        nf_diag_add(s->d, NF_C_IO, "", "out of memory");
+        return false;
+    }
+    struct stat sb;
+    if (stat(g->path, &sb) == 0 && is_output(&s->pv, &sb)) {
+        output_is_input(&s->pv, g->path, s->d);
+        return false;
+    }
+    int rc = nf_gguf_hash(g, hex, s->m.gt_sha, &s->m.nonzero_gap);
+    if (rc) {
+        nf_diag_addf(s->d, NF_C_IO, g->path, "", "cannot read: %s", strerror(-rc));
+        return false;
+    }
+    if (s->m.nonzero_gap != UINT64_MAX)
+        warnf(s->o, "warning: %s: byte %llu, padding of the data section, is not zero; an "
+              "export back to GGUF writes zeros there", g->path,
+              (unsigned long long)s->m.nonzero_gap);
+    return prov_file_hashed(&s->pv, s->c.gguf_path, hex, s->d);
+}
+
 /* Phase 3, resources and provenance files (they do not depend on the
  * architecture): the files read, with their digests, and the tokenizer
  * resources. The resource objects are then set apart: they come last in
@@ -1919,8 +2053,7 @@ static bool add_resources(imp *s)
             ok = prov_file(&s->pv, s->c.st_path[i], s->d);
         ok = ok && add_frontend_files(s);
     } else {
-        ok = prov_file(&s->pv, s->c.gguf_path, s->d) &&
-             gguf_resources(&s->m, s->c.g, s->res, &s->pv);
+        ok = prov_gguf(s) && gguf_resources(&s->m, s->c.g, s->res);
     }
     if (!ok)
         return false;
@@ -2000,6 +2133,102 @@ static bool add_mtp_plan(imp *s, const nf_arch_input *in, nf_naming nm)
     mi.gguf_forms = in->gguf_forms;
     s->have_mtp = nf_arch_derive(&mi, &s->mtp, s->d) == 0;
     return s->have_mtp && add_plan(&s->m, &s->mtp, nm);
+}
+
+/* The encoding that keeps a GGUF tensor's bytes as they are (or widens an
+ * F16 one exactly, as --f16-as asks): into e and the object's shape dims
+ * (rank *rank). False for a type no object format holds. */
+static bool copy_enc(const mb *m, const ck_t *t, bool original, obj_enc *e, uint64_t *dims,
+                     unsigned *rank)
+{
+    const nf_gguf_tensor *gt = &m->c->g->tensors[t->index];
+    uint64_t k = gt->ne[0], rows = gt->elements / (k ? k : 1);
+    e->cols_aux = false;
+    e->layout = "contiguous_le_v1";
+    *rank = t->rank;
+    memcpy(dims, t->dims, sizeof t->dims);
+    if (t->dt == DT_F32 || t->dt == DT_BF16) {
+        e->format = t->dt == DT_F32 ? "fp32" : "bf16";
+        return true;
+    }
+    nf_format f = nf_format_of_ggml_type(t->ggml_type);
+    if (t->dt == DT_F16 && !original) {
+        bool matrix = t->rank == 2 || t->rank == 3;
+        if (m->o->f16_as == NF_FMT_BF16 || m->o->f16_as == NF_FMT_FP32 || !matrix) {
+            e->format = m->o->f16_as == NF_FMT_BF16 ? "bf16" : "fp32";
+            return true;
+        }
+    }
+    if (!nf_format_is_gguf(f))
+        return false;
+    e->format = nf_format_name(f);
+    e->layout = "gguf_rows_v1";
+    *rank = 2;
+    dims[0] = rows;
+    dims[1] = k;
+    return true;
+}
+
+/* An object holding GGUF tensor t's bytes as copy_enc keeps them (id: the
+ * tensor's name, or the original-bytes ID). */
+static bool add_copy_object(mb *m, const ck_t *t, const char *id, bool original)
+{
+    obj_enc e;
+    uint64_t dims[NF_MAX_RANK];
+    unsigned rank;
+    if (!copy_enc(m, t, original, &e, dims, &rank))
+        return false;
+    nf_jval *o = nf_jnew_object();
+    nf_source src = {.kind = NF_SRC_GGUF, .path = (char *)t->path, .name = (char *)t->name};
+    nf_jobj_set(o, "id", nf_jnew_string(id));
+    nf_jobj_set(o, "kind", nf_jnew_string("tensor"));
+    nf_jobj_set(o, "shape", shape_json(rank, dims));
+    nf_jobj_set(o, "format", nf_jnew_string(e.format));
+    nf_jobj_set(o, "layout", nf_jnew_string(e.layout));
+    nf_jobj_set(o, "source", source_json(&src));
+    nf_jarr_push(m->objects, nf_jval_freeze(o));
+    sm_put(&m->objs, id, m->n_objects++);
+    return true;
+}
+
+/* Phase 4b (GGUF), what a round trip needs beyond the bindings (DESIGN
+ * 16): every tensor no parameter uses as an object of its own bytes (one
+ * of a type no format holds is left out, with a warning), and the original
+ * bytes of the tensors record_tensor marked. */
+static bool add_gguf_rest(imp *s)
+{
+    mb *m = &s->m;
+    const nf_gguf *g = s->c.g;
+    size_t left = 0;
+    const char *first = NULL;
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        if (s->c.used[0][i])
+            continue;
+        ck_t t;
+        ck_find_exact(&s->c, g->tensors[i].name, &t);
+        if (sm_get(&m->objs, t.name) != SIZE_MAX || !add_copy_object(m, &t, t.name, false)) {
+            if (left++ == 0)
+                first = t.name;
+            continue;
+        }
+        m->gt[i].object = t.name;
+    }
+    if (left)
+        warnf(s->o, "warning: %zu GGUF tensor%s of a type no format holds (\"%s\"%s) left out: "
+              "an export back to GGUF cannot give the file back", left, left == 1 ? "" : "s",
+              first, left > 1 ? " and others" : "");
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        if (!m->gt[i].original)
+            continue;
+        ck_t t;
+        ck_find_exact(&s->c, g->tensors[i].name, &t);
+        char *id = NULL;
+        if (asprintf(&id, "%s%s", NF_GGUF_ORIGINAL_PREFIX, t.name) < 0 ||
+            sm_get(&m->objs, id) != SIZE_MAX || !add_copy_object(m, &t, id, true))
+            m->gt[i].original = false;
+        free(id);
+    }
+    return true;
 }
 
 /* Phase 4, the weights: the plans bound to checkpoint tensors (objects,
@@ -2141,7 +2370,8 @@ char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d)
                outputs_checked(o, &s.pv, &s.c, s.config_path, s.index_path, d)) {
         /* a GGUF of only a tokenizer has no weights */
         bool weights = !s.c.gguf || s.c.g->n_tensors > 0;
-        if (add_resources(&s) && (!weights || add_weights(&s))) {
+        if (add_resources(&s) && (!weights || add_weights(&s)) &&
+            (!weights || !s.c.gguf || add_gguf_rest(&s))) {
             nf_jobj_set(s.comps, "text", component_json(s.config, s.res, NULL));
             if (s.have_mtp)
                 nf_jobj_set(s.comps, "mtp", component_json(s.mtp_cfg, NULL, "text"));

@@ -24,15 +24,27 @@
  *    [E*N, K] each. Its config keys become a Hugging Face-style config
  *    (hybrids: block_count less nextn_predict_layers; an MTP block
  *    blk.L.nextn.* adds the mtp component; the alternative layouts, legacy
- *    ssm_in or fused ffn_gate_up_exps, are detected); tokenizer.chat_template
- *    as resource chat_template.jinja and tokenizer.huggingface.json as
- *    tokenizer.json (byte ranges of the GGUF itself), every other
- *    tokenizer.* key/value as
- *    one JSON object {"tokenizer.ggml.model": ..., ...} in resource
- *    gguf_tokenizer.json, written as a file into opts.resource_dir. A GGUF
+ *    ssm_in or fused ffn_gate_up_exps, are detected). Resources of the
+ *    text component, each a byte range of the GGUF itself (no file is
+ *    written beside the manifest, DESIGN 3): NF_GGUF_PREFIX_ROLE, the
+ *    GGUF's bytes [0, data offset) (header, every key/value, the tensor
+ *    infos: where tokenizer keys are read from, and what ninfer-export(1)
+ *    writes back), tokenizer.chat_template as chat_template.jinja and
+ *    tokenizer.huggingface.json as tokenizer.json (a value that is not
+ *    UTF-8 is `utf8` naming the key; one that is not a string, or empty,
+ *    is dropped with a warning). Every tensor of the GGUF becomes an
+ *    object, also those no parameter binds (rope_freqs, ...), and
+ *    provenance.converter.source.gguf.tensors records, per tensor in the
+ *    GGUF's order, its name, the object holding it and the SHA-256 of its
+ *    bytes, with the transform the import applied (nf_export.h reads
+ *    them back); the original bytes of a tensor whose transform has no
+ *    bit-exact inverse (log-neg; minus-one where w + 1 does not give the
+ *    stored value back) are kept as an object of their own
+ *    (NF_GGUF_ORIGINAL_PREFIX + name). A GGUF
  *    without tensors imports as resources only (empty bindings and uses).
  *    Later-wave block types (reserved gguf_* names) and non-weight types
- *    are `unsupported` (exit 4), once per type, naming it.
+ *    are `unsupported` (exit 4), once per type, naming it (a tensor of
+ *    such a type that no parameter binds is left out with a warning).
  *
  * The manifest: components.text.config is the checkpoint's config
  * normalised by nf_import_normalize_config (below), every other value's
@@ -75,6 +87,11 @@
 extern "C" {
 #endif
 
+/* The resource role of a GGUF import's bytes [0, data offset). */
+#define NF_GGUF_PREFIX_ROLE "gguf.prefix"
+/* The ID prefix of the objects that keep a GGUF tensor's original bytes. */
+#define NF_GGUF_ORIGINAL_PREFIX "gguf.original/"
+
 typedef struct {
     const char *checkpoint;    /* directory, .safetensors or .gguf path */
     const char *config;        /* --config FILE, or NULL */
@@ -82,26 +99,23 @@ typedef struct {
     nf_format f16_as;          /* NF_FMT_UNKNOWN (default): GGUF F16 matrices and
                                   banks gguf_f16, other F16 tensors fp32;
                                   NF_FMT_FP32 (lossless) or NF_FMT_BF16: all */
-    bool force;                /* replace existing output and resource files */
+    bool force;                /* replace an existing output file */
     const char *output;        /* the manifest's output path (NULL: standard output):
                                   a file the import reads that is the output (by
                                   device and inode: a symlink or hard link too;
-                                  standard output when it is a regular file), or
-                                  a generated resource file at the output's path,
+                                  standard output when it is a regular file)
                                   is `usage` before anything is hashed or written
                                   (DESIGN 3), with or without force; then an
                                   existing output without force is `io`
                                   (nf_output_file_check) */
-    const char *resource_dir;  /* where generated resources are written (GGUF
-                                  gguf_tokenizer.json); NULL: "." */
     void (*warn)(void *ctx, const char *msg); /* may be NULL */
     void *warn_ctx;
 } nf_import_opts;
 
 /* Import the checkpoint and return the manifest as pretty JSON text (a
  * malloc'ed, NUL-terminated string; *len its length). NULL with
- * diagnostics: usage (o->output names an input; a generated resource file
- * names an input or the output), io (unreadable files, a missing shard: exit 3), json/schema
+ * diagnostics: usage (o->output names an input), utf8 (a GGUF string that
+ * is not UTF-8), io (unreadable files, a missing shard: exit 3), json/schema
  * (bad config or index), coverage (a parameter's tensor missing, or a
  * tensor whose shape is not the one the config implies), unsupported (an
  * unknown architecture, a dtype or GGUF tensor type import cannot take,

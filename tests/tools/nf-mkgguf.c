@@ -4,7 +4,8 @@
  *
  *   nf-mkgguf [--alignment A] [--no-tokenizer] [--legacy-ssm-in]
  *             [--fuse-gate-up-exps] [--type q8_0|q4_0 [--only SUBSTR]
- *             [--type-id N]] [--kv-u32 KEY=N]... [--trailing-one SUBSTR]
+ *             [--type-id N]] [--kv-u32 KEY=N]... [--kv-str KEY=TEXT]...
+ *             [--trailing-one SUBSTR]
  *             CHECKPOINT_DIR OUT.gguf
  *
  * Families: llama, qwen2, qwen3, qwen3moe (plain tensors; llama's attn_q /
@@ -35,11 +36,11 @@
  * Key/values: general.*, the architecture's geometry (the hybrids': ssm.*,
  * full_attention_interval from layer_types, expert_*, nextn_predict_layers),
  * general.alignment, and (unless --no-tokenizer) a small tokenizer with
- * every value type the importer turns into gguf_tokenizer.json, a chat
+ * every value type of GGUF (tabs, quotes, negative numbers, -0.0), a chat
  * template and an embedded tokenizer.huggingface.json.
  *
  * --kv-u32 adds a u32 key/value (after the others; e.g. split.count for a
- * hostile file); --trailing-one writes the tensors whose name contains
+ * hostile file), --kv-str a string one (TEXT may be empty); --trailing-one writes the tensors whose name contains
  * SUBSTR with one more dimension of 1 (ne = [.., .., 1]: the same bytes).
  *
  * Written here independently of the library (its own JSON scraping, GGUF
@@ -623,9 +624,11 @@ int main(int argc, char **argv)
     uint32_t type_id = 0;
     const char *extra_k[16], *trailing = NULL;
     uint32_t extra_v[16];
-    size_t n_extra = 0;
+    size_t n_extra = 0, n_str = 0;
+    const char *str_k[16], *str_v[16];
     static const struct option lo[] = {
         {"kv-u32", required_argument, 0, 'k'},
+        {"kv-str", required_argument, 0, 's'},
         {"trailing-one", required_argument, 0, 'T'},
         {"alignment", required_argument, 0, 'a'},
         {"no-tokenizer", no_argument, 0, 'n'},
@@ -657,6 +660,11 @@ int main(int argc, char **argv)
             *eq = 0;
             extra_k[n_extra] = optarg;
             extra_v[n_extra++] = (uint32_t)strtoul(eq + 1, NULL, 10);
+        } else if (c == 's' && n_str < 16 && strchr(optarg, '=')) {
+            char *eq = strchr(optarg, '=');
+            *eq = 0;
+            str_k[n_str] = optarg;
+            str_v[n_str++] = eq + 1;
         } else if (c == 'T')
             trailing = optarg;
         else
@@ -771,7 +779,7 @@ int main(int argc, char **argv)
         return 3;
     }
     /* header and key/values */
-    uint64_t nkv = 12 + (f.E ? 3 : 0) + (tok ? 9 : 0) + (qtype ? 2 : 0) + n_extra;
+    uint64_t nkv = 12 + (f.E ? 3 : 0) + (tok ? 9 : 0) + (qtype ? 2 : 0) + n_extra + n_str;
     if (f.hybrid)
         nkv += 7 + (f.E && num(cfg, "shared_expert_intermediate_size", 0) ? 1 : 0) + (mtp ? 1 : 0) +
                (f.tiled ? 1 : 0);
@@ -859,6 +867,8 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < n_extra; i++)
         kv_u32(extra_k[i], extra_v[i]);
+    for (size_t i = 0; i < n_str; i++)
+        kv_str(str_k[i], str_v[i]);
     /* tensor infos */
     uint64_t off = 0;
     for (size_t i = 0; i < nG; i++) {
