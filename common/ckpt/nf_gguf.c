@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1209,59 +1210,135 @@ void nf_gguf_hf_dims(const nf_gguf_tensor *t, uint64_t dims[4])
 
 /* ---- one pass over the file ------------------------------------------------ */
 
+/* The whole file's hash runs in a thread of its own over the chunks the
+ * main thread reads (and hashes per tensor): a ring of HASH_RING buffers,
+ * each handed over once read and back once hashed. */
+#define HASH_CHUNK (4u << 20)
+#define HASH_RING 3
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned char *buf[HASH_RING];
+    size_t len[HASH_RING];
+    uint64_t posted, hashed; /* chunks handed over, chunks hashed */
+    bool done;               /* no more chunks */
+    nf_sha256 *h;
+} file_hasher;
+
+static void *file_hash_thread(void *arg)
+{
+    file_hasher *fh = arg;
+    pthread_mutex_lock(&fh->lock);
+    for (;;) {
+        while (fh->hashed == fh->posted && !fh->done)
+            pthread_cond_wait(&fh->cond, &fh->lock);
+        if (fh->hashed == fh->posted)
+            break;
+        size_t k = fh->hashed % HASH_RING;
+        pthread_mutex_unlock(&fh->lock);
+        nf_sha256_update(fh->h, fh->buf[k], fh->len[k]);
+        pthread_mutex_lock(&fh->lock);
+        fh->hashed++;
+        pthread_cond_broadcast(&fh->cond);
+    }
+    pthread_mutex_unlock(&fh->lock);
+    return NULL;
+}
+
+/* Hash the tensor bytes and check the padding in chunk [pos, pos+n) of the
+ * file (tensors by offset in by_off; *k the next one, *th its hash once
+ * begun). Returns 0 or -ENOMEM. */
+static int hash_chunk(const nf_gguf *g, const size_t *by_off, const unsigned char *buf,
+                      uint64_t pos, uint64_t n, size_t *k, nf_sha256 **th, char (*tensor_hex)[65],
+                      uint64_t *nonzero_gap)
+{
+    uint64_t end = pos + n, at = pos;
+    while (at < end) {
+        const nf_gguf_tensor *t = *k < g->n_tensors ? &g->tensors[by_off[*k]] : NULL;
+        uint64_t tb = t ? t->offset : UINT64_MAX, te = t ? t->offset + t->bytes : UINT64_MAX;
+        if (at < tb) { /* the header, or a gap of the data section */
+            uint64_t stop = tb < end ? tb : end;
+            if (at < g->data_start && stop > g->data_start)
+                stop = g->data_start; /* the gap's part is checked on the next turn */
+            for (uint64_t q = at; at >= g->data_start && q < stop; q++)
+                if (buf[q - pos] && *nonzero_gap == UINT64_MAX)
+                    *nonzero_gap = q;
+            at = stop;
+            continue;
+        }
+        if (!*th && !(*th = nf_sha256_new()))
+            return -ENOMEM;
+        uint64_t stop = te < end ? te : end;
+        nf_sha256_update(*th, buf + (at - pos), (size_t)(stop - at));
+        at = stop;
+        if (at == te) {
+            nf_sha256_final(*th, tensor_hex[by_off[*k]]);
+            *th = NULL;
+            (*k)++;
+        }
+    }
+    return 0;
+}
+
 int nf_gguf_hash(const nf_gguf *g, char file_hex[65], char (*tensor_hex)[65],
                  uint64_t *nonzero_gap)
 {
     int fd = gfd(g);
     if (fd < 0)
         return -EBADF;
-    size_t *by_off = sorted_indices(g, g->n_tensors, t_off_cmp);
-    enum { CHUNK = 4u << 20 };
-    unsigned char *buf = malloc(CHUNK);
-    nf_sha256 *fh = nf_sha256_new();
-    int rc = by_off && buf && fh ? 0 : -ENOMEM;
-    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     *nonzero_gap = UINT64_MAX;
+    size_t *by_off = sorted_indices(g, g->n_tensors, t_off_cmp);
+    file_hasher fh = {.h = nf_sha256_new()};
+    int rc = by_off && fh.h ? 0 : -ENOMEM;
+    for (int i = 0; i < HASH_RING && !rc; i++)
+        if (!(fh.buf[i] = malloc(HASH_CHUNK)))
+            rc = -ENOMEM;
+    pthread_t tid;
+    bool thread = false;
+    if (!rc) {
+        pthread_mutex_init(&fh.lock, NULL);
+        pthread_cond_init(&fh.cond, NULL);
+        thread = pthread_create(&tid, NULL, file_hash_thread, &fh) == 0;
+        if (!thread) {
+            pthread_mutex_destroy(&fh.lock);
+            pthread_cond_destroy(&fh.cond);
+            rc = -EAGAIN;
+        }
+    }
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     size_t k = 0;          /* next tensor (by offset) not yet finished */
-    nf_sha256 *th = NULL;  /* the hash of tensor by_off[k] once started */
-    for (uint64_t pos = 0; !rc && pos < g->file_size;) {
-        size_t want = g->file_size - pos < CHUNK ? (size_t)(g->file_size - pos) : CHUNK;
-        ssize_t got = nf_pread_full(fd, buf, want, pos);
+    nf_sha256 *th = NULL;  /* the hash of tensor by_off[k] once begun */
+    for (uint64_t pos = 0, c = 0; !rc && pos < g->file_size; c++) {
+        size_t want = g->file_size - pos < HASH_CHUNK ? (size_t)(g->file_size - pos) : HASH_CHUNK;
+        size_t slot = c % HASH_RING;
+        pthread_mutex_lock(&fh.lock);
+        while (fh.posted - fh.hashed == HASH_RING) /* every buffer still being hashed */
+            pthread_cond_wait(&fh.cond, &fh.lock);
+        pthread_mutex_unlock(&fh.lock);
+        ssize_t got = nf_pread_full(fd, fh.buf[slot], want, pos);
         if (got < 0 || (size_t)got != want) {
             rc = got < 0 ? (int)got : -EIO;
             break;
         }
-        nf_sha256_update(fh, buf, want);
-        uint64_t end = pos + want, at = pos;
-        while (at < end) {
-            const nf_gguf_tensor *t = k < g->n_tensors ? &g->tensors[by_off[k]] : NULL;
-            uint64_t tb = t ? t->offset : UINT64_MAX, te = t ? t->offset + t->bytes : UINT64_MAX;
-            if (at < tb) { /* header, or a gap of the data section */
-                uint64_t stop = tb < end ? tb : end;
-                for (uint64_t q = at; at >= g->data_start && q < stop; q++)
-                    if (buf[q - pos] && *nonzero_gap == UINT64_MAX)
-                        *nonzero_gap = q;
-                if (at < g->data_start && stop > g->data_start)
-                    stop = g->data_start; /* the gap part is checked on the next turn */
-                at = stop;
-                continue;
-            }
-            if (!th && !(th = nf_sha256_new())) {
-                rc = -ENOMEM;
-                break;
-            }
-            uint64_t stop = te < end ? te : end;
-            nf_sha256_update(th, buf + (at - pos), (size_t)(stop - at));
-            at = stop;
-            if (at == te) {
-                nf_sha256_final(th, tensor_hex[by_off[k]]);
-                th = NULL;
-                k++;
-            }
-        }
-        pos = end;
+        rc = hash_chunk(g, by_off, fh.buf[slot], pos, want, &k, &th, tensor_hex, nonzero_gap);
+        pthread_mutex_lock(&fh.lock);
+        fh.len[slot] = want;
+        fh.posted++;
+        pthread_cond_broadcast(&fh.cond);
+        pthread_mutex_unlock(&fh.lock);
+        pos += want;
     }
-    /* zero-length tensors (none in a valid file) and ones past the end */
+    if (thread) {
+        pthread_mutex_lock(&fh.lock);
+        fh.done = true;
+        pthread_cond_broadcast(&fh.cond);
+        pthread_mutex_unlock(&fh.lock);
+        pthread_join(tid, NULL);
+        pthread_mutex_destroy(&fh.lock);
+        pthread_cond_destroy(&fh.cond);
+    }
+    /* zero-length tensors (none in a valid file) */
     for (; !rc && k < g->n_tensors; k++) {
         nf_sha256 *h = th ? th : nf_sha256_new();
         th = NULL;
@@ -1272,11 +1349,12 @@ int nf_gguf_hash(const nf_gguf *g, char file_hex[65], char (*tensor_hex)[65],
         nf_sha256_final(h, tensor_hex[by_off[k]]);
     }
     if (!rc)
-        nf_sha256_final(fh, file_hex);
+        nf_sha256_final(fh.h, file_hex);
     else
-        nf_sha256_free(fh);
+        nf_sha256_free(fh.h);
     nf_sha256_free(th);
-    free(buf);
+    for (int i = 0; i < HASH_RING; i++)
+        free(fh.buf[i]);
     free(by_off);
     return rc;
 }

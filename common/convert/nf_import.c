@@ -1577,12 +1577,12 @@ static int seg_cmp(const void *x, const void *y)
 }
 
 /* provenance.converter.source.gguf.tensors: per tensor of the file, in
- * its order, {"name", "object", "sha256"} and the transform the import
- * applied ("unpermute" {"scheme": "llama-rope", "heads"}, "map",
+ * its order, {"name", "object", "sha256"} ("object" only when the
+ * object's ID is not the name; null for a tensor left out) and the
+ * transform the import applied ("unpermute" {"scheme": "llama-rope", "heads"}, "map",
  * "columns" {"scheme": "v-heads-tiled", "k_heads", "v_heads",
  * "head_dim"}, "rows" [[tensor row, parent row, rows], ...] in a fused
- * parent, "original": the object of its original bytes); "object" is null
- * for a tensor left out. Each record is one line of compact text (74k of
+ * parent, "original": the object of its original bytes). Each record is one line of compact text (74k of
  * them make a few MB, not the tens a pretty tree would). */
 static nf_jval *gguf_tensor_records(mb *m, const nf_gguf *g)
 {
@@ -1595,11 +1595,12 @@ static nf_jval *gguf_tensor_records(mb *m, const nf_gguf *g)
         const char *name = g->tensors[i].name;
         nf_text_puts(&t, "{\"name\":");
         ok = put_jstr(&t, name);
-        nf_text_puts(&t, ",\"object\":");
-        if (r->object)
+        if (!r->object) {
+            nf_text_puts(&t, ",\"object\":null");
+        } else if (strcmp(r->object, name) != 0) {
+            nf_text_puts(&t, ",\"object\":");
             ok = ok && put_jstr(&t, r->object);
-        else
-            nf_text_puts(&t, "null");
+        }
         nf_text_puts(&t, ",\"sha256\":\"");
         nf_text_puts(&t, m->gt_sha[i]);
         nf_text_puts(&t, "\"");

@@ -320,7 +320,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'L':
-            if (!nf_parse_u64(optarg, &layers) || !layers || layers > 1024) {
+            if (!nf_parse_u64(optarg, &layers) || !layers || layers > 16384) {
                 fputs(usage_text, stderr);
                 return 2;
             }

@@ -243,13 +243,17 @@ typedef struct {
     uint64_t off;
 } gt_t;
 
-static gt_t G[8192];
+static gt_t G[1 << 17];
 static size_t nG;
 
 static gt_t *add(const char *gname, st_t *t)
 {
     if (!t)
         return NULL;
+    if (nG == sizeof G / sizeof *G) {
+        fprintf(stderr, PROG ": more than %zu tensors\n", sizeof G / sizeof *G);
+        exit(1);
+    }
     gt_t *g = &G[nG++];
     memset(g, 0, sizeof *g);
     snprintf(g->name, sizeof g->name, "%s", gname);
