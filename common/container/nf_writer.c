@@ -247,9 +247,15 @@ int nf_write_id_check(nf_write_opts *o, size_t digests_missing, const char *what
  * so the handler, which runs in the thread that blocks them, always sees it
  * whole. */
 #define MAX_WRITERS 16
+#define MAX_SINGLE 4
 static nf_writer *volatile g_writers[MAX_WRITERS];
-static char *volatile g_single_tmp;
+static char *volatile g_single_tmp[MAX_SINGLE];
 static bool g_handlers;
+/* the temporary directory of a directory output (nf_dir_out) and the files
+ * made in it, removed by a signal like every other temporary */
+static char *volatile g_dir_tmp;
+static char **volatile g_dir_files;
+static volatile size_t g_dir_n;
 
 struct devino {
     dev_t dev;
@@ -322,8 +328,13 @@ static void on_signal(int sig)
             if (w->tmp[i])
                 unlink(w->tmp[i]);
     }
-    if (g_single_tmp)
-        unlink(g_single_tmp);
+    for (int k = 0; k < MAX_SINGLE; k++)
+        if (g_single_tmp[k])
+            unlink(g_single_tmp[k]);
+    for (size_t i = 0; g_dir_files && i < g_dir_n; i++)
+        unlink(g_dir_files[i]);
+    if (g_dir_tmp)
+        rmdir(g_dir_tmp);
     /* then the default action (the exit status is the signal's, with a core
      * where the default dumps one): raised now, delivered on return, when
      * the signal is unblocked */
@@ -2084,69 +2095,459 @@ int nf_output_file_check(const char *path, bool force, const char *const *inputs
     return rc;
 }
 
+/* A free slot of g_single_tmp, or NULL. */
+static char *volatile *single_slot(void)
+{
+    for (int k = 0; k < MAX_SINGLE; k++)
+        if (!g_single_tmp[k])
+            return &g_single_tmp[k];
+    return NULL;
+}
+
+struct nf_file_out {
+    char *path;           /* as given, for messages */
+    char *real, *dir, *made;
+    char *volatile *slot; /* the temporary (NULL: written through) */
+    int how, fd;
+};
+
+static void file_out_free(nf_file_out *f, bool remove)
+{
+    if (!f)
+        return;
+    if (f->fd > 1)
+        close(f->fd);
+    if (f->slot) {
+        sigset_t old;
+        block_signals(&old);
+        char *t = *f->slot;
+        if (remove && t)
+            unlink(t);
+        *f->slot = NULL;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        free(t);
+    }
+    if (remove && f->dir)
+        remove_made(f->dir, f->made); /* nothing of ours left: not even the directories */
+    else
+        free(f->made);
+    free(f->dir);
+    free(f->real);
+    free(f->path);
+    free(f);
+}
+
+nf_file_out *nf_file_out_open(const char *path, bool force, const char *const *inputs,
+                              size_t n_inputs, nf_diags *d)
+{
+    nf_file_out *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = strdup(path ? path : NF_STDOUT_PATH))) {
+        free(f);
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    f->fd = -1;
+    signal(SIGXFSZ, SIG_IGN);
+    if (!path) {
+        if (nf_stdout_check(inputs, n_inputs, d) < 0) {
+            file_out_free(f, false);
+            return NULL;
+        }
+        f->how = OUT_STDOUT;
+        f->fd = 1;
+        return f;
+    }
+    if (single_plan(path, force, inputs, n_inputs, &f->how, &f->real, d) < 0) {
+        file_out_free(f, false);
+        return NULL;
+    }
+    if (f->how == OUT_STDOUT || f->how == OUT_THROUGH) {
+        f->fd = f->how == OUT_STDOUT ? 1 : open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (f->fd < 0) {
+            nf_diag_addf(d, NF_C_IO, path, "", "cannot open: %s", strerror(errno));
+            file_out_free(f, false);
+            return NULL;
+        }
+        return f;
+    }
+    struct stat st;
+    f->dir = nf_dirname_dup(f->real);
+    if (!f->dir || !(f->slot = single_slot())) {
+        nf_diag_addf(d, NF_C_IO, path, "", "out of memory (or too many outputs at once)");
+        f->slot = NULL;
+        file_out_free(f, false);
+        return NULL;
+    }
+    if (stat(f->dir, &st) < 0 && errno == ENOENT && mkdir_p(f->dir, &f->made) < 0) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot create directory %s: %s", f->dir,
+                     strerror(errno));
+        f->slot = NULL;
+        file_out_free(f, true);
+        return NULL;
+    }
+    install_handlers();
+    f->fd = make_temp(f->dir, nf_basename(f->real), f->slot, NULL, NULL);
+    if (f->fd < 0) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot write: %s", strerror(-f->fd));
+        f->slot = NULL;
+        file_out_free(f, true);
+        return NULL;
+    }
+    return f;
+}
+
+int nf_file_out_fd(const nf_file_out *f) { return f->fd; }
+
+bool nf_file_out_regular(const nf_file_out *f) { return f->slot != NULL; }
+
+const char *nf_file_out_name(const nf_file_out *f) { return f->path; }
+
+int nf_file_out_finish(nf_file_out *f, bool sync, nf_diags *d)
+{
+    if (!f)
+        return -1;
+    int rc = 0;
+    if (f->slot) {
+        if (sync && fdatasync(f->fd) < 0)
+            rc = -errno;
+        if (close(f->fd) < 0 && !rc)
+            rc = -errno;
+        f->fd = -1;
+        if (!rc)
+            rc = publish(*f->slot, f->real, f->how == OUT_REPLACE);
+        if (!rc && sync)
+            fsync_dir(f->dir);
+    } else if (f->fd > 1) {
+        if (close(f->fd) < 0)
+            rc = -errno;
+        f->fd = -1;
+    }
+    if (rc)
+        nf_diag_addf(d, NF_C_IO, f->path, "", "cannot write: %s",
+                     rc == -EEXIST ? "a file appeared at this path meanwhile" : strerror(-rc));
+    file_out_free(f, rc != 0);
+    return rc ? -1 : 0;
+}
+
+void nf_file_out_abort(nf_file_out *f) { file_out_free(f, true); }
+
 int nf_write_file(const char *path, const void *buf, size_t n, bool force,
                   const char *const *inputs, size_t n_inputs, nf_diags *d)
 {
-    int how;
-    char *real = NULL;
-    if (single_plan(path, force, inputs, n_inputs, &how, &real, d) < 0)
+    nf_file_out *f = nf_file_out_open(path, force, inputs, n_inputs, d);
+    if (!f)
         return -1;
-    signal(SIGXFSZ, SIG_IGN);
-    if (how == OUT_STDOUT || how == OUT_THROUGH) {
-        int fd = how == OUT_STDOUT ? 1 : open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-        int rc = fd < 0 ? -errno : nf_write_all(fd, buf, n);
-        if (fd > 1 && close(fd) < 0 && !rc)
-            rc = -errno;
-        if (rc)
-            nf_diag_addf(d, NF_C_IO, path, "", "cannot write: %s", strerror(-rc));
-        return rc ? -1 : 0;
+    int rc = nf_write_all(f->fd, buf, n);
+    if (rc) {
+        nf_diag_addf(d, NF_C_IO, path, "", "cannot write: %s", strerror(-rc));
+        nf_file_out_abort(f);
+        return -1;
     }
-    char *dir = nf_dirname_dup(real);
-    char *tmp = NULL;
-    char *made = NULL; /* directories made here */
-    int rc = 0, fd = -1;
+    return nf_file_out_finish(f, false, d);
+}
+
+/* ---- directory outputs ---- */
+
+bool nf_safe_file_name(const char *s, size_t len)
+{
+    return len > 0 && memchr(s, '/', len) == NULL && memchr(s, '\0', len) == NULL &&
+           !(len == 1 && s[0] == '.') && !(len == 2 && s[0] == '.' && s[1] == '.');
+}
+
+struct nf_dir_out {
+    char *path, *target, *parent, *made;
+    char *tmp;            /* the temporary directory (g_dir_tmp) */
+    bool existed;         /* the target was a directory at open */
+    bool force;
+    dev_t dev;
+    ino_t ino;
+};
+
+/* Remove the tree at dirfd/name without following symlinks (a replaced
+ * directory output). */
+static void remove_tree_at(int dirfd, const char *name, unsigned depth)
+{
+    int fd = depth < 64 ? openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                        : -1;
+    DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+    if (dp) {
+        struct dirent *de;
+        while ((de = readdir(dp)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            struct stat st;
+            if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                remove_tree_at(fd, de->d_name, depth + 1);
+            else
+                unlinkat(fd, de->d_name, 0);
+        }
+        closedir(dp);
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+static void dir_out_free(nf_dir_out *o, bool remove)
+{
+    if (!o)
+        return;
     sigset_t old;
-    struct stat st;
-    if (!dir) {
-        rc = -ENOMEM;
-        goto out;
+    block_signals(&old);
+    char **files = g_dir_files;
+    size_t n = g_dir_n;
+    g_dir_files = NULL;
+    g_dir_n = 0;
+    char *tmp = g_dir_tmp;
+    g_dir_tmp = NULL;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    for (size_t i = 0; i < n; i++) {
+        if (remove)
+            unlink(files[i]);
+        free(files[i]);
     }
-    if (stat(dir, &st) < 0 && errno == ENOENT && mkdir_p(dir, &made) < 0) {
-        nf_diag_addf(d, NF_C_IO, path, "", "cannot create directory %s: %s", dir,
-                     strerror(errno));
-        free(dir);
-        free(real);
+    free(files);
+    if (remove && tmp)
+        rmdir(tmp);
+    free(tmp);
+    if (remove && o->parent)
+        remove_made(o->parent, o->made);
+    else
+        free(o->made);
+    free(o->parent);
+    free(o->target);
+    free(o->path);
+    free(o);
+}
+
+/* Is a directory entry in dir other than "." and ".."? (-1: cannot read.) */
+static int dir_has_entries(const char *dir)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
         return -1;
+    struct dirent *de;
+    int has = 0;
+    while (!has && (de = readdir(dp)) != NULL)
+        has = strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+    closedir(dp);
+    return has;
+}
+
+/* The target as it is now: 0 absent, 1 an empty directory, 2 a directory
+ * with entries (needs force); -1 refused (a diagnostic). */
+static int dir_target_state(const nf_dir_out *o, nf_diags *d)
+{
+    struct stat ls;
+    if (lstat(o->target, &ls) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        nf_diag_addf(d, NF_C_IO, o->path, "", "cannot check the output: %s", strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(ls.st_mode)) {
+        nf_diag_addf(d, NF_C_USAGE, o->path, "", "output is %s, not a directory; refusing to "
+                     "write to it", S_ISREG(ls.st_mode) ? "a regular file" : kind_name(ls.st_mode));
+        return -1;
+    }
+    int has = dir_has_entries(o->target);
+    if (has < 0) {
+        nf_diag_addf(d, NF_C_IO, o->path, "", "cannot read the output directory: %s",
+                     strerror(errno));
+        return -1;
+    }
+    if (has && !o->force) {
+        nf_diag_addf(d, NF_C_IO, o->path, "", "output directory exists and is not empty; use "
+                    "--force to replace it");
+        return -1;
+    }
+    return has ? 2 : 1;
+}
+
+nf_dir_out *nf_dir_out_open(const char *dir, bool force, const char *const *inputs,
+                            size_t n_inputs, nf_diags *d)
+{
+    nf_dir_out *o = calloc(1, sizeof *o);
+    if (!o || !(o->path = strdup(dir)) || !(o->target = strdup(dir))) {
+        if (o)
+            free(o->path);
+        free(o);
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    o->force = force;
+    size_t l = strlen(o->target);
+    while (l > 1 && o->target[l - 1] == '/')
+        o->target[--l] = 0;
+    const char *base = nf_basename(o->target);
+    if (!*dir || !strcmp(base, ".") || !strcmp(base, "..") || !strcmp(o->target, "/")) {
+        nf_diag_addf(d, NF_C_USAGE, dir, "", "give the output directory by a name (not '.', "
+                    "'..' or '/'): it is built beside and renamed into place");
+        dir_out_free(o, false);
+        return NULL;
+    }
+    if (g_dir_tmp) {
+        nf_diag_addf(d, NF_C_IO, dir, "", "one directory output at a time");
+        dir_out_free(o, false);
+        return NULL;
+    }
+    int state = dir_target_state(o, d);
+    if (state < 0) {
+        dir_out_free(o, false);
+        return NULL;
+    }
+    /* an input inside the directory a --force would replace, or the
+     * directory itself as an input */
+    char *rt = state ? realpath(o->target, NULL) : NULL;
+    for (size_t k = 0; rt && k < n_inputs; k++) {
+        char *ri = inputs[k] && strcmp(inputs[k], "-") ? realpath(inputs[k], NULL) : NULL;
+        size_t rl = strlen(rt);
+        if (ri && strncmp(ri, rt, rl) == 0 && (ri[rl] == '/' || ri[rl] == 0)) {
+            nf_diag_addf(d, NF_C_USAGE, dir, "", "output directory holds an input file (%s); "
+                         "refusing to write", inputs[k]);
+            free(ri);
+            free(rt);
+            dir_out_free(o, false);
+            return NULL;
+        }
+        free(ri);
+    }
+    free(rt);
+    o->existed = state > 0;
+    o->parent = nf_dirname_dup(o->target);
+    struct stat st;
+    if (!o->parent || (stat(o->parent, &st) < 0 && errno == ENOENT &&
+                       mkdir_p(o->parent, &o->made) < 0)) {
+        nf_diag_addf(d, NF_C_IO, dir, "", "cannot create directory %s: %s",
+                     o->parent ? o->parent : dir, strerror(errno));
+        dir_out_free(o, true);
+        return NULL;
+    }
+    char *t = NULL;
+    if (asprintf(&t, "%s/.%s.tmp-%ld-XXXXXX", o->parent, nf_basename(o->target),
+                 (long)getpid()) < 0) {
+        nf_diag_addf(d, NF_C_IO, dir, "", "out of memory");
+        dir_out_free(o, true);
+        return NULL;
     }
     install_handlers();
-    fd = make_temp(dir, nf_basename(real), &g_single_tmp, NULL, NULL);
+    sigset_t old;
+    block_signals(&old);
+    bool made = mkdtemp(t) != NULL;
+    int e = errno;
+    if (made)
+        g_dir_tmp = t;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (!made) {
+        nf_diag_addf(d, NF_C_IO, dir, "", "cannot make a temporary directory beside it: %s",
+                     strerror(e));
+        free(t);
+        dir_out_free(o, true);
+        return NULL;
+    }
+    mode_t um = umask(0);
+    umask(um);
+    chmod(t, 0777 & ~um); /* as mkdir(1) would make it */
+    return o;
+}
+
+int nf_dir_out_create(nf_dir_out *o, const char *name, nf_diags *d)
+{
+    if (!nf_safe_file_name(name, strlen(name))) {
+        nf_diag_addf(d, NF_C_SCHEMA, o->path, "", "\"%s\" is not a safe file name (a '/', '.' "
+                     "or '..')", name);
+        return -1;
+    }
+    char *p = nf_path_join(g_dir_tmp, name);
+    char **v = p ? realloc(g_dir_files, (g_dir_n + 1) * sizeof *v) : NULL;
+    if (!v) {
+        free(p);
+        nf_diag_addf(d, NF_C_IO, o->path, "", "out of memory");
+        return -1;
+    }
+    mode_t um = umask(0);
+    umask(um);
+    sigset_t old;
+    block_signals(&old);
+    g_dir_files = v;
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666 & ~um);
+    int e = errno;
+    if (fd >= 0)
+        g_dir_files[g_dir_n++] = p;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     if (fd < 0) {
-        rc = fd;
-        goto out;
+        nf_diag_addf(d, NF_C_IO, o->path, "", "cannot create %s: %s", name,
+                     e == EEXIST ? "the name is taken twice" : strerror(e));
+        free(p);
+        return -1;
     }
-    tmp = g_single_tmp;
-    rc = nf_write_all(fd, buf, n);
-    if (close(fd) < 0 && !rc)
-        rc = -errno;
-    if (!rc)
-        rc = publish(tmp, real, how == OUT_REPLACE);
-out:
-    if (rc)
-        nf_diag_addf(d, NF_C_IO, path, "", "cannot write: %s",
-                     rc == -EEXIST ? "a file appeared at this path meanwhile" : strerror(-rc));
-    if (tmp) {
-        block_signals(&old);
-        if (rc)
-            unlink(tmp);
-        g_single_tmp = NULL;
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        free(tmp);
+    return fd;
+}
+
+int nf_dir_out_finish(nf_dir_out *o, bool sync, nf_diags *d)
+{
+    int rc = 0;
+    if (sync) {
+        for (size_t i = 0; i < g_dir_n; i++) {
+            int fd = open(g_dir_files[i], O_RDONLY | O_CLOEXEC);
+            if (fd >= 0) {
+                fsync(fd);
+                close(fd);
+            }
+        }
+        fsync_dir(g_dir_tmp);
     }
-    if (rc && dir)
-        remove_made(dir, made); /* nothing of ours left: not even the directories */
-    else
-        free(made);
-    free(dir);
-    free(real);
+    int lk = lock_dir(o->parent);
+    sigset_t old;
+    block_signals(&old);
+    nf_diags chk = NF_DIAGS_INIT;
+    int state = dir_target_state(o, &chk);
+    bool refused = state < 0;
+    if (refused) {
+        nf_diags_move(d, &chk);
+        rc = -EEXIST;
+    } else if (state == 0) {
+        if (renameat2(AT_FDCWD, g_dir_tmp, AT_FDCWD, o->target, RENAME_NOREPLACE) < 0)
+            rc = -errno;
+    } else if (state == 1) {
+        /* over an empty directory: rename(2) replaces it, and fails if it
+         * is not empty any more */
+        if (rename(g_dir_tmp, o->target) < 0)
+            rc = -errno;
+    } else {
+        /* --force over a directory with entries: swap, then remove the old */
+        if (renameat2(AT_FDCWD, g_dir_tmp, AT_FDCWD, o->target, RENAME_EXCHANGE) < 0) {
+            rc = -errno;
+        } else {
+            int pfd = open(o->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (pfd >= 0) {
+                remove_tree_at(pfd, nf_basename(g_dir_tmp), 0);
+                close(pfd);
+            }
+        }
+    }
+    nf_diags_free(&chk);
+    if (!rc) {
+        /* published: nothing of it is a temporary any more */
+        for (size_t i = 0; i < g_dir_n; i++)
+            free(g_dir_files[i]);
+        free(g_dir_files);
+        g_dir_files = NULL;
+        g_dir_n = 0;
+        free(g_dir_tmp);
+        g_dir_tmp = NULL;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (lk >= 0)
+        close(lk);
+    if (rc && !refused)
+        nf_diag_addf(d, NF_C_IO, o->path, "", "cannot publish the directory: %s",
+                     rc == -EEXIST || rc == -ENOTEMPTY ? "something appeared at this path meanwhile"
+                                                       : strerror(-rc));
+    if (!rc && sync)
+        fsync_dir(o->parent);
+    dir_out_free(o, rc != 0);
     return rc ? -1 : 0;
 }
+
+void nf_dir_out_abort(nf_dir_out *o) { dir_out_free(o, true); }

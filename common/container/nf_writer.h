@@ -260,6 +260,56 @@ int nf_output_file_check(const char *path, bool force, const char *const *inputs
 int nf_write_file(const char *path, const void *buf, size_t n, bool force,
                   const char *const *inputs, size_t n_inputs, nf_diags *d);
 
+/* The same output written piece by piece (a file larger than memory: an
+ * export). nf_file_out_open decides as nf_write_file does (path NULL:
+ * standard output, checked against the inputs by nf_stdout_check) and gives
+ * a descriptor: a temporary beside the target (nf_file_out_regular: pwrite
+ * and copy_file_range work at any offset), or the target itself when it is
+ * written through (a device, FIFO, socket, standard output: write in order).
+ * The temporary is removed by nf_file_out_abort, by a failed
+ * nf_file_out_finish and on every catchable signal (as the artifact
+ * writer's are); nf_file_out_finish (sync: fdatasync first) publishes it
+ * (RENAME_NOREPLACE, or over the file --force replaces) and frees the
+ * handle either way. At most four are open at once. Diagnostics name the
+ * path ("(stdout)" for standard output). */
+typedef struct nf_file_out nf_file_out;
+#define NF_STDOUT_PATH "(stdout)"
+nf_file_out *nf_file_out_open(const char *path, bool force, const char *const *inputs,
+                              size_t n_inputs, nf_diags *d);
+int nf_file_out_fd(const nf_file_out *f);
+bool nf_file_out_regular(const nf_file_out *f);
+const char *nf_file_out_name(const nf_file_out *f);
+int nf_file_out_finish(nf_file_out *f, bool sync, nf_diags *d);
+void nf_file_out_abort(nf_file_out *f);
+
+/* ---- directory outputs (DESIGN 3 applied to a directory as a whole) ----
+ *
+ * A directory written as one output (ninfer-export --safetensors): the
+ * target must be absent or an empty directory; one with entries is kept
+ * (`io`) unless force, which replaces it as a whole (the old tree removed
+ * after the new one is in place); a path that is a regular file, symlink,
+ * device or FIFO is refused (`usage`), and so is '.', '..', '/', and a
+ * directory holding one of the inputs. Files are made in a temporary
+ * directory beside the target (".NAME.tmp-PID-XXXXXX", missing parents
+ * made), removed with them on failure, abort or any catchable signal;
+ * nf_dir_out_finish renames it into place under the parent's lock
+ * (RENAME_NOREPLACE when absent; over an empty directory with rename(2),
+ * which fails when it is no longer empty; RENAME_EXCHANGE with force) and
+ * frees the handle either way. One directory output at a time. */
+typedef struct nf_dir_out nf_dir_out;
+nf_dir_out *nf_dir_out_open(const char *dir, bool force, const char *const *inputs,
+                            size_t n_inputs, nf_diags *d);
+/* Create the file `name` in it (write only; the caller closes the
+ * descriptor). name must be a safe file name (nf_safe_file_name), else
+ * `schema`. Returns the descriptor or -1 with a diagnostic. */
+int nf_dir_out_create(nf_dir_out *o, const char *name, nf_diags *d);
+int nf_dir_out_finish(nf_dir_out *o, bool sync, nf_diags *d);
+void nf_dir_out_abort(nf_dir_out *o);
+
+/* Is s[0..len) a name a file can have in one directory: not empty, no '/',
+ * no U+0000, not "." or ".."? */
+bool nf_safe_file_name(const char *s, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1682,6 +1682,7 @@ static nf_jval *gguf_provenance(mb *m, const nf_gguf *g)
         return NULL;
     }
     nf_jobj_set(o, "tensors", tensors);
+    nf_jobj_set(o, "file_bytes", nf_jnew_u64(g->file_size));
     if (m->nonzero_gap != UINT64_MAX)
         nf_jobj_set(o, "nonzero_padding", nf_jnew_u64(m->nonzero_gap));
     nf_jobj_set(o, "row_copies", m->row_copies ? m->row_copies : nf_jnew_array());
