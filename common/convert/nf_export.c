@@ -1539,6 +1539,11 @@ int nf_export_gguf(const nf_export_opts *o, nf_export_result *r, nf_diags *d)
     ex_ctx x = {.o = o, .d = d, .a = o->a, .c = nf_artifact_catalog(o->a), .r = r,
                 .cobj = SIZE_MAX};
     x.file = nf_artifact_path(o->a);
+    /* the output is checked before any work (DESIGN 3), and again when written */
+    const char *path = o->out && strcmp(o->out, "-") ? o->out : NULL;
+    if (path ? nf_output_file_check(path, o->force, o->inputs, o->n_inputs, d) < 0
+             : nf_stdout_check(o->inputs, o->n_inputs, d) < 0)
+        return -1;
     int rc = export_origin(&x);
     if (rc == 1) {
         ex_tensors_free(&x);

@@ -239,7 +239,9 @@ int nf_export_safetensors(const nf_export_opts *o, nf_export_result *r, nf_diags
     int rc = -1;
     nf_dir_out *dir = NULL;
     size_t *shard_of = NULL;
-    if (!ex_select(&x, true))
+    /* the directory is checked (and its temporary made) before any work */
+    dir = nf_dir_out_open(o->out, o->force, o->inputs, o->n_inputs, d);
+    if (!dir || !ex_select(&x, true))
         goto out;
     /* HF names; the multimodal prefix of an import's object IDs kept */
     const char *sel[2] = {NF_TEXT_COMPONENT, "mtp"};
@@ -312,9 +314,6 @@ int nf_export_safetensors(const nf_export_opts *o, nf_export_result *r, nf_diags
         total += x.t[i].bytes;
     }
     x.total = total;
-    dir = nf_dir_out_open(o->out, o->force, o->inputs, o->n_inputs, d);
-    if (!dir)
-        goto out;
     rc = put_file(&x, dir, "config.json", tc->config_text, tc->config_len);
     for (size_t i = 0; !rc && i < tc->n_resources; i++) {
         if (!strcmp(tc->resources[i].role, NF_GGUF_PREFIX_ROLE))

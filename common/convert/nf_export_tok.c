@@ -225,7 +225,15 @@ bool ex_arch_kvs(ex_ctx *x, const nf_arch_plan *text, bool mtp, ex_buf *b, uint6
     if (mtp && hybrid)
         cfg_u64(&c, "mtp_num_hidden_layers", false, &nextn) || (nextn = 1);
     put_u32(&w, "block_count", L + nextn);
-    map_u32(&c, &w, "context_length", "max_position_embeddings", true);
+    /* keys transformers gives a default when config.json lacks them: the
+     * same default (LlamaConfig's 2048, the Qwen configs' 32768; 1e-6) */
+    uint64_t ctx;
+    if (!cfg_u64(&c, "max_position_embeddings", false, &ctx) && !c.failed) {
+        ctx = !strcmp(arch, "llama") ? 2048 : 32768;
+        ex_warn(x, "warning: %s: the config has no max_position_embeddings; %s's default %llu "
+                "written", x->file, text->architecture, (unsigned long long)ctx);
+    }
+    put_u32(&w, "context_length", ctx);
     if (cfg_u64(&c, "hidden_size", true, &H))
         put_u32(&w, "embedding_length", H);
     map_u32(&c, &w, "feed_forward_length", "intermediate_size", !moe && !hybrid);
@@ -234,8 +242,12 @@ bool ex_arch_kvs(ex_ctx *x, const nf_arch_plan *text, bool mtp, ex_buf *b, uint6
     if (!map_u32(&c, &w, "attention.head_count_kv", "num_key_value_heads", false) && !c.failed)
         put_u32(&w, "attention.head_count_kv", Nq);
     double eps, theta;
-    if (cfg_num(&c, cfg_get(&c, "rms_norm_eps"), "rms_norm_eps", true, &eps))
-        put_f32(&w, "attention.layer_norm_rms_epsilon", eps);
+    if (!cfg_num(&c, cfg_get(&c, "rms_norm_eps"), "rms_norm_eps", false, &eps) && !c.failed) {
+        eps = 1e-6;
+        ex_warn(x, "warning: %s: the config has no rms_norm_eps; %s's default 1e-06 written",
+                x->file, text->architecture);
+    }
+    put_f32(&w, "attention.layer_norm_rms_epsilon", eps);
     if (cfg_num(&c, rope_member(&c, "rope_theta"), "rope_theta", false, &theta))
         put_f32(&w, "rope.freq_base", theta);
     bool has_d = cfg_u64(&c, "head_dim", false, &D);

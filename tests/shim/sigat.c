@@ -6,7 +6,8 @@
  *   LD_PRELOAD=build/tools/libsigat.so NF_SIG_AT=WHAT:N NF_SIG=SIG cmd ...
  *
  * NF_SIG_AT  write:N   once N bytes in all were written to regular files
- *                      (write, pwrite, pwrite64, copy_file_range): the call
+ *                      (write, pwrite, pwrite64, copy_file_range, sendfile,
+ *                      sendfile64): the call
  *                      that crosses N writes only up to N, the signal is
  *                      sent, and the short count is returned (the caller
  *                      writes the rest, if it still runs);
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -232,6 +234,26 @@ ssize_t copy_file_range(int in, off_t *ioff, int out, off_t *ooff, size_t n, uns
     }
     return sa_after(sa_what == AT_READ ? AT_READ : AT_WRITE, sa_what == AT_READ ? in : out,
                     real_copy_file_range(in, ioff, out, ooff, k, flags), fire);
+}
+
+ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+    REAL(sendfile);
+    int fire;
+    size_t k = sa_clip(sa_what == AT_READ ? AT_READ : AT_WRITE, sa_what == AT_READ ? in : out, n,
+                       &fire);
+    if (fire && k == 0) {
+        sa_fire();
+        k = n;
+        fire = 0;
+    }
+    return sa_after(sa_what == AT_READ ? AT_READ : AT_WRITE, sa_what == AT_READ ? in : out,
+                    real_sendfile(out, in, off, k), fire);
+}
+
+ssize_t sendfile64(int out, int in, off_t *off, size_t n)
+{
+    return sendfile(out, in, off, n);
 }
 
 /* ---- publication steps --------------------------------------------------- */

@@ -3,6 +3,7 @@
  * the tests:
  *
  *   nf-gguf [--prefix] kv FILE KEY     the key's value as JSON (exit 1: absent)
+ *   nf-gguf [--prefix] str FILE KEY    a string key's bytes as they are
  *   nf-gguf [--prefix] keys FILE       every key, in order: key TAB type
  *   nf-gguf [--prefix] tensors FILE    every tensor, in order: name TAB type
  *                                      TAB ne0xne1.. TAB offset TAB bytes
@@ -29,7 +30,7 @@ int main(int argc, char **argv)
     nf_prog = "nf-gguf";
     bool prefix = argc > 1 && !strcmp(argv[1], "--prefix");
     int a = prefix ? 2 : 1;
-    if (argc - a < 2 || (!strcmp(argv[a], "kv") && argc - a != 3) ||
+    if (argc - a < 2 || ((!strcmp(argv[a], "kv") || !strcmp(argv[a], "str")) && argc - a != 3) ||
         (!strcmp(argv[a], "sha") && (argc - a != 3 || prefix))) {
         fprintf(stderr, "usage: nf-gguf [--prefix] kv|keys|tensors FILE [KEY]; nf-gguf sha FILE NAME\n");
         return 2;
@@ -65,6 +66,13 @@ int main(int argc, char **argv)
             printf("%s\n", j);
         ex = j ? 0 : 1;
         free(j);
+    } else if (!strcmp(cmd, "str")) {
+        size_t len = 0;
+        char *v = nf_gguf_kv_string(g, nf_gguf_find_kv(g, argv[a + 2]), &len);
+        if (v)
+            fwrite(v, 1, len, stdout);
+        ex = v ? 0 : 1;
+        free(v);
     } else if (!strcmp(cmd, "keys")) {
         for (size_t i = 0; i < g->n_kv; i++)
             printf("%s\t%s\n", g->kv[i].key, nf_gguf_vtype_name(g->kv[i].type));

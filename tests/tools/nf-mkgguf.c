@@ -5,7 +5,7 @@
  *   nf-mkgguf [--alignment A] [--no-tokenizer] [--legacy-ssm-in]
  *             [--fuse-gate-up-exps] [--type q8_0|q4_0 [--only SUBSTR]
  *             [--type-id N]] [--kv-u32 KEY=N]... [--kv-str KEY=TEXT]...
- *             [--trailing-one SUBSTR]
+ *             [--trailing-one SUBSTR] [--rename GGUF_NAME=NEW] [--extra NAME]
  *             CHECKPOINT_DIR OUT.gguf
  *
  * Families: llama, qwen2, qwen3, qwen3moe (plain tensors; llama's attn_q /
@@ -40,7 +40,10 @@
  * template and an embedded tokenizer.huggingface.json.
  *
  * --kv-u32 adds a u32 key/value (after the others; e.g. split.count for a
- * hostile file), --kv-str a string one (TEXT may be empty); --trailing-one writes the tensors whose name contains
+ * hostile file), --kv-str a string one (TEXT may be empty); --rename
+ * writes tensor GGUF_NAME under NEW (any length: a hostile file); --extra
+ * adds a tensor NAME no architecture binds (a copy of model.norm.weight in
+ * F32, where llama.cpp puts rope_freqs.weight); --trailing-one writes the tensors whose name contains
  * SUBSTR with one more dimension of 1 (ne = [.., .., 1]: the same bytes).
  *
  * Written here independently of the library (its own JSON scraping, GGUF
@@ -629,10 +632,13 @@ int main(int argc, char **argv)
     const char *extra_k[16], *trailing = NULL;
     uint32_t extra_v[16];
     size_t n_extra = 0, n_str = 0;
+    const char *ren_from = NULL, *ren_to = NULL, *extra = NULL;
     const char *str_k[16], *str_v[16];
     static const struct option lo[] = {
         {"kv-u32", required_argument, 0, 'k'},
         {"kv-str", required_argument, 0, 's'},
+        {"rename", required_argument, 0, 'r'},
+        {"extra", required_argument, 0, 'x'},
         {"trailing-one", required_argument, 0, 'T'},
         {"alignment", required_argument, 0, 'a'},
         {"no-tokenizer", no_argument, 0, 'n'},
@@ -669,6 +675,13 @@ int main(int argc, char **argv)
             *eq = 0;
             str_k[n_str] = optarg;
             str_v[n_str++] = eq + 1;
+        } else if (c == 'r' && strchr(optarg, '=')) {
+            char *eq = strchr(optarg, '=');
+            *eq = 0;
+            ren_from = optarg;
+            ren_to = eq + 1;
+        } else if (c == 'x') {
+            extra = optarg;
         } else if (c == 'T')
             trailing = optarg;
         else
@@ -762,6 +775,9 @@ int main(int argc, char **argv)
         on->map = MAP_PLUS1;
     }
     add("output.weight", find("lm_head.weight"));
+    gt_t *ex = extra ? add(extra, find("model.norm.weight")) : NULL;
+    if (ex)
+        ex->type = T_F32;
     uint32_t ftype = 0;
     if (qtype) {
         uint32_t qt = !strcmp(qtype, "q8_0") ? T_Q8_0 : T_Q4_0;
@@ -877,7 +893,7 @@ int main(int argc, char **argv)
     uint64_t off = 0;
     for (size_t i = 0; i < nG; i++) {
         gt_t *g = &G[i];
-        wstr(g->name);
+        wstr(ren_from && !strcmp(g->name, ren_from) ? ren_to : g->name);
         bool one = trailing && strstr(g->name, trailing);
         w32(g->rank + one);
         for (unsigned d = 0; d < g->rank; d++)
