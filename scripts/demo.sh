@@ -2,7 +2,8 @@
 # demo.sh — the main job end to end on a checkpoint made here (no network, no
 # ../shared needed): a small Hugging Face-layout Llama checkpoint →
 # ninfer-import → ninfer-pack → ninfer-split into parts → ninfer-verify →
-# ninfer-bind --check → ninfer-cat, then a quantized copy run on the CPU.
+# ninfer-bind --check → ninfer-cat, then a quantized copy run on the CPU and
+# exported to GGUF.
 # Run through `make demo` (which builds everything first).
 #
 # Every command is printed ("$ ...") as it can be pasted into a shell after
@@ -72,5 +73,13 @@ cmd "ninfer-quant 'text/layers/*/mlp/*=q4_g64_fp16' 'text/layers/*/attention/*=q
 cmd 'ninfer-pack -q --reproducible --report -o quantized.ninfer quantized.json'
 cmd 'ninfer-verify --deep quantized.ninfer'
 cmd 'ninfer-run --device cpu --iters 1 quantized.ninfer'
+
+step "9. export the quantized model to GGUF (q4 as Q4_0, q8 as Q8_0: the same values) and read it back with our GGUF reader"
+cmd 'ninfer-export --gguf -o quantized.gguf quantized.ninfer'
+cmd 'ninfer-import -q quantized.gguf | ninfer-pack -q --reproducible -o fromgguf.ninfer -'
+cmd 'ninfer-verify fromgguf.ninfer'
+cmd 'n=0; for p in $(ninfer-bind quantized.ninfer | cut -f1); do \
+    cmp -s <(ninfer-bind --extract "$p" quantized.ninfer) <(ninfer-bind --extract "$p" fromgguf.ninfer) || exit 1; \
+    n=$((n + 1)); done; echo "$n parameters decode to the same values from quantized.gguf"'
 
 step "done: the files are in $out"

@@ -458,3 +458,32 @@ tokenizer_json() {
     run -0 ninfer-export --help
     [ "$(awk '{ if (length > 80) n++ } END { print n + 0 }' <<< "$output")" -eq 0 ]
 }
+
+# man_cmd PAGE N — the Nth "$ " command of man/PAGE's EXAMPLES (mdoc escapes undone).
+man_cmd() {
+    sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$REPO/man/$1" | sed -e 's/\\e/\\/g' -e 's/\\-/-/g' |
+        sed -n 's/^\$ //p' | sed -n "$2p"
+}
+
+# man_listing PAGE N — the lines after the Nth "$ " command up to the next one
+# or the end of its block: what the page says it prints.
+man_listing() {
+    sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$REPO/man/$1" |
+        awk -v n="$2" '/^\$ / { k++; next } /^\.(Ed|Pp|Bd)/ { if (k == n) exit; next } k == n { print }'
+}
+
+@test "ninfer-export(1): every EXAMPLES command runs and prints what the page shows" {
+    [ "$(sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$REPO/man/ninfer-export.1" | grep -c '^\$ ')" -eq 7 ]
+    nf-mkckpt ckpt > /dev/null
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-export.1 4)"
+    run -0 --separate-stderr bash -o pipefail -c "$(man_cmd ninfer-export.1 5)"
+    [ "$(nf-gguf kv q8.gguf tokenizer.ggml.pre)" = '"gpt-2"' ]
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-export.1 6)"
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-export.1 7)"
+    [ "$output" = "$(man_listing ninfer-export.1 7)" ]
+    need stories260K-gguf/stories260K-Q4_0.gguf
+    ln -s "$REALDATA/stories260K-gguf/stories260K-Q4_0.gguf" stories260K-Q4_0.gguf
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-export.1 1)"
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-export.1 2)"
+    run -0 bash -o pipefail -c "$(man_cmd ninfer-export.1 3)"
+}
