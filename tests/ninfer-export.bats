@@ -374,6 +374,7 @@ tokenizer_json() {
     run -3 --separate-stderr ninfer-export -q --gguf --no-tokenizer -o /dev/full h.ninfer
     expect_only_codes io
     mkdir out
+    need_shim
     run -3 --separate-stderr nf_failwrite 30000 ENOSPC ninfer-export -q --gguf --no-tokenizer -o out/e.gguf h.ninfer
     expect_only_codes io
     [ -z "$(ls -A out)" ]
@@ -411,6 +412,7 @@ tokenizer_json() {
     [[ "$stderr" == *'output directory holds an input file'* ]]
     [ -f holder/h.ninfer ]
     no_temporaries .
+    need_shim
     run -3 --separate-stderr nf_failwrite 2000 ENOSPC ninfer-export --safetensors -o full h.ninfer
     [ ! -e full ]
     no_temporaries .

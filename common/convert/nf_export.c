@@ -651,6 +651,9 @@ static bool decide_type(ex_ctx *x, ex_tensor *t)
             t->type = NF_GGML_F32;
         else {
             t->type = fallback_type(x, t->K);
+            if (x->o->fallback == NF_FALLBACK_Q8_0 && t->type == NF_GGML_F32)
+                ex_warn(x, "warning: %s: tensor \"%s\": rows of %llu are not Q8_0 blocks of 32; "
+                        "written F32 (exact)", x->file, t->name, (unsigned long long)t->K);
             t->lossy = !exact_in(f, t->type) && t->type != NF_GGML_F32;
             if (f == NF_FMT_UNKNOWN) {
                 /* mixed sources: exact in F32 when each is */
