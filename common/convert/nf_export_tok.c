@@ -292,8 +292,14 @@ bool ex_arch_kvs(ex_ctx *x, const nf_arch_plan *text, bool mtp, ex_buf *b, uint6
         map_u32(&c, &w, "ssm.group_count", "linear_num_key_heads", true);
         if (cfg_u64(&c, "linear_num_value_heads", true, &hv))
             put_u32(&w, "ssm.time_step_rank", hv);
+        uint64_t dk = 0;
         if (cfg_u64(&c, "linear_value_head_dim", true, &dv))
             put_u32(&w, "ssm.inner_size", dv * hv);
+        if (cfg_u64(&c, "linear_key_head_dim", false, &dk) && dk != dv)
+            ex_warn(x, "warning: %s: linear_value_head_dim %llu is not linear_key_head_dim %llu: "
+                    "the file is what llama.cpp's converter writes, but its loader sizes the "
+                    "value heads by the key heads and will not load it", x->file,
+                    (unsigned long long)dv, (unsigned long long)dk);
         if (moe)
             map_u32(&c, &w, "expert_shared_feed_forward_length", "shared_expert_intermediate_size",
                     false);
