@@ -10,6 +10,9 @@
 #     --experts 512: 48 layers, full attention every 4th, 512 experts and a
 #     shared expert, tiny hidden sizes; 74,391 tensors), imported, quantized
 #     and packed once to have the inputs (a ~37 MB catalog, ~190 MB payload);
+#   - a 74k-tensor GGUF (nf-mkarch --arch llama --layers 8200, nf-mkgguf:
+#     73,803 tensors, ~512 MB), imported and packed once, for the import and
+#     the byte-identical ninfer-export of a GGUF of that many tensors;
 #   - synthetic catalogs of 100,000 and 1,000,000 objects and bindings with
 #     their digests (nf-mkcatalog; ~23 and ~235 MB), framed by nf-mkartifact.
 # Then ROUNDS rounds (default 3), each running jq, python3 and every
@@ -63,8 +66,17 @@ for n in 100000 1000000; do
         "$TOOLS/nf-mkartifact" --catalog "$W/c$n.json" --payload "zero:$pay" -o "$W/c$n.ninfer"
     fi
 done
+# a 74k-tensor GGUF (issue 19: per-tensor records on the way in, the
+# byte-identical export on the way out): llama, 8200 layers of tiny tensors
+if [ ! -e "$W/g74k.gguf" ]; then
+    "$TOOLS/nf-mkarch" --arch llama --layers 8200 --seed 1 "$W/ckg" > /dev/null
+    "$TOOLS/nf-mkgguf" "$W/ckg" "$W/g74k.gguf"
+fi
+[ -e "$W/g74k.json" ] || ninfer-import -q -o "$W/g74k.json" "$W/g74k.gguf"
+[ -e "$W/g74k.ninfer" ] || ninfer-pack -q -o "$W/g74k.ninfer" "$W/g74k.json"
 mkdir -p "$W/out"
 cat_bytes=$(stat -c %s "$W/cat.json")
+g74k_bytes=$(ninfer-cat --catalog "$W/g74k.ninfer" | wc -c)
 c1m_bytes=$(stat -c %s "$W/c1000000.json")
 c100k_bytes=$(stat -c %s "$W/c100000.json")
 pay_bytes=$(stat -c %s "$W/m.ninfer")
@@ -87,6 +99,8 @@ cases=(
     "ninfer-cat --manifest|$cat_bytes|<=0.3x jq|ninfer-cat --manifest m.ninfer > /dev/null"
     "ninfer-split parts->one|$cat_bytes|<=0.3x jq + io|ninfer-split -q --force -o out/one.ninfer parts/m.ninfer"
     "ninfer-run cpu text|$cat_bytes|-|ninfer-run --device cpu --component text m.ninfer > /dev/null"
+    "ninfer-import 74k-tensor GGUF|$g74k_bytes|linear|ninfer-import -q --force -o out/g.json g74k.gguf"
+    "ninfer-export --gguf 74k|$g74k_bytes|~ cp of 512 MB|ninfer-export -q --no-sync --force --gguf -o out/g.gguf g74k.ninfer"
     "verify 100k --no-digests|$c100k_bytes|-|ninfer-verify --no-digests c100000.ninfer > /dev/null"
     "verify 1M --no-digests|$c1m_bytes|<=12x the 100k|ninfer-verify --no-digests --max-json-bytes 1G c1000000.ninfer > /dev/null"
     "verify 1M (digests)|$c1m_bytes|<=3x bytes RSS|ninfer-verify --max-json-bytes 1G c1000000.ninfer > /dev/null"

@@ -62,7 +62,7 @@ timed() {
         split(a, x, " "); split(b, y, " ")
         dt = y[1] - x[1]; busy = dt - (y[2] - x[2]); self = (u + s) * hz
         other = dt > 0 ? (busy - self) / dt : 1; steal = dt > 0 ? (y[3] - x[3]) / dt : 1
-        printf "%.6f %d\n", t1 - t0, (other <= 0.03 && steal <= 0.01) }' >> "$name.times"
+        printf "%.6f %d %.3f\n", t1 - t0, (other <= 0.03 && steal <= 0.01), other }' >> "$name.times"
 }
 
 rm -f ./*.times
@@ -107,6 +107,8 @@ for q in "" quiet; do
         [ -n "$q" ] && [ "$n" -lt 3 ] && quiet_ok=0
     done
 done
+printf '\nother CPU use during the runs (median of (busy - self) / total): %s\n' \
+    "$(cat ./*.times | awk '{ print $3 }' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')"
 if [ "$quiet_ok" -eq 1 ]; then
     echo "bench-export: quiet gate met (at least 3 quiet runs of each case)"
 else

@@ -66,9 +66,10 @@ uint64_t nf_output_pos(const nf_output *out); /* uncompressed bytes written */
 void nf_output_close(nf_output *out);
 
 /* Copy len bytes of in_fd, from offset off, to out: when out is not
- * compressed the kernel copies (copy_file_range(2) at out's position when
- * both are regular files, else sendfile(2)), else read and compress; out's
- * position advances by len either way. Returns 0;
+ * compressed, the kernel copies into a regular file whose position is at
+ * the same offset within a page as off (copy_file_range(2)) and into a pipe
+ * or socket (sendfile(2)); otherwise, and compressed, through a buffer;
+ * out's position advances by len either way. Returns 0;
  * -errno when writing (or allocating) failed; NF_COPY_READ when reading
  * in_fd failed; NF_COPY_SHORT when in_fd ended first. */
 enum { NF_COPY_READ = 1, NF_COPY_SHORT = 2 };

@@ -854,7 +854,7 @@ static int make_rows(ex_ctx *x, ex_tensor *t, row_sink sink, void *ctx)
     uint64_t qk, bb;
     nf_ggml_type_size(t->type, &qk, &bb);
     uint64_t rb = t->K / qk * bb;
-    uint64_t per = rb >= (4u << 20) ? 1 : (4u << 20) / rb;
+    uint64_t per = rb >= (1u << 20) ? 1 : (1u << 20) / rb; /* chunks that stay in cache */
     if (per > t->R)
         per = t->R;
     row_scratch rs = {0};
