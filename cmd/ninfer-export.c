@@ -31,6 +31,8 @@ static const char usage[] =
     "      --component C,...   export these components (default: text, and mtp\n"
     "                          where the format has a place for it)\n"
     "      --drop              leave out declared components the format cannot carry\n"
+    "      --verify            hash every object first and check its digest (else\n"
+    "                          copies are made by the kernel without reading them)\n"
     "      --json              print a JSON summary on stdout (not with -o -)\n"
     "      --progress          show progress even when stderr is not a terminal\n"
     "  -q, --quiet             no progress, no warnings\n"
@@ -98,7 +100,7 @@ static nf_jval *names_json(char **v, size_t n)
 int main(int argc, char **argv)
 {
     enum { O_GGUF = 256, O_ST, O_FORCE, O_FALLBACK, O_NOTOK, O_DTYPE, O_SHARD, O_COMP, O_DROP,
-           O_JSON, O_PROGRESS, O_NOSYNC, O_MAXJ, O_VERSION };
+           O_JSON, O_PROGRESS, O_NOSYNC, O_MAXJ, O_VERSION, O_VERIFY };
     static const struct option lo[] = {
         {"gguf", no_argument, 0, O_GGUF},
         {"safetensors", no_argument, 0, O_ST},
@@ -110,6 +112,7 @@ int main(int argc, char **argv)
         {"max-shard-size", required_argument, 0, O_SHARD},
         {"component", required_argument, 0, O_COMP},
         {"drop", no_argument, 0, O_DROP},
+        {"verify", no_argument, 0, O_VERIFY},
         {"json", no_argument, 0, O_JSON},
         {"progress", no_argument, 0, O_PROGRESS},
         {"quiet", no_argument, 0, 'q'},
@@ -173,6 +176,7 @@ int main(int argc, char **argv)
                 comps[n_comps++] = s;
             break;
         case O_DROP: o.drop = true; break;
+        case O_VERIFY: o.verify = true; break;
         case O_JSON: cl.json = true; break;
         case O_PROGRESS: progress = 1; break;
         case 'q': cl.quiet = true; progress = -1; break;

@@ -121,6 +121,15 @@ tokenizer_json() {
     cmp back.gguf "$g"
     run -0 --separate-stderr ninfer-export --gguf -o parts.gguf parts/sm.ninfer
     cmp parts.gguf "$g"
+    # --verify hashes every object first: a damaged one is a digest error, nothing written
+    local eps
+    eps=$(ninfer-cat --header sm.ninfer | sed -n 's/.*"entry_payload_start": *\([0-9]*\).*/\1/p')
+    nf_flip sm.ninfer $((eps + 100))
+    run -0 --separate-stderr ninfer-export --gguf --verify -o ok.gguf back.ninfer
+    cmp ok.gguf "$g"
+    run -1 --separate-stderr ninfer-export --gguf --verify -o bad.gguf sm.ninfer
+    [[ "$stderr" == *'sm.ninfer: /objects/0: digest: object "token_embd.weight": sha256 '* ]]
+    [ ! -e bad.gguf ]
 }
 
 @test "realdata: the six stories260K GGUFs and llama-2-tiny round trip cmp-identical" {

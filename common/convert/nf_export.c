@@ -1367,6 +1367,37 @@ static int gguf_write(ex_ctx *x, const gguf_plan *gp)
     return nf_file_out_finish(fo, o->sync, x->d);
 }
 
+int ex_verify(ex_ctx *x)
+{
+    const nf_catalog *c = x->c;
+    if (!x->o->verify)
+        return 0;
+    char (*dg)[65] = calloc(c->n_objects + 1, sizeof *dg);
+    bool *want = calloc(c->n_objects + 1, sizeof *want);
+    int rc = dg && want ? 0 : -1;
+    if (rc)
+        nf_diag_add(x->d, NF_C_IO, "", "out of memory");
+    for (size_t i = 0; !rc && i < c->n_objects; i++)
+        want[i] = c->objects[i].has_digest;
+    if (!rc && nf_digest_objects(x->a, want, dg, 0, NULL, NULL, x->d) < 0)
+        rc = -1;
+    for (size_t i = 0; !rc && i < c->n_objects; i++) {
+        char hex[65];
+        if (!want[i])
+            continue;
+        nf_object_digest_hex(&c->objects[i], hex);
+        if (strcmp(hex, dg[i]) != 0) {
+            char ptr[48];
+            snprintf(ptr, sizeof ptr, "/objects/%zu", i);
+            nf_diag_addf(x->d, NF_C_DIGEST, x->file, ptr, "object \"%s\": sha256 %s, "
+                         "metadata.integrity says %s", c->objects[i].id, dg[i], hex);
+        }
+    }
+    free(dg);
+    free(want);
+    return rc || nf_diags_exit(x->d) ? -1 : 0;
+}
+
 /* Digests of every object: metadata.integrity's, else hashed now. */
 static char (*object_digests(ex_ctx *x))[65]
 {
@@ -1547,7 +1578,7 @@ int nf_export_gguf(const nf_export_opts *o, nf_export_result *r, nf_diags *d)
     if (path ? nf_output_file_check(path, o->force, o->inputs, o->n_inputs, d) < 0
              : nf_stdout_check(o->inputs, o->n_inputs, d) < 0)
         return -1;
-    int rc = export_origin(&x);
+    int rc = ex_verify(&x) ? -1 : export_origin(&x);
     if (rc == 1) {
         ex_tensors_free(&x);
         rc = export_generated(&x);

@@ -101,6 +101,11 @@ typedef struct {
     nf_export_fallback fallback;    /* GGUF */
     bool no_tokenizer;              /* GGUF: tokenizer.ggml.model "none" */
     bool dtype_f32;                 /* safetensors: decode to F32 (else BF16) */
+    bool verify;                    /* hash every object first and check it against
+                                       metadata.integrity (`digest`, nothing written):
+                                       copies are otherwise made by the kernel, and a
+                                       GGUF import's unchanged tensors are told by the
+                                       digests the artifact carries */
     uint64_t max_shard_bytes;       /* safetensors: 0 = 5 GB (Hugging Face's default) */
     nf_progress_fn progress;        /* bytes done of total; may be NULL */
     void *progress_ctx;

@@ -104,6 +104,9 @@ bool ex_note_name(char ***list, size_t *n, const char *name);
 size_t ex_resource(const nf_catalog *c, size_t comp, const char *role);
 /* Read a resource object whole (malloc'ed, *n bytes). */
 char *ex_read_resource(ex_ctx *x, size_t obj, size_t *n);
+/* --verify: every object's bytes against its carried digest (`digest` at
+ * /objects/I for each that differs). Returns 0 or -1. */
+int ex_verify(ex_ctx *x);
 /* The selection of components (text, and others as the format allows). */
 bool ex_select(ex_ctx *x, bool carries_mtp);
 

@@ -241,7 +241,7 @@ int nf_export_safetensors(const nf_export_opts *o, nf_export_result *r, nf_diags
     size_t *shard_of = NULL;
     /* the directory is checked (and its temporary made) before any work */
     dir = nf_dir_out_open(o->out, o->force, o->inputs, o->n_inputs, d);
-    if (!dir || !ex_select(&x, true))
+    if (!dir || ex_verify(&x) || !ex_select(&x, true))
         goto out;
     /* HF names; the multimodal prefix of an import's object IDs kept */
     const char *sel[2] = {NF_TEXT_COMPONENT, "mtp"};
