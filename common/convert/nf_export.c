@@ -1203,12 +1203,10 @@ static int check_unchanged(ex_ctx *x, ex_tensor *t, char (*digests)[65], bool *s
     return 0;
 }
 
-/* The raw bytes of key/value kv in the prefix: key (length, bytes), type,
- * value. */
-static void kv_raw(const origin *og, const nf_gguf_kv *kv, const char **p, size_t *n)
+void ex_kv_raw(const char *prefix, const nf_gguf_kv *kv, const char **p, size_t *n)
 {
     uint64_t start = kv->value_offset - 4 - strlen(kv->key) - 8;
-    *p = og->prefix + start;
+    *p = prefix + start;
     *n = (size_t)(kv->value_offset + kv->value_bytes - start);
 }
 
@@ -1496,7 +1494,7 @@ static int export_origin(ex_ctx *x)
                 continue; /* no longer true: llama.cpp guesses it from the tensors */
             const char *p;
             size_t n;
-            kv_raw(&og, kv, &p, &n);
+            ex_kv_raw(og.prefix, kv, &p, &n);
             eb_put(&kvs, p, n);
             n_kv++;
         }
@@ -1567,12 +1565,17 @@ static int export_generated(ex_ctx *x)
     return rc;
 }
 
-int nf_export_gguf(const nf_export_opts *o, nf_export_result *r, nf_diags *d)
+void ex_init(ex_ctx *x, const nf_export_opts *o, nf_export_result *r, nf_diags *d)
 {
     memset(r, 0, sizeof *r);
-    ex_ctx x = {.o = o, .d = d, .a = o->a, .c = nf_artifact_catalog(o->a), .r = r,
-                .cobj = SIZE_MAX};
-    x.file = nf_artifact_path(o->a);
+    *x = (ex_ctx){.o = o, .d = d, .a = o->a, .c = nf_artifact_catalog(o->a), .r = r,
+                  .cobj = SIZE_MAX, .file = nf_artifact_path(o->a)};
+}
+
+int nf_export_gguf(const nf_export_opts *o, nf_export_result *r, nf_diags *d)
+{
+    ex_ctx x;
+    ex_init(&x, o, r, d);
     /* the output is checked before any work (DESIGN 3), and again when written */
     const char *path = o->out && strcmp(o->out, "-") ? o->out : NULL;
     if (path ? nf_output_file_check(path, o->force, o->inputs, o->n_inputs, d) < 0

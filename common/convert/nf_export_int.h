@@ -12,6 +12,7 @@
 #include "nf_catalog.h"
 #include "nf_codec.h"
 #include "nf_export.h"
+#include "nf_gguf.h"
 #include "nf_io.h"
 #include "nf_json.h"
 #include "nf_util.h"
@@ -82,6 +83,11 @@ typedef struct {
 } ex_ctx;
 
 /* ---- ex_common (nf_export.c) ---- */
+/* The context of one export of o->a (result r zeroed). */
+void ex_init(ex_ctx *x, const nf_export_opts *o, nf_export_result *r, nf_diags *d);
+/* The raw bytes of key/value kv of a GGUF prefix held at prefix (key with
+ * its length, type, value): *p and *n. */
+void ex_kv_raw(const char *prefix, const nf_gguf_kv *kv, const char **p, size_t *n);
 bool ex_add_tensor(ex_ctx *x, const ex_tensor *t);
 void ex_tensors_free(ex_ctx *x);
 bool ex_finish_runs(ex_ctx *x, ex_tensor *t); /* run_at, checks the element count */

@@ -232,10 +232,8 @@ static char *st_index(ex_ctx *x, const size_t *shard_of, size_t n_shards, uint64
 
 int nf_export_safetensors(const nf_export_opts *o, nf_export_result *r, nf_diags *d)
 {
-    memset(r, 0, sizeof *r);
-    ex_ctx x = {.o = o, .d = d, .a = o->a, .c = nf_artifact_catalog(o->a), .r = r,
-                .cobj = SIZE_MAX};
-    x.file = nf_artifact_path(o->a);
+    ex_ctx x;
+    ex_init(&x, o, r, d);
     int rc = -1;
     nf_dir_out *dir = NULL;
     size_t *shard_of = NULL;

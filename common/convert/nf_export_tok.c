@@ -423,8 +423,10 @@ static bool prefix_tokenizer(ex_ctx *x, size_t obj, ex_buf *b, uint64_t *n_kv, b
         const nf_gguf_kv *kv = &g->kv[i];
         if (strncmp(kv->key, "tokenizer.", 10) || !strcmp(kv->key, "tokenizer.chat_template"))
             continue;
-        uint64_t start = kv->value_offset - 4 - strlen(kv->key) - 8;
-        eb_put(b, p + start, (size_t)(kv->value_offset + kv->value_bytes - start));
+        const char *raw;
+        size_t rn;
+        ex_kv_raw(p, kv, &raw, &rn);
+        eb_put(b, raw, rn);
         (*n_kv)++;
         *found = true;
     }
