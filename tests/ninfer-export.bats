@@ -300,6 +300,16 @@ tokenizer_json() {
     [ "$stderr" = "ninfer-export: l.ninfer: schema: \"$long\" is not a GGUF tensor name (1 to 63 bytes of UTF-8)" ]
     [ ! -e l.gguf ]
     no_temporaries .
+    # forged round-trip records (an unpermute that does not fit the rows): not trusted
+    nf-mkgguf --no-tokenizer ck g.gguf
+    import_pack g.gguf g
+    sed 's/"unpermute":{"scheme":"llama-rope","heads":4}/"unpermute":{"scheme":"llama-rope","heads":3}/' g.json > f.json
+    run -1 cmp -s g.json f.json
+    run -0 --separate-stderr ninfer-pack -q -o f.ninfer f.json
+    run -0 --separate-stderr ninfer-export --gguf -o f.gguf f.ninfer
+    [[ "$stderr" == *'warning: f.ninfer: its GGUF records do not describe its gguf.prefix; written as a generated GGUF'* ]]
+    import_pack f.gguf fb
+    same_params fb.ninfer g.ninfer
     # resource roles that are no file name: exit 1, no directory
     local role
     for role in '../evil' 'a/b' '.' '..' 'config.json'; do

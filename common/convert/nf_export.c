@@ -216,8 +216,15 @@ bool ex_finish_runs(ex_ctx *x, ex_tensor *t)
     }
     uint64_t at = 0;
     for (size_t i = 0; i < t->n_runs; i++) {
+        const ex_run *r = &t->runs[i];
+        uint64_t end;
         t->run_at[i] = at;
-        at += t->runs[i].n;
+        if (r->obj >= x->c->n_objects || !nf_add_u64(r->e0, r->n, &end) ||
+            end > x->c->objects[r->obj].elements || !nf_add_u64(at, r->n, &at)) {
+            nf_diag_addf(x->d, NF_C_PART_RANGE, x->file, "", "tensor \"%s\": a piece lies "
+                         "outside its object", t->name);
+            return false;
+        }
     }
     t->run_at[t->n_runs] = at;
     if (at != t->elements) {
@@ -669,7 +676,8 @@ static bool decide_type(ex_ctx *x, ex_tensor *t)
     }
     /* a single whole object whose bytes are the tensor's: copied */
     if (t->path == EX_ROWS && !t->heads && t->n_runs == 1 && t->runs[0].e0 == 0 &&
-        t->runs[0].n == x->c->objects[t->runs[0].obj].elements && native_type(f) == t->type)
+        t->runs[0].n == x->c->objects[t->runs[0].obj].elements && native_type(f) == t->type &&
+        type_bytes(t, t->type, &t->bytes) && x->c->objects[t->runs[0].obj].bytes == t->bytes)
         t->path = EX_COPY;
     if (!type_bytes(t, t->type, &t->bytes)) {
         nf_diag_addf(x->d, NF_C_RANGE, x->file, "", "tensor \"%s\": rows of %llu cannot be %s "
@@ -1031,6 +1039,15 @@ static nf_jval *gguf_prov(ex_ctx *x, origin *og)
     return nf_jtype_of(v) == NF_J_OBJECT ? v : NULL;
 }
 
+/* A record's count: a non-negative integer below 2^53 (exact in a double),
+ * else UINT64_MAX (which no check lets through). */
+static uint64_t json_count(nf_jval *v)
+{
+    double d = nf_jdouble(v);
+    return nf_jtype_of(v) == NF_J_INT && d >= 0 && d < 9007199254740992.0 ? (uint64_t)d
+                                                                            : UINT64_MAX;
+}
+
 /* Parse a record's "rows" [[trow, prow, n], ...]: runs of object obj with
  * cols K, in tensor row order. */
 static bool record_rows(ex_tensor *t, size_t obj, nf_jval *rows, uint64_t K)
@@ -1044,13 +1061,12 @@ static bool record_rows(ex_tensor *t, size_t obj, nf_jval *rows, uint64_t K)
         nf_jval *s = nf_jarr_get(rows, i);
         if (nf_jarr_len(s) != 3)
             return false;
-        uint64_t trow = (uint64_t)nf_jdouble(nf_jarr_get(s, 0));
-        uint64_t prow = (uint64_t)nf_jdouble(nf_jarr_get(s, 1));
-        uint64_t m = (uint64_t)nf_jdouble(nf_jarr_get(s, 2));
-        if (trow != at)
+        uint64_t trow = json_count(nf_jarr_get(s, 0)), prow = json_count(nf_jarr_get(s, 1));
+        uint64_t m = json_count(nf_jarr_get(s, 2)), e0, n;
+        if (trow != at || !nf_mul_u64(prow, K, &e0) || !nf_mul_u64(m, K, &n) ||
+            !nf_add_u64(at, m, &at))
             return false;
-        t->runs[t->n_runs++] = (ex_run){obj, prow * K, m * K};
-        at += m;
+        t->runs[t->n_runs++] = (ex_run){obj, e0, n};
     }
     return true;
 }
@@ -1089,21 +1105,32 @@ static bool origin_tensors(ex_ctx *x, origin *og, nf_jval *src)
             memcpy(t.sha, sha, 65);
         nf_jval *up = nf_jobj_get(r, "unpermute");
         if (up)
-            t.heads = (uint64_t)nf_jdouble(nf_jobj_get(up, "heads"));
+            t.heads = json_count(nf_jobj_get(up, "heads"));
         const char *map = nf_jstr(nf_jobj_get(r, "map"), NULL);
         t.map = !map ? NF_VMAP_NONE : !strcmp(map, "minus-one") ? NF_VMAP_MINUS_ONE
-              : !strcmp(map, "log-neg") ? NF_VMAP_LOG_NEG : NF_VMAP_NONE;
+              : !strcmp(map, "log-neg") ? NF_VMAP_LOG_NEG : (nf_value_map)-1;
         nf_jval *cols = nf_jobj_get(r, "columns");
         if (cols) {
-            t.ck = (uint64_t)nf_jdouble(nf_jobj_get(cols, "k_heads"));
-            t.cv = (uint64_t)nf_jdouble(nf_jobj_get(cols, "v_heads"));
-            t.chd = (uint64_t)nf_jdouble(nf_jobj_get(cols, "head_dim"));
+            t.ck = json_count(nf_jobj_get(cols, "k_heads"));
+            t.cv = json_count(nf_jobj_get(cols, "v_heads"));
+            t.chd = json_count(nf_jobj_get(cols, "head_dim"));
         }
+        /* transforms that fit the tensor (heads of an even number of rows,
+         * v heads a multiple of the k heads covering every column), or the
+         * record is not one an import wrote */
+        uint64_t vk;
+        bool fits = (int)t.map >= 0 &&
+                    (!up || (t.heads && t.heads <= t.R && t.R % t.heads == 0 &&
+                             (t.R / t.heads) % 2 == 0)) &&
+                    (!cols || (t.ck && t.chd && t.cv % t.ck == 0 &&
+                               nf_mul_u64(t.cv, t.chd, &vk) && vk == t.K));
         const char *orig = nf_jstr(nf_jobj_get(r, "original"), NULL);
         if (orig)
             t.original = nf_catalog_find(x->c, orig);
+        if (t.original != SIZE_MAX && x->c->objects[t.original].kind != NF_OBJ_TENSOR)
+            t.original = SIZE_MAX;
         size_t obj = oid ? nf_catalog_find(x->c, oid) : SIZE_MAX;
-        bool ok = t.name != NULL;
+        bool ok = t.name != NULL && fits;
         if (ok && obj != SIZE_MAX && x->c->objects[obj].kind == NF_OBJ_TENSOR) {
             nf_jval *rows = nf_jobj_get(r, "rows");
             if (rows)
@@ -1183,7 +1210,8 @@ static int check_unchanged(ex_ctx *x, ex_tensor *t, char (*digests)[65], bool *s
     }
     uint32_t nt = native_type(f);
     if (nt == t->type && !t->heads && !t->map && !t->cv && t->n_runs == 1 &&
-        t->runs[0].e0 == 0 && t->runs[0].n == x->c->objects[t->runs[0].obj].elements) {
+        t->runs[0].e0 == 0 && t->runs[0].n == x->c->objects[t->runs[0].obj].elements &&
+        x->c->objects[t->runs[0].obj].bytes == t->bytes) {
         t->path = EX_COPY;
         *same = strcmp(digests[t->runs[0].obj], t->sha) == 0;
         return 0;
@@ -1456,7 +1484,11 @@ static int export_origin(ex_ctx *x)
     if (!origin_tensors(x, &og, src)) {
         ex_tensors_free(x);
         origin_free(&og);
-        return nf_diags_exit(x->d) ? -1 : 1;
+        if (nf_diags_exit(x->d))
+            return -1;
+        ex_warn(x, "warning: %s: its GGUF records do not describe its gguf.prefix; written as "
+                "a generated GGUF", x->file);
+        return 1;
     }
     x->r->from_gguf = true;
     char (*dg)[65] = object_digests(x);
