@@ -5,7 +5,10 @@
  * file (a memfd opened through /proc/self/fd). A file that opens must keep
  * the reader's promises: every tensor's data inside the file and after the
  * data start, every key and tensor found again by name, every value
- * readable as JSON that our strict parser accepts.
+ * readable as JSON that our strict parser accepts. The same bytes parsed as
+ * a prefix held in memory (nf_gguf_open_prefix, what an export reads from a
+ * GGUF import's resource) must open whenever the file does, with the same
+ * keys and tensors, and give the same values.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,8 +29,33 @@ int NF_FUZZ_ENTRY(gguf)(const uint8_t *data, size_t size)
         return 0;
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    nf_diags d = NF_DIAGS_INIT;
+    nf_diags d = NF_DIAGS_INIT, pd = NF_DIAGS_INIT;
     nf_gguf *g = nf_gguf_open(path, &d);
+    nf_gguf *p = nf_gguf_open_prefix(data, size, "prefix", &pd);
+    NF_FUZZ_ASSERT(p || pd.n > 0 || pd.dropped > 0, "prefix refused without a diagnostic");
+    NF_FUZZ_ASSERT(!g || p, "the file opens, its bytes as a prefix do not");
+    if (g && p) {
+        NF_FUZZ_ASSERT(g->n_kv == p->n_kv && g->n_tensors == p->n_tensors &&
+                           g->data_start == p->data_start,
+                       "file and prefix disagree on counts or the data start");
+        for (size_t i = 0; i < g->n_tensors; i++)
+            NF_FUZZ_ASSERT(!strcmp(g->tensors[i].name, p->tensors[i].name) &&
+                               g->tensors[i].offset == p->tensors[i].offset,
+                           "tensor %zu differs between file and prefix", i);
+        for (size_t i = 0; i < g->n_kv; i++) {
+            size_t la = 0, lb = 0;
+            char *a = nf_gguf_kv_json(g, &g->kv[i], &la, NULL);
+            char *b = nf_gguf_kv_json(p, &p->kv[i], &lb, NULL);
+            NF_FUZZ_ASSERT((!a && !b) || (a && b && la == lb && !memcmp(a, b, la)),
+                           "key \"%s\" reads differently from the prefix", g->kv[i].key);
+            free(a);
+            free(b);
+        }
+    }
+    for (size_t i = 0; p && i < p->n_kv; i++)
+        free(nf_gguf_kv_json(p, &p->kv[i], NULL, NULL));
+    nf_gguf_free(p);
+    nf_diags_free(&pd);
     if (g) {
         NF_FUZZ_ASSERT(d.n == 0, "opened with %zu diagnostics", d.n);
         NF_FUZZ_ASSERT(g->file_size == size, "file size %llu, input %zu",
