@@ -77,6 +77,9 @@ snapshot_of() {
 @test "a file beside the parts whose header cannot be read may be an entry: refused (io, 3), nothing deleted" {
     command -v setpriv > /dev/null || skip "setpriv is missing"
     need_shim # runs as another user: the sanitizers' and wrapper's paths may not be theirs
+    # in a directory of its own: bats keeps its own unreadable temporaries
+    # (run --separate-stderr) in the test's directory, which would be read too
+    mkdir w && mv big.bin m.json w/ && cd w
     ninfer-pack -q --no-sync --max-file-bytes 64K -o t.ninfer m.json
     rm t.ninfer
     echo secret > locked
