@@ -61,11 +61,14 @@ snapshot_of() {
     run -3 --separate-stderr ninfer-pack -q --no-sync --max-file-bytes 64K -o t.ninfer m.json
     grep -qF 'belongs to the entry .backup beside it' <<< "$stderr"
     expect_unchanged "$before"
-    # a symlink, a FIFO or a part with the entry's id own nothing (and the
+    # a symlink to a file that is no entry, a dangling one, a FIFO, a
+    # symlink to a FIFO or a part with the entry's id own nothing (and the
     # FIFO is never opened blocking)
     rm .backup
     ln -s big.bin link.ninfer
+    ln -s nowhere dangling.ninfer
     mkfifo fifo.ninfer
+    ln -s fifo.ninfer fifo-link.ninfer
     run -0 --separate-stderr ninfer-pack -q --no-sync --max-file-bytes 64K -o t.ninfer m.json
     grep -qF 't.ninfer.part-0001: replacing a leftover part with no entry' <<< "$stderr"
     run -0 --separate-stderr ninfer-verify t.ninfer
@@ -99,6 +102,62 @@ snapshot_of() {
     run -0 --separate-stderr "${as[@]}" "$NF_BIN/ninfer-pack" -q --no-sync -o t.ninfer m.json
     grep -qF 't.ninfer.part-0001: kept: cannot tell whether an entry owns this part (locked beside it cannot be read)' <<< "$stderr"
     diff <(echo "$before") <(nf_snapshot . | grep -v ' \./t\.ninfer ')
+}
+
+@test "an entry reached through a symlink owns the parts beside the link (the reader looks for them there)" {
+    ninfer-pack -q --no-sync --max-file-bytes 64K -o model.ninfer m.json
+    mkdir archive
+    mv model.ninfer archive/model-v1.ninfer
+    ln -s archive/model-v1.ninfer model-v1.ninfer
+    run -0 --separate-stderr ninfer-verify model-v1.ninfer
+    local before
+    before=$(nf_snapshot .)
+    run -3 --separate-stderr ninfer-pack -q --no-sync --max-file-bytes 64K -o model.ninfer m.json
+    expect_only_codes io
+    grep -qF 'ninfer-pack: ./model.ninfer.part-0001: io: this part belongs to the entry model-v1.ninfer beside it (no leftover); refusing to replace it' <<< "$stderr"
+    expect_unchanged "$before"
+    # into one file: the parts beyond it are owned, kept without a word (they
+    # were removed as leftovers, and model-v1.ninfer no longer read)
+    run -0 --separate-stderr ninfer-pack -q --no-sync -o model.ninfer m.json
+    [ -z "$stderr" ]
+    diff <(echo "$before") <(nf_snapshot . | grep -v ' \./model\.ninfer ')
+    run -0 --separate-stderr ninfer-verify model-v1.ninfer model.ninfer
+    no_temporaries .
+    # a symlink to the target itself shows the new set once it is published:
+    # it owns nothing, and --force replaces the old parts as ever
+    rm model.ninfer
+    ninfer-pack -q --no-sync --max-file-bytes 64K -o t.ninfer m.json
+    ln -s t.ninfer current.ninfer
+    run -0 --separate-stderr ninfer-pack -q --no-sync --force --max-file-bytes 100K -o t.ninfer m.json
+    [ -z "$stderr" ]
+    [ ! -e t.ninfer.part-0003 ]
+    run -0 --separate-stderr ninfer-verify current.ninfer
+    [ -z "$(asides)" ]
+}
+
+@test "an entry cut short inside its header (its artifact_id unread) may own the parts: refused (io, 3), nothing deleted" {
+    ninfer-pack -q --no-sync --max-file-bytes 64K -o t.ninfer m.json
+    mkdir keep
+    mv t.ninfer keep/
+    local n before
+    for n in 8 20 31; do
+        head -c "$n" keep/t.ninfer > cut.ninfer
+        before=$(nf_snapshot .)
+        run -3 --separate-stderr ninfer-pack -q --no-sync --max-file-bytes 64K -o t.ninfer m.json
+        expect_only_codes io
+        grep -qF 't.ninfer.part-0001: io: cannot tell whether this part is a leftover: cut.ninfer beside it is an entry cut short inside its header (it may be the one that owns it); refusing to replace it' <<< "$stderr"
+        expect_unchanged "$before"
+    done
+    # one file: the parts beyond it are kept, with a warning
+    run -0 --separate-stderr ninfer-pack -q --no-sync -o t.ninfer m.json
+    grep -qF 't.ninfer.part-0001: kept: cannot tell whether an entry owns this part (cut.ninfer beside it is an entry cut short inside its header)' <<< "$stderr"
+    diff <(echo "$before") <(nf_snapshot . | grep -v ' \./t\.ninfer ')
+    # 7 bytes of the magic, or a file that only begins like one, own nothing
+    rm t.ninfer
+    head -c 7 keep/t.ninfer > cut.ninfer
+    run -0 --separate-stderr ninfer-pack -q --no-sync --max-file-bytes 64K -o t.ninfer m.json
+    grep -qF 't.ninfer.part-0001: replacing a leftover part with no entry' <<< "$stderr"
+    run -0 --separate-stderr ninfer-verify t.ninfer
 }
 
 @test "--force over an entry whose copy shares its parts: refused (io, 3) when they are in the way, kept when beyond" {

@@ -848,19 +848,30 @@ static int check_entry(nf_writer *w, bool publish, nf_diags *d)
  * A part is a leftover only when no entry in the target's directory owns
  * it: an entry (a regular file there with the entry magic, whatever its
  * name, the target's own name aside) owns every part carrying its
- * artifact_id (spec 2.1: a renamed entry still reads). The candidates'
- * artifact_ids are gathered first; then one pass over the directory reads
- * the 32-byte header of each regular file once (O_NOFOLLOW|O_NONBLOCK) and
- * looks its id up among them (binary search). A regular file whose header
- * cannot be read may be an entry: it counts as owning every candidate. */
+ * artifact_id (spec 2.1: a renamed entry still reads). So does a symlink
+ * there to an entry elsewhere (the reader looks for an entry's parts in
+ * the directory of the path it was given: `mv m.ninfer /keep/; ln -s
+ * /keep/m.ninfer m-v1.ninfer` still reads), unless it leads to the target
+ * itself, which then shows the new set. The candidates' artifact_ids are
+ * gathered first; then one pass over the directory reads the 32-byte
+ * header of each regular file (or symlink to one) once (O_NONBLOCK, a
+ * symlink's target checked to be a regular file first) and looks its id
+ * up among them (binary search). A file whose header cannot be read, or
+ * that holds the entry magic but ends before the artifact_id does (an
+ * interrupted download), may be an entry: it counts as owning every
+ * candidate. */
 
 struct owners {
     unsigned char (*ids)[16]; /* the candidates' artifact_ids, sorted, unique */
     size_t n, cap;
     char **name;              /* [n]: an entry carrying ids[k], or NULL */
-    char *unreadable;         /* a regular file whose header could not be read */
+    char *unreadable;         /* a file that may be an entry (see above) */
+    const char *why;          /* unreadable's reason: "cannot be read", ... */
     bool scanned;
 };
+
+/* o->unreadable's name and reason, as a warning or diagnostic shows them. */
+static const char *unsure_cut = "is an entry cut short inside its header";
 
 static int id_cmp(const void *x, const void *y) { return memcmp(x, y, 16); }
 
@@ -898,6 +909,12 @@ static const char *owner_of(const struct owners *o, const unsigned char id[16])
 /* One pass over w->dir (see above), the target's name and also (when not
  * NULL) left out. Returns 0, or -1 with `io` when the
  * directory cannot be read (nothing can then be proven a leftover). */
+static void owners_unsure(struct owners *o, const char *name, const char *why)
+{
+    if (!o->unreadable && (o->unreadable = strdup(name)) != NULL)
+        o->why = why;
+}
+
 static int owners_scan(const nf_writer *w, struct owners *o, const char *also, nf_diags *d)
 {
     o->scanned = true;
@@ -918,26 +935,54 @@ static int owners_scan(const nf_writer *w, struct owners *o, const char *also, n
         return -1;
     }
     int dfd = dirfd(dp);
+    char *target = NULL; /* the target's real path, for symlinks to it */
+    bool target_done = false;
     struct dirent *de;
     while ((de = readdir(dp)) != NULL) {
         const char *n = de->d_name;
         if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, w->entry_name) ||
             (also && !strcmp(n, also)) ||
-            (de->d_type != DT_REG && de->d_type != DT_UNKNOWN))
+            (de->d_type != DT_REG && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN))
             continue;
         int fd = openat(dfd, n, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        struct stat ls;
+        bool link = false;
+        if (fd < 0 && errno == ELOOP) {
+            /* a symlink: to a regular file (never opening a FIFO or a
+             * device), and not to the target itself */
+            link = true;
+            if (fstatat(dfd, n, &ls, 0) < 0 || !S_ISREG(ls.st_mode))
+                continue; /* dangling, a loop, a FIFO, a directory: no entry */
+            if (!target_done) {
+                target = realpath(w->target, NULL);
+                target_done = true;
+            }
+            char *lp = target ? nf_path_join(w->dir, n) : NULL;
+            char *full = lp ? realpath(lp, NULL) : NULL;
+            bool to_target = full && strcmp(full, target) == 0;
+            free(lp);
+            free(full);
+            if (to_target)
+                continue;
+            fd = openat(dfd, n, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        }
         if (fd < 0) {
-            /* gone, a symlink, a socket: no entry; anything else may be one */
-            if (errno != ENOENT && errno != ELOOP && errno != ENXIO && !o->unreadable)
-                o->unreadable = strdup(n);
+            /* gone, a socket: no entry; anything else may be one */
+            if (errno != ENOENT && errno != ELOOP && errno != ENXIO)
+                owners_unsure(o, n, "cannot be read");
             continue;
         }
         struct stat st;
         unsigned char h[32];
-        ssize_t r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? nf_pread_full(fd, h, 32, 0) : 0;
+        ssize_t r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                            (!link || (st.st_dev == ls.st_dev && st.st_ino == ls.st_ino))
+                        ? nf_pread_full(fd, h, 32, 0)
+                        : 0;
         close(fd);
-        if (r < 0 && !o->unreadable)
-            o->unreadable = strdup(n);
+        if (r < 0)
+            owners_unsure(o, n, "cannot be read");
+        else if (r >= 8 && r < 32 && memcmp(h, NF_ENTRY_MAGIC, 8) == 0)
+            owners_unsure(o, n, unsure_cut);
         if (r < 32 || memcmp(h, NF_ENTRY_MAGIC, 8) != 0)
             continue;
         const unsigned char(*k)[16] = bsearch(h + 16, o->ids, o->n, 16, id_cmp);
@@ -945,6 +990,7 @@ static int owners_scan(const nf_writer *w, struct owners *o, const char *also, n
             o->name[k - o->ids] = strdup(n);
     }
     closedir(dp);
+    free(target);
     return 0;
 }
 
@@ -975,9 +1021,10 @@ static int judge_way(const nf_writer *w, const struct owners *o, nf_diags *d)
         }
         if (o->unreadable) {
             nf_diag_addf(d, NF_C_IO, w->final[i], "",
-                         "cannot tell whether this part is a leftover: %s beside it cannot be "
-                         "read (it may be an entry that owns it); refusing to replace it",
-                         o->unreadable);
+                         "cannot tell whether this part is a leftover: %s beside it %s (it may "
+                         "be %s that owns it); refusing to replace it",
+                         o->unreadable, o->why,
+                         o->why == unsure_cut ? "the one" : "an entry");
             return -1;
         }
     }
@@ -1585,13 +1632,15 @@ static int plan_surplus(nf_writer *w, struct owners *o, nf_diags *d)
         if (s->act != SP_REMOVE && s->act != SP_REMOVE_LEFTOVER)
             continue;
         const char *own = owner_of(o, s->id);
-        const char *other = own ? own : o->unreadable;
-        if (!other)
+        if (!own && !o->unreadable)
             continue;
         /* an owned leftover-looking part is simply another artifact's */
         s->act = own && s->act == SP_REMOVE_LEFTOVER ? -1 : own ? SP_KEEP_SHARED : SP_KEEP_UNSURE;
-        if (!(s->other = strdup(other)))
+        if (own ? !(s->other = strdup(own))
+                : asprintf(&s->other, "%s beside it %s", o->unreadable, o->why) < 0) {
+            s->other = NULL;
             goto oom;
+        }
     }
     return 0;
 oom:
@@ -1625,8 +1674,8 @@ static void remove_surplus(nf_writer *w)
             warn(w, s->path, msg);
             break;
         case SP_KEEP_UNSURE:
-            snprintf(msg, sizeof msg, "kept: cannot tell whether an entry owns this part (%s "
-                                      "beside it cannot be read)", s->other);
+            snprintf(msg, sizeof msg, "kept: cannot tell whether an entry owns this part (%s)",
+                     s->other);
             warn(w, s->path, msg);
             break;
         default:

@@ -32,9 +32,13 @@
  * leftover (with a warning), or with `force` a part of the set being
  * replaced. An entry (a regular file in the target's directory with the
  * entry magic, any name but the target's own; its 32-byte header read
- * alone, O_NOFOLLOW|O_NONBLOCK) owns every part carrying its artifact_id
- * (spec 2.1: a renamed entry still reads); a regular file there whose
- * header cannot be read counts as owning. Ownership costs one pass over the
+ * alone, O_NONBLOCK) owns every part carrying its artifact_id (spec 2.1: a
+ * renamed entry still reads), and so does a symlink there to an entry
+ * elsewhere (a reader looks for the parts beside the path it was given),
+ * unless it leads to the target itself; a symlink to anything but a
+ * regular file is never opened. A regular file there whose header cannot
+ * be read, or that holds the entry magic but is shorter than 32 bytes (a
+ * download cut short), counts as owning. Ownership costs one pass over the
  * directory per check, only when a part is in the way or to be removed.
  * After publication: the old set's parts that prove to be its own (part
  * magic, the old artifact_id, the part_index the old files table gives
