@@ -1589,9 +1589,8 @@ static int plan_surplus(nf_writer *w, struct owners *o, nf_diags *d)
 {
     for (size_t j = 0; w->have_old && j < w->n_old_parts; j++) {
         const char *p = w->old_parts[j];
-        bool in_set = false;
-        for (size_t i = 1; i < w->n_files && !in_set; i++)
-            in_set = strcmp(p, w->final[i]) == 0;
+        /* one of the new set's names: parsed, not looked for among them */
+        bool in_set = new_part_name(w, nf_basename(p));
         if (in_set || !proven_part(w, p, w->old_index[j], w->old_id))
             continue;
         bool own_name = part_suffix(nf_basename(p), w->entry_name) != NULL;
