@@ -162,8 +162,11 @@ int main(int argc, char **argv)
         sm.st_dev == so.st_dev && sm.st_ino == so.st_ino)
         nf_diag_addf(&d, NF_C_USAGE, wc.out, "", "output names an input file (%s); refusing to write",
                      in_stdin ? "standard input" : path);
+    /* standard output carries the stream, the plan or the report: not
+     * onto the manifest (the packer checks the sources) */
     const char *manifest[1] = {path};
-    if (!nf_diags_exit(&d) && (!wc.out || strcmp(wc.out, "-") == 0) && !wc.dry_run)
+    bool stream = !wc.out || strcmp(wc.out, "-") == 0;
+    if (!nf_diags_exit(&d) && (stream || wc.dry_run || report))
         nf_stdout_check(manifest, 1, &d);
     if (!nf_diags_exit(&d)) {
         char *base = strcmp(path, "-") == 0 ? strdup(".") : nf_dirname_dup(path);
@@ -171,7 +174,8 @@ int main(int argc, char **argv)
         nf_plan plan;
         nf_writer_cli_out(&wc, &po.out, &pr, "packing", &plan);
         /* --report: to stdout, or stderr when the artifact goes to stdout */
-        FILE *rf = !wc.out || strcmp(wc.out, "-") == 0 ? stderr : stdout;
+        FILE *rf = stream ? stderr : stdout;
+        po.out.text_stdout = wc.dry_run || (report && !stream);
         report_out ro = {report ? rf : NULL, path};
         po.report = print_report; /* the warnings come through it too */
         po.report_ctx = &ro;

@@ -76,6 +76,7 @@ int main(int argc, char **argv)
             nf_progress pr;
             nf_plan plan;
             nf_writer_cli_out(&wc, &o, &pr, "copying", &plan);
+            o.text_stdout = wc.dry_run; /* the plan goes to standard output */
             d.file = wc.out ? wc.out : "-";
             if (nf_split(op.a, &o, &d) == 0 && wc.dry_run)
                 nf_print_plan(&plan, &d);

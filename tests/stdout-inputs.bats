@@ -79,3 +79,32 @@ refused() {
     refused a.ninfer a.ninfer ninfer-run --device cpu a.ninfer
     refused ./a.ninfer.part-0001 a.ninfer.part-0001 ninfer-bench a.ninfer
 }
+
+@test "pack --report, pack --dry-run and split --dry-run onto what they read: refused (2), nothing written" {
+    ninfer-cat --manifest a.ninfer > m.json
+    local t shown
+    # pack's inputs: the manifest and every file of its sources (named by
+    # the path the packer resolved)
+    for t in m.json a.ninfer a.ninfer.part-0001; do
+        shown=$t
+        [ "$t" = m.json ] || shown=$PWD/$t
+        refused "$t" "$shown" ninfer-pack -q --report -o out.ninfer m.json
+        refused "$t" "$shown" ninfer-pack -q --dry-run -o out.ninfer m.json
+        refused "$t" "$shown" ninfer-pack -q --dry-run m.json
+    done
+    [ ! -e out.ninfer ]
+    refused m.json "standard input" ninfer-pack -q --dry-run -o out.ninfer - < m.json
+    # split's: the input's entry and parts, or the file on standard input
+    refused a.ninfer a.ninfer ninfer-split --dry-run -o out.ninfer a.ninfer
+    refused ./a.ninfer.part-0001 a.ninfer.part-0001 ninfer-split --dry-run --max-file-bytes 8K -o out.ninfer a.ninfer
+    local before
+    before=$(nf_snapshot .)
+    run -2 --separate-stderr bash -c 'ninfer-split --dry-run -o out.ninfer - < s.ninfer >> s.ninfer'
+    [ "$stderr" = "ninfer-split: (stdout): usage: standard output names an input file (standard input); refusing to write" ]
+    expect_unchanged "$before"
+    # another file is fine: the plan, or the report's header line
+    run -0 bash -c 'ninfer-split --dry-run -o out.ninfer a.ninfer >> plan.json'
+    grep -qF '"payload_bytes"' plan.json
+    run -0 bash -c 'ninfer-pack -q --report -o out.ninfer m.json >> report.txt'
+    [ "$(head -c 7 report.txt)" = object$'\t' ]
+}

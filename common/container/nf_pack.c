@@ -633,6 +633,19 @@ static int plan_all(pack_run *r)
     return 0;
 }
 
+/* Standard output, where the caller prints a report or a plan, must not be
+ * a file read (DESIGN 3): the sources' files are known once resolved. */
+static void stdout_text_check(pack_run *r)
+{
+    size_t ni = 0;
+    const char **in = nf_source_inputs_files(r->p.in, &ni);
+    if (!in)
+        nf_diag_add(r->d, NF_C_IO, "", "out of memory");
+    else
+        nf_stdout_check(in, ni, r->d);
+    free(in);
+}
+
 /* Phase 3: the writer, after every file read is known: an output naming
  * one is refused (DESIGN 3). */
 static int open_output(pack_run *r)
@@ -970,6 +983,8 @@ static int pack_catalog(nf_catalog *c, const char *base_dir, const nf_pack_opts 
         nf_diag_add(d, NF_C_IO, "", "out of memory");
     if (!nf_diags_exit(d)) {
         resolve_all(&r);
+        if (!nf_diags_exit(d) && po->out.text_stdout)
+            stdout_text_check(&r);
         int pl = nf_diags_exit(d) ? -1 : plan_all(&r);
         if (pl == 1)
             rc = 0;

@@ -108,22 +108,30 @@ int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
         goto out;
     if (nf_plan_make(c, &wo, entry, !oo->no_digests, &plan, d) < 0)
         goto out;
-    if (oo->dry_run) {
-        *oo->dry_run = plan; /* the caller shows it */
-        memset(&plan, 0, sizeof plan);
-        rc = 0;
-        goto out;
-    }
-    /* the files read: an output naming one is refused (DESIGN 3) */
+    /* the files read: an output naming one is refused (DESIGN 3), standard
+     * output too when it carries the stream or the caller's text */
     const char **inputs = calloc(c->n_files + 1, sizeof *inputs);
     size_t ni = 0;
     for (size_t i = 0; inputs && !stream_in && i < c->n_files; i++)
         inputs[ni++] = nf_artifact_file_path(src, i);
     if (inputs && stream_in)
         inputs[ni++] = "-"; /* a file redirected to standard input */
-    if (!inputs)
+    if (!inputs) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
-    else if (stream_out && nf_stdout_check(inputs, ni, d) == 0)
+        goto out;
+    }
+    if (oo->text_stdout && nf_stdout_check(inputs, ni, d) < 0) {
+        free(inputs);
+        goto out;
+    }
+    if (oo->dry_run) {
+        free(inputs);
+        *oo->dry_run = plan; /* the caller shows it */
+        memset(&plan, 0, sizeof plan);
+        rc = 0;
+        goto out;
+    }
+    if (stream_out && nf_stdout_check(inputs, ni, d) == 0)
         w = (out_stream = nf_output_open_fd(1, oo->zstd, false))
                 ? nf_writer_open_stream(out_stream, &plan, &wo, d)
                 : NULL;

@@ -160,6 +160,11 @@ typedef struct {
     int zstd;                /* a stream's zstd level (0: plain) */
     bool no_digests;         /* no metadata.integrity */
     bool verify;             /* split: hash objects copied from files too */
+    bool text_stdout;        /* the caller prints text on standard output (a
+                                --report table, a --dry-run plan): refused,
+                                as a stream is, when standard output is a
+                                file read (nf_stdout_check), before anything
+                                is written */
     nf_plan *dry_run;        /* non-NULL: plan only, write nothing; the plan
                                 (files table, reservation) is moved here for
                                 the caller to show and nf_plan_free */
