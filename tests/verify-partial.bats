@@ -182,6 +182,20 @@ setup() {
     [ "$output" = "a.ninfer: OK (6 digests checked)" ]
     run -2 --separate-stderr ninfer-verify --require-digests --no-digests a.ninfer
     expect_only_codes usage
+    # digests that could not be checked because their files are missing:
+    # the run fails for what is missing (3, verdict missing), not integrity
+    mkdir dl
+    cp a.ninfer a.ninfer.part-0001 dl/
+    run -3 --separate-stderr ninfer-verify --require-digests --component vision dl/a.ninfer
+    expect_only_codes part-missing
+    run -3 --separate-stderr ninfer-verify --require-digests --component vision --json dl/a.ninfer
+    [ "$(json_field verdict)" = missing ]
+    # and one cut short: incomplete (1), still no integrity
+    head -c 5000 a.ninfer.part-0004 > dl/a.ninfer.part-0004
+    cp a.ninfer.part-0005 dl/
+    truncate -s 5000 dl/a.ninfer.part-0005
+    run -1 --separate-stderr ninfer-verify --require-digests --component vision dl/a.ninfer
+    expect_only_codes incomplete
 }
 
 @test "--progress ends its line before the result" {

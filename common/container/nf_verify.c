@@ -326,11 +326,13 @@ int nf_verify(nf_artifact *a, const nf_verify_opts *o, nf_verify_result *r, nf_d
     if (((s.stream || !s.o->no_digests) && s.ranges_ok && compare_digests(&s, r, d) < 0) ||
         list_unchecked(&s, r) < 0)
         nf_diag_add(d, NF_C_IO, "", "out of memory");
-    if (s.o->require_digests && !r->digests_checked)
+    /* digests there but unread (a missing, short or unreadable file) fail
+     * the run for that reason, which the diagnostics already give: it is
+     * not integrity, and must not turn a missing part (3) into 1 */
+    if (s.o->require_digests && !r->digests_checked && !r->n_unchecked)
         nf_diag_add(d, NF_C_INTEGRITY, "/metadata/integrity",
-                    "no object digest was checked (%s); --require-digests asks for one at least",
-                    r->n_unchecked ? "none of those to check could be read"
-                                   : "metadata.integrity has none for what was checked");
+                    "no object digest was checked (metadata.integrity has none for what was "
+                    "checked); --require-digests asks for one at least");
     if (s.o->deep && !s.stream && s.ranges_ok)
         deep_check(a, s.only, d);
     verify_free(&s);

@@ -31,7 +31,9 @@ typedef struct {
      * (nf_verify_result.file_sha). Files only. */
     bool file_digests;
     /* no digest checked (none in metadata.integrity for what is selected)
-     * is an `integrity` diagnostic (exit 1) */
+     * is an `integrity` diagnostic (exit 1); digests left unchecked by a
+     * missing or broken file add nothing (that file's diagnostic fails
+     * the run) */
     bool require_digests;
     bool deep;            /* also nf_codec_validate every tensor (files only) */
     unsigned threads;     /* hashing threads; 0 = every CPU */
