@@ -140,6 +140,28 @@ static float gauss(void)
     return s * 0.035f;
 }
 
+/* A CSV field: controls (CR and LF too), DEL, C1, invalid UTF-8 and '\\'
+ * as \xHH, as diagnostics write them (no raw byte of a hostile ID reaches
+ * a terminal), then quoted per RFC 4180 when it holds ',' or '"' ('"'
+ * doubled). */
+static void csv_field(const char *v)
+{
+    char *e = nf_text_escape_also(v, "\\");
+    const char *t = e ? e : "(out of memory)";
+    if (!strpbrk(t, ",\"")) {
+        fputs(t, stdout);
+    } else {
+        putchar('"');
+        for (; *t; t++) {
+            if (*t == '"')
+                putchar('"');
+            putchar(*t);
+        }
+        putchar('"');
+    }
+    free(e);
+}
+
 static void report(const char *name, const nf_tensor_enc *t, double *s, unsigned n, double bytes)
 {
     qsort(s, n, sizeof *s, cmp_d);
@@ -173,13 +195,16 @@ static void report(const char *name, const nf_tensor_enc *t, double *s, unsigned
         nf_print_json_line(o);
         nf_jval_free(o);
     } else if (opt.out == 2) {
-        printf("%s,%s,%s,%s,%s,%s,%u,%llu,%llu,%llu,%.9f,%.9f,%.9f,%.3f,%.3f,%.1f\n", name,
+        /* the case is an object ID in artifact mode: escaped, quoted */
+        csv_field(name);
+        printf(",%s,%s,%s,%s,%s,%u,%llu,%llu,%llu,%.9f,%.9f,%.9f,%.3f,%.3f,%.1f\n",
                opt.op, opt.device, fmt, lay, act, th, (unsigned long long)t->rows,
                (unsigned long long)t->cols, (unsigned long long)t->enc.encoded_bytes, med, p10,
                p90, gbps, peak_gbps, pp);
     } else {
-        printf("%-24s %-6s %-4s %-20s %7llu %7llu %12llu %9.3f %9.3f %9.3f %8.2f %8.2f %6.2f\n",
-               name, opt.op, act, fmt, (unsigned long long)t->rows,
+        nf_fput_field(name, 24, stdout); /* escaped as bind's listing */
+        printf(" %-6s %-4s %-20s %7llu %7llu %12llu %9.3f %9.3f %9.3f %8.2f %8.2f %6.2f\n",
+               opt.op, act, fmt, (unsigned long long)t->rows,
                (unsigned long long)t->cols, (unsigned long long)t->enc.encoded_bytes, med * 1e3,
                p10 * 1e3, p90 * 1e3, gbps, peak_gbps, peak_gbps > 0 ? gbps / peak_gbps : 0);
     }
@@ -283,22 +308,6 @@ static void device_header(void)
                "med_us", "GB/s", "peak_b", "peak_a", "ratio", "u", "max_err", "bound", "check");
     }
     fflush(stdout);
-}
-
-/* a CSV field (RFC 4180): quoted when it holds , " CR or LF, " doubled */
-static void csv_field(const char *v)
-{
-    if (!strpbrk(v, ",\"\r\n")) {
-        fputs(v, stdout);
-        return;
-    }
-    putchar('"');
-    for (; *v; v++) {
-        if (*v == '"')
-            putchar('"');
-        putchar(*v);
-    }
-    putchar('"');
 }
 
 /* One device row: v[i] the text of column i ("" empty); num[i] whether it

@@ -62,3 +62,19 @@ hostile_names() {
     [[ "${lines[1]}" == 'w\x09\x1b[1mx	q8_g32_fp16	32	'* ]]
     ! grep -q $'\033' <<< "$output" || return 1
 }
+
+@test "bench's table and CSV: an object ID with ESC, TAB, LF, ',' or '\"' forges no field or line" {
+    hostile_names a.ninfer
+    run -0 --separate-stderr ninfer-bench a.ninfer --iters 1 --warmup 0 --threads 1 --csv
+    # the header and one row of 16 fields; the ID quoted (RFC 4180), its
+    # controls and backslashes as \xHH
+    [ "${#lines[@]}" -eq 2 ]
+    [[ "${lines[1]}" == '"w\x1b[31m,x\x09y\x0az"""'',gemv,cpu,bf16,contiguous_le_v1,a16,1,2,4,16,'* ]]
+    [ "$(sed 's/"[^"]*\("[^"]*"\)*"//' <<< "${lines[1]}" | awk -F, '{ print NF }')" -eq 16 ]
+    ! grep -q $'\033' <<< "$output" || return 1
+    # the table: one line for the case, the ID escaped as in bind's listing
+    run -0 --separate-stderr ninfer-bench a.ninfer --iters 1 --warmup 0 --threads 1
+    [ "${#lines[@]}" -eq 3 ]
+    [[ "${lines[2]}" == 'w\x1b[31m\x2cx\x09y\x0az\x22 gemv   a16  bf16 '* ]]
+    ! grep -q $'\033' <<< "$output" || return 1
+}
