@@ -56,6 +56,11 @@ refused() {
     refused '1, -65520' f16 1 range '(-65520) is out of range for dtype f16: it rounds to infinity (the largest finite f16 is 65504)'
     refused '3.4e38' bf16 0 range '(3.4e+38) is out of range for dtype bf16: it rounds to infinity (the largest finite bf16 is 3.38953139e+38)'
     refused '3.5e38' f32 0 range '(3.5e+38) is out of range for dtype f32: it rounds to infinity (the largest finite f32 is 3.40282347e+38)'
+    # a literal past the double range too (json-c reads it as infinity): no
+    # infinity to keep, whatever --allow-nonfinite says
+    refused '1, 1e400' f32 1 range '(1e400) is out of range for dtype f32: it rounds to infinity (the largest finite f32 is 3.40282347e+38)'
+    refused '-1e400' f16 0 range '(-1e400) is out of range for dtype f16: it rounds to infinity (the largest finite f16 is 65504)'
+    refused '2e308' f64 0 range '(2e308) is out of range for dtype f64: it rounds to infinity (the largest finite f64 is 1.79769313e+308)'
 }
 
 @test "values within their dtype pack as the dtype's elements" {

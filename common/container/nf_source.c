@@ -5,6 +5,7 @@
  * halves read (nf_src_kinds), are in nf_source_resolve.c. */
 #include "nf_source.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -551,13 +552,43 @@ static bool int_value(void *ctx, const char *text, size_t i, nf_span v)
     return true;
 }
 
+/* A literal that json-c read as an infinity (JSON has none: one past the
+ * double range, 1e400): range for the float dtype, named as written. */
+struct inf_check {
+    sctx *x;
+    const char *ptr, *dtype;
+    const nf_source *s;
+    double max;
+    bool ok;
+};
+
+static bool inf_value(void *ctx, const char *text, size_t i, nf_span v)
+{
+    struct inf_check *c = ctx;
+    if (i >= c->s->n_values || isfinite(c->s->values[i]))
+        return true;
+    char *p = ptr_key(c->ptr, "values"), *q = p ? nf_ptr_index(p, i) : NULL;
+    int shown = v.len > 40 ? 40 : (int)v.len;
+    diag_at(c->x, NF_C_RANGE, q ? q : c->ptr,
+            "object \"%s\": value %zu (%.*s%s) is out of range for dtype %s: it rounds to "
+            "infinity (the largest finite %s is %.9g)",
+            c->x->object ? c->x->object : "", i, shown, text + v.start, v.len > 40 ? "..." : "",
+            c->dtype, c->dtype, c->max);
+    free(q);
+    free(p);
+    c->ok = false;
+    return true;
+}
+
 /* A values source holds elements of its dtype (ninfer-pack(1)): an integer
  * dtype takes JSON integers within its range (the literal checked as
  * written, so i64 takes -2^63 but not one less), a float dtype any number
  * that rounds (to nearest even) to a finite value of it, and the value is
  * then the element it rounds to (0.1 as f16 is 0.0999755859375); f64 any
- * number. Non-finite numbers (1e400 reads as infinity) are the packer's to
- * refuse (--allow-nonfinite). sp: the source object's span. */
+ * number within its range. A literal past the double range (1e400, which
+ * json-c reads as infinity) rounds to infinity in every float dtype: range,
+ * as 70000 is for f16, whatever --allow-nonfinite says (a values source
+ * without a dtype leaves it to the packer). sp: the source object's span. */
 static bool check_values(sctx *x, nf_span sp, const char *ptr, nf_source *s)
 {
     int dt = nf_dtype_from_name(s->dtype);
@@ -566,8 +597,17 @@ static bool check_values(sctx *x, nf_span sp, const char *ptr, nf_source *s)
         double max;
     } fl[] = {[NF_DT_BF16] = {8, -126, 0x1.fep127}, [NF_DT_F16] = {11, -14, 65504.0},
               [NF_DT_F32] = {24, -126, 0x1.fffffep127}};
-    if (dt == NF_DT_BF16 || dt == NF_DT_F16 || dt == NF_DT_F32) {
-        bool ok = true;
+    if (dt == NF_DT_BF16 || dt == NF_DT_F16 || dt == NF_DT_F32 || dt == NF_DT_F64) {
+        bool any_inf = false;
+        for (size_t i = 0; i < s->n_values && !any_inf; i++)
+            any_inf = !isfinite(s->values[i]);
+        struct inf_check ic = {x, ptr, s->dtype, s, dt == NF_DT_F64 ? DBL_MAX : fl[dt].max, true};
+        nf_span arr;
+        if (any_inf && nf_jspan_member(x->text, sp, "values", 6, &arr))
+            nf_jspan_elements(x->text, arr, inf_value, &ic);
+        if (dt == NF_DT_F64)
+            return ic.ok;
+        bool ok = ic.ok;
         for (size_t i = 0; i < s->n_values; i++) {
             double v = s->values[i], r = round_binary(v, fl[dt].p, fl[dt].emin);
             if (isfinite(v) && fabs(r) > fl[dt].max) {
