@@ -160,6 +160,24 @@ snapshot_of() {
     run -0 --separate-stderr ninfer-verify t.ninfer
 }
 
+@test "--force -o naming another entry's part: refused (io, 3), nothing replaced; a part no entry owns is the user's to replace" {
+    ninfer-pack -q --no-sync --max-file-bytes 64K -o y.ninfer m.json
+    ninfer-cat y.ninfer > s.ninfer
+    local before
+    before=$(nf_snapshot .)
+    run -3 --separate-stderr ninfer-pack -q --no-sync --force -o y.ninfer.part-0001 m.json
+    expect_only_codes io
+    [ "$stderr" = "ninfer-pack: y.ninfer.part-0001: io: the output is a part of the entry y.ninfer beside it (--force replaces an entry, never another entry's part); refusing to replace it" ]
+    run -3 --separate-stderr ninfer-split --no-sync --force --max-file-bytes 64K -o y.ninfer.part-0002 - < s.ninfer
+    expect_only_codes io
+    expect_unchanged "$before"
+    run -0 --separate-stderr ninfer-verify y.ninfer
+    # with the entry gone the parts are leftovers: --force may take one
+    rm y.ninfer
+    run -0 --separate-stderr ninfer-pack -q --no-sync --force -o y.ninfer.part-0001 m.json
+    run -0 --separate-stderr ninfer-verify y.ninfer.part-0001
+}
+
 @test "--force over an entry whose copy shares its parts: refused (io, 3) when they are in the way, kept when beyond" {
     ninfer-pack -q --no-sync --max-file-bytes 64K -o t.ninfer m.json
     cp t.ninfer copy.ninfer

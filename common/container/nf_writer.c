@@ -994,6 +994,37 @@ static int owners_scan(const nf_writer *w, struct owners *o, const char *also, n
     return 0;
 }
 
+/* With --force, the file at the entry path is the user's to replace, but
+ * not when it is a part that an entry beside it owns (DESIGN 3: even
+ * --force replaces only the parts of the entry it replaces): `-o
+ * y.ninfer.part-0001 --force` broke y.ninfer. Returns 0 or -1 (`io`). */
+static int check_entry_part(const nf_writer *w, nf_diags *d)
+{
+    struct stat ls;
+    unsigned char h[32];
+    if (!w->o.force || lstat(w->target, &ls) < 0 || !S_ISREG(ls.st_mode) ||
+        read_header(w->target, &ls, h) < 0 || memcmp(h, NF_PART_MAGIC, 8) != 0)
+        return 0;
+    struct owners o = {0};
+    int rc = owners_want(&o, h + 16) < 0 ? -1 : owners_scan(w, &o, NULL, d);
+    const char *own = rc == 0 ? owner_of(&o, h + 16) : NULL;
+    if (rc == 0 && (own || o.unreadable)) {
+        if (own)
+            nf_diag_addf(d, NF_C_IO, w->target, "",
+                         "the output is a part of the entry %s beside it (--force replaces an "
+                         "entry, never another entry's part); refusing to replace it", own);
+        else
+            nf_diag_addf(d, NF_C_IO, w->target, "",
+                         "the output is a part, and %s beside it %s (it may be the entry that "
+                         "owns it); refusing to replace it", o.unreadable, o.why);
+        rc = -1;
+    } else if (rc < 0 && !nf_diags_exit(d)) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    }
+    owners_free(&o);
+    return rc;
+}
+
 /* Is the part in the way at final[i] one of the set being replaced? */
 static bool way_is_old(const nf_writer *w, size_t i)
 {
@@ -1238,7 +1269,7 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
     /* an output that names an input, a device, a FIFO, a directory, a
      * foreign file or another entry's part is refused before anything is
      * written */
-    if (check_entry(w, false, d) < 0) {
+    if (check_entry(w, false, d) < 0 || check_entry_part(w, d) < 0) {
         writer_free(w);
         return NULL;
     }
@@ -1947,6 +1978,8 @@ static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned ch
     sigset_t old;
     block_signals(&old);
     rc = check_entry(w, true, d);
+    if (!rc)
+        rc = check_entry_part(w, d);
     if (!rc)
         rc = check_parts(w, true, d);
     /* with --force the old entry moves aside first (no moment shows an old

@@ -180,7 +180,8 @@ typedef struct nf_writer nf_writer;
  * one of them (through a symlink or a hard link too) is refused (`usage`,
  * exit 2) before anything is written, and so is an entry or part path that
  * is a directory, FIFO, device, socket or symlink (`usage`). An existing
- * entry without o->force is refused (`io`), and so is a regular file
+ * entry without o->force is refused (`io`), with it a part at the entry
+ * path that another entry beside it owns (or may own), and so is a regular file
  * without the part magic at one of the new part names, or a part there
  * that another entry beside it owns (or may own: a file whose header cannot
  * be read). What a writer of this target killed mid-publication left aside
