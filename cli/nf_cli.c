@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -15,6 +16,16 @@
 #include <stdbool.h>
 
 const char *nf_prog = "ninfer";
+
+/* Every command, before main: a write past RLIMIT_FSIZE (`ulimit -f`) fails
+ * with EFBIG, an I/O error reported like a full disk (io, exit 3: standard
+ * output's "write error: File too large"), instead of SIGXFSZ ending the
+ * process with no word and a partial file (status 153). The writers and
+ * the stream output ignore it too (the library's own users). */
+__attribute__((constructor)) static void nf_cli_ignore_sigxfsz(void)
+{
+    signal(SIGXFSZ, SIG_IGN);
+}
 
 int nf_usage_error(const char *fmt, ...)
 {

@@ -390,3 +390,19 @@ stopped_at() {
     [ "$status" -eq 1 ]
     grep -qF ': incomplete: ' err
 }
+
+@test "ulimit -f with standard output on a file: every command's text output -> io (3), not a SIGXFSZ death" {
+    nf-mkckpt ckpt > /dev/null
+    ninfer-import -q -o m.json ckpt
+    ninfer-pack -q -o a.ninfer m.json
+    local cmd
+    for cmd in "ninfer-import ckpt" "ninfer-quant -i m.json text/layers/*=q8_g32_fp16" \
+        "ninfer-bind a.ninfer" "ninfer-bind --plan a.ninfer" "ninfer-bind --json a.ninfer" \
+        "ninfer-bind --extract text/embedding a.ninfer" "ninfer-cat --manifest a.ninfer" \
+        "ninfer-run --device cpu --iters 1 --json a.ninfer" \
+        "ninfer-bench --format q4_g64_fp16 --shape 64x128 --iters 100 --warmup 0 --json"; do
+        rm -f s.out
+        run -3 --separate-stderr bash -c "ulimit -f 1; exec $cmd > s.out"
+        grep -qF ': (stdout): io: write error: File too large' <<< "$stderr"
+    done
+}
