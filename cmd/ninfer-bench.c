@@ -36,7 +36,8 @@ static const char usage_head[] =
     "                        or $NF_BENCH_LLC_BYTES); K M G: 1024s, KB MB GB: 1000s\n"
     "  --json                one JSON object per case (with raw samples)\n"
     "  --csv                 CSV with a header line\n"
-    "  --max-json-bytes N    artifact mode: refuse catalogs larger than N (default 256M)\n"
+    "  --max-json-bytes N    artifact mode: refuse catalogs larger than N (default\n"
+    "                        256M)\n"
     "  -h, --help, --version\n"
     "\n"
     "GB/s counts encoded bytes read (encode: encoded bytes written); x_peak is\n"
@@ -50,9 +51,18 @@ static const char usage_head[] =
 static void print_usage(void)
 {
     fputs(usage_head, stdout);
+    /* the list wrapped at 80 columns, continued on indented lines */
     fputs("Formats:", stdout);
-    for (int f = 0; f < NF_FMT_COUNT_; f++)
-        printf(" %s", nf_format_name((nf_format)f));
+    size_t col = 8;
+    for (int f = 0; f < NF_FMT_COUNT_; f++) {
+        const char *name = nf_format_name((nf_format)f);
+        if (col + 1 + strlen(name) > 80) {
+            fputs("\n ", stdout);
+            col = 1;
+        }
+        printf(" %s", name);
+        col += 1 + strlen(name);
+    }
     fputs("\n", stdout);
 }
 

@@ -149,7 +149,8 @@ EOF
 @test "--help lists every format; --format all runs each one that the shape fits" {
     run -0 ninfer-bench --help
     local formats f
-    formats=$(grep '^Formats:' <<< "$output")
+    # the list, wrapped: "Formats:" and the indented lines after it
+    formats=$(sed -n '/^Formats:/,$p' <<< "$output" | tr '\n' ' ')
     formats=${formats#Formats: }
     for f in bf16 fp32 int32 q2_g64_fp16 q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 \
         t2_g128_fp16 nvfp4 fp8_e4m3fn_row_bf16; do

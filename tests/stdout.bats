@@ -45,6 +45,19 @@ full() {
     done
 }
 
+@test "--help fits 80 columns, for every command" {
+    local c
+    for c in bench bind cat import pack quant run split verify; do
+        run -0 "ninfer-$c" --help
+        if awk 'length($0) > 80 { bad = 1; print FILENAME ": " length($0) ": " $0 > "/dev/stderr" } END { exit bad }' <<< "$output"; then
+            :
+        else
+            echo "ninfer-$c --help has lines over 80 columns" >&2
+            return 1
+        fi
+    done
+}
+
 @test "ninfer-bind --plan, --check (text and --json), the listing: exit 3 on a full disk" {
     local a="$BATS_FILE_TMPDIR/a.ninfer"
     full ninfer-bind --plan "$a"
