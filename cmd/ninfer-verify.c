@@ -297,7 +297,15 @@ static void check_sums(nf_artifact *a, const nf_verify_result *r, nf_diags *d)
         free(text);
         return;
     }
-    char *dir = nf_dirname_dup(opt.check_sums);
+    /* names are relative to the sums file's directory, unless it has none
+     * worth the name: a pipe or device reached through a link (/dev/stdin,
+     * <(curl ...) as /dev/fd/63) or "-" read from where we are, as
+     * sha256sum -c reads every list (a named FIFO keeps its directory) */
+    struct stat ls, fs;
+    bool here = strcmp(opt.check_sums, "-") == 0 ||
+                (lstat(opt.check_sums, &ls) == 0 && stat(opt.check_sums, &fs) == 0 &&
+                 !S_ISREG(fs.st_mode) && !S_ISFIFO(ls.st_mode));
+    char *dir = here ? strdup(".") : nf_dirname_dup(opt.check_sums);
     size_t nl = 0, bad = 0;
     sum_line *lines = sums_read(text, n, dir ? dir : ".", &nl, &bad);
     free(text);

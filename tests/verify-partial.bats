@@ -85,6 +85,27 @@ setup() {
     grep -qF "a.ninfer.part-0005: digest: sha256 $(nf_sha256 a.ninfer.part-0005) differs from S3's" <<< "$stderr"
 }
 
+@test "--check-sums from a pipe (/dev/stdin, <(...), -): names are relative to the working directory" {
+    # the directory of /dev/stdin or /dev/fd/63 is no place the names were
+    # written for; sha256sum -c reads them from the working directory too
+    run -0 --separate-stderr bash -c 'cat SUMS | ninfer-verify --check-sums /dev/stdin a.ninfer'
+    [ "$output" = "a.ninfer: OK (6 digests checked)" ]
+    run -0 --separate-stderr bash -c 'ninfer-verify --check-sums <(cat SUMS) a.ninfer'
+    [ "$output" = "a.ninfer: OK (6 digests checked)" ]
+    run -0 --separate-stderr bash -c 'ninfer-verify --check-sums - a.ninfer < SUMS'
+    # a sums file that is a file (or a named FIFO) keeps its directory
+    mkdir dl
+    cp a.ninfer* SUMS dl/
+    run -0 --separate-stderr ninfer-verify --check-sums dl/SUMS dl/a.ninfer
+    mkfifo dl/FIFO
+    cat SUMS > dl/FIFO &
+    run -0 --separate-stderr ninfer-verify --check-sums dl/FIFO dl/a.ninfer
+    wait
+    # and a pipe's names that do not match are still a digest error (1)
+    run -1 --separate-stderr bash -c 'ninfer-verify --check-sums <(sed "s/  /  dl\//" SUMS) a.ninfer'
+    expect_only_codes digest
+}
+
 @test "--sums of several operands: all or nothing (no partial sums file)" {
     cp a.ninfer.part-0003 keep
     truncate -s -1 a.ninfer.part-0003
