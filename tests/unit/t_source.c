@@ -230,7 +230,11 @@ static void test_values_dtype(void)
         {"[3.4028235677973362e38]", "f32", 0, 0},
         {"[-3.4028236e38]", "f32", NF_C_RANGE, 0},
         {"[1e300]", "f64", 0, 0},
-        {"[1e400]", "f16", 0, 0}, /* infinite: the packer's --allow-nonfinite */
+        /* past the double range: infinite in every float dtype, range
+         * whatever --allow-nonfinite says (ninfer-pack(1)) */
+        {"[1e400]", "f16", NF_C_RANGE, 0},
+        {"[1, -1e400]", "f32", NF_C_RANGE, 1},
+        {"[1e400]", "f64", NF_C_RANGE, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char text[160], ptr[64];
