@@ -163,7 +163,8 @@ tests_formats() {
     run -0 "$t" --list
     . "$REPO/scripts/gpu-check-lib.sh"
     [ "$(echo $output)" = "$(echo $GC_FORMATS)" ]
-    [ "$(echo $GC_FORMATS)" = "$(ninfer-bench --help | sed -n 's/^Formats: //p')" ]
+    # (the list in --help wraps: "Formats:" and the indented lines after it)
+    [ "$(echo $GC_FORMATS)" = "$(echo $(ninfer-bench --help | sed -n '/^Formats:/,$p' | sed 's/^Formats://'))" ]
 }
 
 @test "an exclusive compute mode runs one process at a time; no nvidia-smi is a warning" {
