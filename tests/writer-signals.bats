@@ -119,6 +119,27 @@ asides() {
     done
 }
 
+@test "SIGKILL after a --force moved a symlinked entry aside: the next writer puts the link back" {
+    local k before
+    for k in 1 2 3; do
+        rm -rf t.ninfer* .t.ninfer* keep
+        ninfer-split --no-sync --max-file-bytes 8K -o t.ninfer a.ninfer
+        mkdir keep
+        mv t.ninfer keep/real.ninfer
+        ln -s keep/real.ninfer t.ninfer # its parts, beside the link, read through it
+        run -0 --separate-stderr ninfer-verify t.ninfer
+        before=$(nf_snapshot .)
+        run nf_sigat "rename:$k" KILL ninfer-split --no-sync --force --max-file-bytes 12K -o t.ninfer a.ninfer
+        [ "$status" -eq 137 ]
+        run -3 --separate-stderr ninfer-split --no-sync --max-file-bytes 12K -o t.ninfer a.ninfer
+        [ "${stderr_lines[-1]}" = "ninfer-split: t.ninfer: io: output exists; use --force to replace it" ]
+        expect_unchanged "$before"
+        [ -L t.ninfer ]
+        run -0 --separate-stderr ninfer-verify t.ninfer
+        [ -z "$(asides)" ]
+    done
+}
+
 @test "SIGKILL while a finished --force publication removes the old set: the next writer removes the rest" {
     local k new
     # unlinks after publication: the surplus parts 4 and 3, what was at

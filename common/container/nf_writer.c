@@ -665,16 +665,27 @@ static long aside_pid(const char *name, const char *entry, char *base)
 static int lock_dir(const char *dir);
 static int publish(const char *tmp, const char *final, bool replace);
 
-/* Does the regular file dir/name start with magic (8 bytes)? */
-static bool has_magic(int dfd, const char *name, const unsigned char *magic)
+/* Does the regular file dir/name start with magic (8 bytes)? link: a
+ * symlink to a regular file counts too (an entry path may be one: what
+ * --force moved aside is then the link), its target checked before it is
+ * opened, so no FIFO or device is. */
+static bool has_magic(int dfd, const char *name, const unsigned char *magic, bool link)
 {
     int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    struct stat ls;
+    bool via = false;
+    if (fd < 0 && errno == ELOOP && link && fstatat(dfd, name, &ls, 0) == 0 &&
+        S_ISREG(ls.st_mode)) {
+        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        via = true;
+    }
     if (fd < 0)
         return false;
     struct stat st;
     unsigned char h[8];
-    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && nf_pread_full(fd, h, 8, 0) == 8 &&
-              memcmp(h, magic, 8) == 0;
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+              (!via || (st.st_dev == ls.st_dev && st.st_ino == ls.st_ino)) &&
+              nf_pread_full(fd, h, 8, 0) == 8 && memcmp(h, magic, 8) == 0;
     close(fd);
     return ok;
 }
@@ -1795,7 +1806,7 @@ static void recover_asides(nf_writer *w)
                 continue;
             char *from = nf_path_join(w->dir, n), *to = nf_path_join(w->dir, base);
             char msg[160];
-            if (!from || !to || !has_magic(dfd, n, entry ? NF_ENTRY_MAGIC : NF_PART_MAGIC)) {
+            if (!from || !to || !has_magic(dfd, n, entry ? NF_ENTRY_MAGIC : NF_PART_MAGIC, entry)) {
                 free(from);
                 free(to);
                 continue;
@@ -1814,7 +1825,7 @@ static void recover_asides(nf_writer *w)
                 /* a part the dead writer published is replaced; anything
                  * else that appeared at the name since is left alone */
                 if (!there || (!entry && S_ISREG(ts.st_mode) &&
-                               has_magic(dfd, base, NF_PART_MAGIC))) {
+                               has_magic(dfd, base, NF_PART_MAGIC, false))) {
                     if ((entry ? publish(from, to, false) : (rename(from, to) < 0 ? -errno : 0)) ==
                         0) {
                         snprintf(msg, sizeof msg,
