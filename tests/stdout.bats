@@ -47,7 +47,7 @@ full() {
 
 @test "--help fits 80 columns, for every command" {
     local c
-    for c in bench bind cat import pack quant run split verify; do
+    for c in bench bind cat export import pack quant run split verify; do
         run -0 "ninfer-$c" --help
         if awk 'length($0) > 80 { bad = 1; print FILENAME ": " length($0) ": " $0 > "/dev/stderr" } END { exit bad }' <<< "$output"; then
             :
