@@ -11,14 +11,14 @@ DESTDIR ?=
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-# json-c, zstd and libcrypto as pkg-config describes them (the plain -l
+# json-c, zstd, libcrypto and libcurl as pkg-config describes them (the plain -l
 # flags when pkg-config is missing or the packages are not installed yet)
 PKG_CONFIG ?= pkg-config
-NF_PKGS    := json-c libzstd libcrypto
+NF_PKGS    := json-c libzstd libcrypto libcurl
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(NF_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(NF_PKGS) 2>/dev/null)
 ifeq ($(strip $(PKG_LIBS)),)
-PKG_LIBS   := -ljson-c -lzstd -lcrypto
+PKG_LIBS   := -ljson-c -lzstd -lcrypto -lcurl
 endif
 # The library's folders (common/*/: base, json, container, codec, model,
 # convert) and the commands' front end (cli/) are include directories:

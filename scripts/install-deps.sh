@@ -10,9 +10,11 @@
 #       password; else stop with the exact command to run.
 set -u
 # what building needs; what the tests need besides (bats, the zstd and
-# openssl commands, /usr/bin/time)
-BUILD_PKGS="build-essential pkg-config libjson-c-dev libzstd-dev libssl-dev"
-TEST_PKGS="bats zstd openssl time"
+# openssl commands, /usr/bin/time; nginx, which the HTTP suites start on a
+# loopback port of their own, and curl; the system nginx the package may
+# start is never used)
+BUILD_PKGS="build-essential pkg-config libjson-c-dev libzstd-dev libssl-dev libcurl4-openssl-dev"
+TEST_PKGS="bats zstd openssl time nginx-light curl"
 mode=${1:-install}
 # `make` (--check) builds only: it asks for the build packages alone
 if [ "$mode" = --check ]; then PKGS=$BUILD_PKGS; else PKGS="$BUILD_PKGS $TEST_PKGS"; fi
@@ -26,12 +28,12 @@ done
 # Outside Debian (no dpkg), trust the compiler: probe the headers instead.
 if ! command -v dpkg-query >/dev/null 2>&1; then
     missing=""
-    for h in json-c/json.h zstd.h openssl/evp.h; do
+    for h in json-c/json.h zstd.h openssl/evp.h curl/curl.h; do
         printf '#include <%s>\n' "$h" | ${CC:-cc} -E -x c - >/dev/null 2>&1 || missing="$missing $h"
     done
     [ "$mode" = --check ] || command -v bats >/dev/null 2>&1 || missing="$missing bats"
     if [ -n "$missing" ]; then
-        echo "ninfer: missing:$missing (install json-c, zstd, OpenSSL and bats-core development packages)" >&2
+        echo "ninfer: missing:$missing (install json-c, zstd, OpenSSL, libcurl and bats-core development packages)" >&2
         exit 1
     fi
     exit 0

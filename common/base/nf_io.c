@@ -637,6 +637,54 @@ nf_fdref *nf_fdpool_add(nf_fdpool *p, const char *path, int fd)
     return r;
 }
 
+static int open_reg(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int e = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0
+                                         : S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    if (e) {
+        close(fd);
+        return e;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+int nf_fdpool_open(nf_fdpool *p, const char *path, nf_fdref **out)
+{
+    *out = NULL;
+    int fd = open_reg(path);
+    for (int round = 0; fd == -EMFILE || fd == -ENFILE; round++) {
+        /* out of descriptors: this pool's idle ones, then every other
+         * cache's, then wait for one of this pool's pins to go */
+        pthread_mutex_lock(&p->lock);
+        size_t closed = pool_evict(p, 0);
+        if (!closed && round > 1) {
+            bool others = false;
+            for (size_t k = 0; k < p->n && !others; k++)
+                others = p->refs[k]->fd >= 0 && p->refs[k]->pins;
+            if (!others) {
+                pthread_mutex_unlock(&p->lock);
+                return -EMFILE;
+            }
+            pthread_cond_wait(&p->unpinned, &p->lock);
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (!closed && round <= 1)
+            nf_fd_reclaim(p);
+        fd = open_reg(path);
+    }
+    if (fd < 0)
+        return fd;
+    *out = nf_fdpool_add(p, path, fd);
+    return *out ? 0 : -ENOMEM;
+}
+
+int nf_fdref_fd(const nf_fdref *r) { return r->fd; }
+
 const char *nf_fdref_path(const nf_fdref *r)
 {
     return r->path;

@@ -136,6 +136,11 @@ void nf_fdpool_free(nf_fdpool *p);
  * must not change). Its identity is taken now. NULL: out of memory (fd is
  * closed). */
 nf_fdref *nf_fdpool_add(nf_fdpool *p, const char *path, int fd);
+/* Open path (a regular file, read only; never blocking on a FIFO) and add
+ * it to p, freeing descriptors as nf_fdref_pin does when the process has
+ * none left. Returns 0 with *out, or -errno (-ENOENT, -EISDIR, -EINVAL: not
+ * a regular file, -EMFILE: none could be had, -ENOMEM). */
+int nf_fdpool_open(nf_fdpool *p, const char *path, nf_fdref **out);
 const char *nf_fdref_path(const nf_fdref *r);
 uint64_t nf_fdref_size(const nf_fdref *r); /* bytes, when it was added */
 
@@ -144,6 +149,8 @@ uint64_t nf_fdref_size(const nf_fdref *r); /* bytes, when it was added */
  * longer names the file first opened). */
 int nf_fdref_pin(nf_fdref *r);
 void nf_fdref_unpin(nf_fdref *r);
+/* The descriptor of a ref the caller holds pinned. */
+int nf_fdref_fd(const nf_fdref *r);
 
 /* nf_pread_full through a pin. */
 ssize_t nf_fdref_pread(nf_fdref *r, void *buf, size_t n, uint64_t off);

@@ -1,4 +1,5 @@
-/* nf_artifact.c — entry/part opening, header checks and range reads. */
+/* nf_artifact.c — entry/part opening, header checks and range reads, over
+ * the byte source of nf_rfile.h (local files or HTTP range requests). */
 #include "nf_artifact.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nf_http.h"
 #include "nf_util.h"
 
 const unsigned char NF_ENTRY_MAGIC[8] = {0x4e, 0x49, 0x4e, 0x46, 0x45, 0x52, 0x00, 0x03};
@@ -17,18 +19,12 @@ const unsigned char NF_PART_MAGIC[8] = {0x4e, 0x49, 0x4e, 0x50, 0x52, 0x54, 0x00
 
 enum { F_UNOPENED = 0, F_GOOD, F_FAILED };
 
-/* An open file: part files are opened when a read needs them and closed
- * again, least recently used first, when more than `cap` are open and none
- * of them is in use (pinned by a read in progress). */
-typedef struct {
-    int fd;          /* -1: free */
-    size_t file;
-    unsigned pins;
-    uint64_t used;
-} fslot;
+#define HEAD_BYTES (64u << 10)  /* a URL's first request: the header and small catalogs */
+#define MERGE_GAP (1u << 20)    /* remote ranges closer than this are fetched as one */
 
 struct nf_artifact {
-    char *path, *dir;
+    char *path, *dir;  /* the entry as given; a URL without query and credentials */
+    char *url;         /* a URL entry as given (requests go there); NULL for files */
     nf_header h;
     char *json;       /* the catalog text without its trailing spaces */
     size_t json_len;
@@ -37,45 +33,21 @@ struct nf_artifact {
     nf_open_opts opts;
     /* files */
     size_t n_files;
-    char **file_paths;
+    char **file_paths;      /* names for messages (URLs without query) */
+    char **file_urls;       /* a URL artifact's request URLs */
     unsigned char *fstate;  /* F_GOOD: checked (open or not) */
-    fslot *slots;
-    size_t n_slots, cap;    /* slots in use, soft limit of open files */
-    uint64_t tick;
+    nf_rfile **rf;          /* each file's byte source, once opened */
+    nf_fdpool *pool;        /* local files' descriptors (nf_fd_cap() open at most) */
+    nf_http *http;          /* remote files' client */
+    bool own_http;
+    unsigned char *head;    /* a URL entry's first bytes, kept */
+    size_t head_len;
     bool emfile_said;       /* "too many open files" reported once */
-    int rec_slot;           /* nf_fd_reclaimer_add, once a part is open */
     pthread_mutex_t lock;
-    pthread_cond_t unpinned; /* a pin was released */
     /* stream */
     nf_input *in;
     uint64_t spos;
 };
-
-/* Open a path for reading without blocking on FIFOs, and insist on a
- * regular file. Returns fd or -errno (-EINVAL: not a regular file). */
-static int open_regular(const char *path, uint64_t *size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    *size = (uint64_t)st.st_size;
-    return fd;
-}
-
-static int check_fill_fd(nf_artifact *a, size_t i, int fd, nf_diags *d);
 
 /* The entry's fill buf[0..n) begins with JSON whitespace and holds nothing
  * else but zeros after it: the catalog's padding runs on past json_bytes,
@@ -106,15 +78,6 @@ static void entry_fill_fault(nf_diags *d, const char *file, const unsigned char 
     else
         nf_diag_addf(d, NF_C_FILL, file, "", "nonzero fill byte at offset %llu",
                      (unsigned long long)(from + k));
-}
-
-static const char *open_error(int e)
-{
-    if (e == -EINVAL)
-        return "not a regular file (a FIFO, socket or device)";
-    if (e == -EISDIR)
-        return "is a directory";
-    return strerror(-e);
 }
 
 /* What a file that is no artifact most likely is, said as a next step for a
@@ -181,40 +144,61 @@ int nf_header_parse(const unsigned char raw[32], uint64_t file_size, uint64_t ma
     return 0;
 }
 
-static void evict(nf_artifact *a, size_t keep);
-
-/* nf_fd_reclaim's hook: another cache ran out of descriptors (never blocks). */
-static void art_reclaim(void *ctx)
-{
-    nf_artifact *a = ctx;
-    if (pthread_mutex_trylock(&a->lock) == 0) {
-        evict(a, 0);
-        pthread_mutex_unlock(&a->lock);
-    }
-}
-
 static nf_artifact *artifact_new(const char *path, const nf_open_opts *o)
 {
     nf_artifact *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
-    a->path = strdup(path);
-    a->dir = nf_dirname_dup(path);
+    bool url = nf_is_url(path);
+    a->path = url ? nf_url_display(path) : strdup(path);
+    a->url = url ? strdup(path) : NULL;
+    a->dir = nf_dirname_dup(a->path ? a->path : "");
     if (o)
         a->opts = *o;
     if (!a->opts.max_json_bytes)
         a->opts.max_json_bytes = NF_DEFAULT_MAX_JSON;
     pthread_mutex_init(&a->lock, NULL);
-    pthread_cond_init(&a->unpinned, NULL);
-    a->cap = nf_fd_cap(); /* open part files kept per artifact */
-    a->rec_slot = -1;
-    if (!a->path || !a->dir) {
-        free(a->path);
-        free(a->dir);
-        free(a);
+    a->pool = nf_fdpool_new(0); /* open part files kept per artifact */
+    if (!a->path || !a->dir || !a->pool || (url && !a->url)) {
+        nf_artifact_close(a);
         return NULL;
     }
     return a;
+}
+
+/* The files' names and, for a URL artifact, their URLs: each part beside
+ * the entry (ninfer(5): its last path segment replaced, percent-encoded),
+ * or the --urls list. */
+static int file_names(nf_artifact *a, nf_diags *d)
+{
+    nf_catalog *c = a->cat;
+    if (a->url && a->opts.urls && a->opts.n_urls != a->n_files) {
+        nf_diag_add(d, NF_C_USAGE, "/files",
+                    "--urls gives %zu URL%s, but the catalog lists %zu file%s (one URL per "
+                    "file, the entry first)", a->opts.n_urls, a->opts.n_urls == 1 ? "" : "s",
+                    a->n_files, a->n_files == 1 ? "" : "s");
+        return -1;
+    }
+    for (size_t i = 0; i < a->n_files; i++) {
+        if (i > 0 && !c->files[i].path)
+            continue; /* invalid path already reported */
+        if (a->url) {
+            a->file_urls[i] = i == 0 ? strdup(a->url)
+                              : a->opts.urls ? strdup(a->opts.urls[i])
+                                             : nf_url_sibling(a->url, c->files[i].path);
+            a->file_paths[i] = a->file_urls[i] ? nf_url_display(a->file_urls[i]) : NULL;
+        } else {
+            /* an entry named without a directory keeps its parts' names bare */
+            a->file_paths[i] = i == 0 ? strdup(a->path)
+                               : strchr(a->path, '/') ? nf_path_join(a->dir, c->files[i].path)
+                                                      : strdup(c->files[i].path);
+        }
+        if (!a->file_paths[i]) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* After the catalog is parsed: the files table drives everything else. */
@@ -225,20 +209,22 @@ static int setup_files(nf_artifact *a, nf_diags *d)
         return -1;
     a->n_files = c->n_files;
     a->file_paths = calloc(a->n_files, sizeof *a->file_paths);
+    a->file_urls = calloc(a->n_files, sizeof *a->file_urls);
     a->fstate = calloc(a->n_files, 1);
-    if (!a->file_paths || !a->fstate) {
+    nf_rfile **rf = calloc(a->n_files, sizeof *rf);
+    if (!a->file_paths || !a->file_urls || !a->fstate || !rf) {
+        free(rf);
         nf_diag_add(d, NF_C_IO, "", "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < a->n_files; i++) {
-        /* an entry named without a directory keeps its parts' names bare */
-        a->file_paths[i] = i == 0 ? strdup(a->path)
-                           : !c->files[i].path ? NULL
-                           : strchr(a->path, '/') ? nf_path_join(a->dir, c->files[i].path)
-                                                  : strdup(c->files[i].path);
-        if (i > 0 && !c->files[i].path)
+    rf[0] = a->rf ? a->rf[0] : NULL; /* the entry, opened already */
+    free(a->rf);
+    a->rf = rf;
+    for (size_t i = 1; i < a->n_files; i++)
+        if (!c->files[i].path)
             a->fstate[i] = F_FAILED; /* invalid path already reported */
-    }
+    if (file_names(a, d) < 0)
+        return -1;
     if (!nf_add_u64(a->h.entry_payload_start, c->files[0].payload_bytes, &a->h.entry_file_bytes)) {
         nf_diag_add(d, NF_C_RANGE, "/files/0/payload_bytes", "entry file size overflows U64");
         return -1;
@@ -246,13 +232,85 @@ static int setup_files(nf_artifact *a, nf_diags *d)
     return 0;
 }
 
-/* Read the json_bytes of catalog text in chunks (from fd at offset 32, or
- * from the stream in), keeping the text without its trailing spaces: the
- * padding a writer reserves costs no memory, so the catalog cap bounds what
- * a catalog costs however it is padded (issue 11: a zstd stream of 8 KB
- * whose catalog is 250 MiB of spaces). Returns 0, 1 when the input ended
- * early (got bytes), or -1 on a read error (errno / the input's fault). */
-static int read_catalog(nf_artifact *a, int fd, nf_input *in, uint64_t *got)
+/* Where read_catalog takes its bytes: n bytes (fewer only at the end), or
+ * -1 with errno (or the source's own error). */
+typedef ssize_t (*pull_fn)(void *ctx, void *buf, size_t n);
+
+typedef struct {
+    nf_rfile *f;
+    uint64_t pos;
+    nf_rerr e;
+} pread_src;
+
+static ssize_t pull_pread(void *vc, void *buf, size_t n)
+{
+    pread_src *c = vc;
+    ssize_t r = nf_rfile_pread(c->f, buf, n, c->pos, &c->e);
+    if (r < 0) {
+        errno = EIO;
+        return -1;
+    }
+    c->pos += (uint64_t)r;
+    return r;
+}
+
+static ssize_t pull_input(void *vc, void *buf, size_t n) { return nf_input_read(vc, buf, n); }
+
+/* A URL entry's bytes after its first request: the rest of what is kept,
+ * then one more request, streamed. */
+typedef struct {
+    const unsigned char *head;
+    size_t head_len, head_pos;
+    nf_rstream *rs;
+    const unsigned char *cur;
+    size_t cur_len;
+    nf_rerr e;
+} remote_src;
+
+static ssize_t pull_remote(void *vc, void *buf, size_t n)
+{
+    remote_src *c = vc;
+    size_t got = 0;
+    unsigned char *o = buf;
+    while (got < n) {
+        if (c->head_pos < c->head_len) {
+            size_t k = c->head_len - c->head_pos;
+            if (k > n - got)
+                k = n - got;
+            memcpy(o + got, c->head + c->head_pos, k);
+            c->head_pos += k;
+            got += k;
+            continue;
+        }
+        if (!c->cur_len) {
+            size_t piece;
+            uint64_t off;
+            const void *p;
+            int r = c->rs ? nf_rstream_next(c->rs, &piece, &off, &p, &c->cur_len, &c->e) : 0;
+            if (r < 0) {
+                errno = EIO;
+                return -1;
+            }
+            if (r == 0)
+                break;
+            c->cur = p;
+        }
+        size_t k = c->cur_len > n - got ? n - got : c->cur_len;
+        memcpy(o + got, c->cur, k);
+        c->cur += k;
+        c->cur_len -= k;
+        got += k;
+    }
+    return (ssize_t)got;
+}
+
+/* Read the json_bytes of catalog text in chunks from pull, keeping the text
+ * without its trailing spaces: the padding a writer reserves costs no
+ * memory, so the catalog cap bounds what a catalog costs however it is
+ * padded (issue 11: a zstd stream of 8 KB whose catalog is 250 MiB of
+ * spaces). Returns 0, 1 when the input ended early (got bytes), or -1 on a
+ * read error (errno / the source's fault). */
+static int read_catalog(nf_artifact *a, pull_fn pull, void *pctx, uint64_t *got)
 {
     const size_t chunk = 1u << 20;
     uint64_t total = a->h.json_bytes, pos = 0, spaces = 0;
@@ -265,10 +323,8 @@ static int read_catalog(nf_artifact *a, int fd, nf_input *in, uint64_t *got)
     int rc = 0;
     while (pos < total) {
         size_t want = total - pos > chunk ? chunk : (size_t)(total - pos);
-        ssize_t r = in ? nf_input_read(in, buf, want) : nf_pread_full(fd, buf, want, 32 + pos);
+        ssize_t r = pull(pctx, buf, want);
         if (r < 0) {
-            if (!in)
-                errno = (int)-r;
             rc = -1;
             break;
         }
@@ -325,64 +381,34 @@ static int read_catalog(nf_artifact *a, int fd, nf_input *in, uint64_t *got)
     return rc;
 }
 
-nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags *d)
+static int check_fill_bytes(nf_artifact *a, size_t i, const unsigned char *buf, size_t n,
+                            uint64_t from, nf_diags *d);
+
+/* The entry, opened: header, catalog, length (and fill with check_fill).
+ * pull reads from byte 32 on. Returns 0 or -1 (a is closed by the caller). */
+static int read_entry(nf_artifact *a, const unsigned char raw[32], uint64_t size, pull_fn pull,
+                      void *pctx, const char **err, nf_diags *d)
 {
-    nf_artifact *a = artifact_new(path, o);
-    if (!a) {
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-        return NULL;
-    }
-    uint64_t size = 0;
-    int fd = open_regular(path, &size);
-    if (fd == -EMFILE || fd == -ENFILE) {
-        nf_fd_reclaim(NULL); /* other caches' idle descriptors, then once more */
-        fd = open_regular(path, &size);
-    }
-    if (fd < 0) {
-        nf_diag_add(d, NF_C_IO, "", "cannot open: %s", open_error(fd));
-        nf_artifact_close(a);
-        return NULL;
-    }
-    unsigned char raw[32];
-    ssize_t r = nf_pread_full(fd, raw, 32, 0);
-    if (r < 0) {
-        nf_diag_add(d, NF_C_IO, "", "read error: %s", strerror((int)-r));
-        close(fd);
-        nf_artifact_close(a);
-        return NULL;
-    }
-    if (r < 32) {
-        nf_diag_add(d, NF_C_HEADER, "", "short file: %zd bytes, the header needs 32", r);
-        close(fd);
-        nf_artifact_close(a);
-        return NULL;
-    }
-    if (nf_header_parse(raw, size, a->opts.max_json_bytes, &a->h, d) < 0) {
-        close(fd);
-        nf_artifact_close(a);
-        return NULL;
-    }
+    if (nf_header_parse(raw, size, a->opts.max_json_bytes, &a->h, d) < 0)
+        return -1;
     uint64_t got = 0;
-    int cr = read_catalog(a, fd, NULL, &got);
+    int cr = read_catalog(a, pull, pctx, &got);
     if (cr != 0) {
         if (cr < 0)
             nf_diag_add(d, NF_C_IO, "", "%s the %llu-byte catalog: %s",
                         errno == ENOMEM ? "out of memory for" : "cannot read",
-                        (unsigned long long)a->h.json_bytes, strerror(errno));
+                        (unsigned long long)a->h.json_bytes,
+                        errno == ENOMEM || !err || !*err ? strerror(errno) : *err);
         else
             nf_diag_add(d, NF_C_LENGTH, "", "file shrank while reading the catalog");
-        close(fd);
-        nf_artifact_close(a);
-        return NULL;
+        return -1;
     }
     /* the catalog keeps the text (its spans point into it) */
-    a->cat = nf_catalog_parse_owned(a->json, a->json_len, NF_CAT_ARTIFACT, nf_basename(path), d);
+    a->cat = nf_catalog_parse_owned(a->json, a->json_len, NF_CAT_ARTIFACT, nf_basename(a->path),
+                                    d);
     a->json = NULL;
-    if (!a->cat || setup_files(a, d) < 0) {
-        close(fd);
-        nf_artifact_close(a);
-        return NULL;
-    }
+    if (!a->cat || setup_files(a, d) < 0)
+        return -1;
     a->fstate[0] = F_GOOD;
     if (size != a->h.entry_file_bytes) {
         /* shorter: an interrupted download (re-fetch it); longer: length */
@@ -391,16 +417,155 @@ nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags 
                     (unsigned long long)size, (unsigned long long)a->h.entry_file_bytes);
         a->fstate[0] = F_FAILED;
     }
-    if (a->opts.check_fill)
-        check_fill_fd(a, 0, fd, d);
-    if (a->fstate[0] == F_GOOD && (a->slots = calloc(1, sizeof *a->slots)) != NULL) {
-        a->slots[0] = (fslot){fd, 0, 0, ++a->tick};
-        a->n_slots = 1;
-        a->rec_slot = nf_fd_reclaimer_add(art_reclaim, a);
-    } else {
-        close(fd);
+    if (a->opts.check_fill) {
+        /* the fill follows the catalog in what pull gives */
+        uint64_t n = a->h.entry_payload_start - a->h.metadata_end;
+        unsigned char buf[NF_PAGE];
+        ssize_t r = pull(pctx, buf, (size_t)n);
+        if (r < 0 || (uint64_t)r != n)
+            nf_diag_add(d, NF_C_INCOMPLETE, "", "file ends inside its fill");
+        else
+            check_fill_bytes(a, 0, buf, (size_t)n, a->h.metadata_end, d);
+    }
+    return 0;
+}
+
+static nf_artifact *open_local(nf_artifact *a, nf_diags *d)
+{
+    nf_rerr e;
+    a->rf = calloc(1, sizeof *a->rf);
+    if (!a->rf) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        nf_artifact_close(a);
+        return NULL;
+    }
+    a->rf[0] = nf_rfile_open(a->path, a->pool, NULL, false, &e);
+    if (!a->rf[0]) {
+        nf_diag_add(d, NF_C_IO, "", "cannot open: %s",
+                    e.kind == NF_RE_MISSING ? strerror(ENOENT) : e.msg);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    unsigned char raw[32];
+    ssize_t r = nf_rfile_pread(a->rf[0], raw, 32, 0, &e);
+    if (r < 0) {
+        nf_diag_add(d, NF_C_IO, "", "%s", e.msg);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    if (r < 32) {
+        nf_diag_add(d, NF_C_HEADER, "", "short file: %zd bytes, the header needs 32", r);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    uint64_t size = 0;
+    nf_rfile_size(a->rf[0], &size);
+    pread_src src = {a->rf[0], 32, {0}};
+    const char *err = NULL;
+    if (read_entry(a, raw, size, pull_pread, &src, &err, d) < 0) {
+        nf_artifact_close(a);
+        return NULL;
     }
     return a;
+}
+
+/* An open failure of a URL file: io naming what the server said. */
+static void remote_open_error(nf_diags *d, const char *file, const char *ptr, size_t i,
+                              const nf_rerr *e)
+{
+    if (i == 0)
+        nf_diag_addf(d, NF_C_IO, file, "", "cannot read: %s", e->msg);
+    else if (e->kind == NF_RE_MISSING)
+        nf_diag_addf(d, NF_C_PART_MISSING, file, ptr, "part %zu is missing (%s)", i, e->msg);
+    else
+        nf_diag_addf(d, NF_C_IO, file, ptr, "cannot read part %zu: %s", i, e->msg);
+}
+
+static nf_artifact *open_remote(nf_artifact *a, nf_diags *d)
+{
+    nf_rerr e;
+    if (!a->opts.http) {
+        a->http = nf_http_new(NULL);
+        a->own_http = true;
+    } else {
+        a->http = a->opts.http;
+    }
+    a->rf = calloc(1, sizeof *a->rf);
+    a->head = malloc(HEAD_BYTES);
+    if (!a->http || !a->rf || !a->head ||
+        !(a->rf[0] = nf_rfile_open(a->url, NULL, a->http, true, &e))) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory (or no HTTP client)");
+        nf_artifact_close(a);
+        return NULL;
+    }
+    /* the first request: the header and, most often, the whole catalog */
+    ssize_t r = nf_rfile_pread(a->rf[0], a->head, HEAD_BYTES, 0, &e);
+    if (r < 0) {
+        remote_open_error(d, a->path, "", 0, &e);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    a->head_len = (size_t)r;
+    uint64_t size = 0;
+    nf_rfile_size(a->rf[0], &size);
+    if (r < 32) {
+        nf_diag_add(d, NF_C_HEADER, "", "short file: %zd bytes, the header needs 32", r);
+        nf_artifact_close(a);
+        return NULL;
+    }
+    unsigned char raw[32];
+    memcpy(raw, a->head, 32);
+    /* one more request for what the first did not hold: the rest of the
+     * catalog (and with check_fill the fill), streamed */
+    remote_src src = {a->head, a->head_len, 32, NULL, NULL, 0, {0}};
+    nf_header h;
+    nf_diags tmp = NF_DIAGS_INIT;
+    if (nf_header_parse(raw, size, a->opts.max_json_bytes, &h, &tmp) == 0) {
+        uint64_t end = a->opts.check_fill ? h.entry_payload_start : h.metadata_end;
+        if (end > size)
+            end = size;
+        if (end > a->head_len) {
+            nf_rpiece pc = {a->rf[0], a->head_len, end - a->head_len};
+            nf_rstream_opts ro = {1, 0, 1u << 20};
+            if (!(src.rs = nf_rstream_new(&pc, 1, &ro))) {
+                nf_diags_free(&tmp);
+                nf_diag_add(d, NF_C_IO, "", "out of memory");
+                nf_artifact_close(a);
+                return NULL;
+            }
+        }
+    }
+    nf_diags_free(&tmp);
+    const char *err = src.e.msg;
+    int rc = read_entry(a, raw, size, pull_remote, &src, &err, d);
+    nf_rstream_free(src.rs);
+    if (rc < 0) {
+        nf_artifact_close(a);
+        return NULL;
+    }
+    /* parts: their byte sources now, their requests when a read needs them */
+    for (size_t i = 1; i < a->n_files; i++) {
+        if (!a->file_urls[i])
+            continue;
+        a->rf[i] = nf_rfile_open(a->file_urls[i], NULL, a->http,
+                                 nf_url_same_host(a->file_urls[i], a->url), &e);
+        if (!a->rf[i]) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            nf_artifact_close(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags *d)
+{
+    nf_artifact *a = artifact_new(path, o);
+    if (!a) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    return a->url ? open_remote(a, d) : open_local(a, d);
 }
 
 /* A failed stream read as a diagnostic: a corrupt zstd frame is `zstd`, a
@@ -457,7 +622,7 @@ nf_artifact *nf_artifact_open_stream(nf_input *in, const char *name, const nf_op
      * costs memory only for the bytes the stream really holds, and trailing
      * spaces none */
     uint64_t got = 0;
-    int cr = read_catalog(a, -1, in, &got);
+    int cr = read_catalog(a, pull_input, in, &got);
     if (cr < 0) {
         if (errno == ENOMEM)
             nf_diag_add(d, NF_C_IO, "", "out of memory for the %llu-byte catalog",
@@ -510,21 +675,26 @@ void nf_artifact_close(nf_artifact *a)
 {
     if (!a)
         return;
-    nf_fd_reclaimer_remove(a->rec_slot);
-    for (size_t k = 0; k < a->n_slots; k++)
-        if (a->slots[k].fd >= 0)
-            close(a->slots[k].fd);
-    free(a->slots);
-    for (size_t i = 0; a->file_paths && i < a->n_files; i++)
+    for (size_t i = 0; a->rf && i < (a->n_files ? a->n_files : 1); i++)
+        nf_rfile_close(a->rf[i]);
+    free(a->rf);
+    nf_fdpool_free(a->pool);
+    if (a->own_http)
+        nf_http_free(a->http);
+    for (size_t i = 0; a->file_paths && i < a->n_files; i++) {
         free(a->file_paths[i]);
+        free(a->file_urls ? a->file_urls[i] : NULL);
+    }
     free(a->file_paths);
+    free(a->file_urls);
     free(a->fstate);
+    free(a->head);
     nf_catalog_free(a->cat);
     free(a->json);
     free(a->path);
+    free(a->url);
     free(a->dir);
     pthread_mutex_destroy(&a->lock);
-    pthread_cond_destroy(&a->unpinned);
     free(a);
 }
 
@@ -537,6 +707,7 @@ const char *nf_artifact_json(const nf_artifact *a, size_t *len)
 uint64_t nf_artifact_json_pad(const nf_artifact *a) { return a->json_pad; }
 const char *nf_artifact_path(const nf_artifact *a) { return a->path; }
 bool nf_artifact_is_stream(const nf_artifact *a) { return a->in != NULL; }
+bool nf_artifact_is_remote(const nf_artifact *a) { return a->url != NULL; }
 const char *nf_artifact_file_path(const nf_artifact *a, size_t i)
 {
     return i < a->n_files ? a->file_paths[i] : NULL;
@@ -546,16 +717,10 @@ uint64_t nf_artifact_file_payload_start(const nf_artifact *a, size_t i)
     return i == 0 ? a->h.entry_payload_start : NF_PAGE;
 }
 
-static int check_fill_fd(nf_artifact *a, size_t i, int fd, nf_diags *d)
+/* Nonzero fill bytes in buf, which holds file i's bytes from offset from. */
+static int check_fill_bytes(nf_artifact *a, size_t i, const unsigned char *buf, size_t n,
+                            uint64_t from, nf_diags *d)
 {
-    uint64_t from = i == 0 ? a->h.metadata_end : 32, to = nf_artifact_file_payload_start(a, i);
-    unsigned char buf[NF_PAGE];
-    size_t n = (size_t)(to - from);
-    ssize_t r = nf_pread_full(fd, buf, n, from);
-    if (r < 0 || (size_t)r != n) {
-        nf_diag_addf(d, NF_C_INCOMPLETE, a->file_paths[i], "", "file ends inside its fill");
-        return -1;
-    }
     for (size_t k = 0; k < n; k++)
         if (buf[k]) {
             if (i == 0)
@@ -568,44 +733,18 @@ static int check_fill_fd(nf_artifact *a, size_t i, int fd, nf_diags *d)
     return 0;
 }
 
-/* Open part i and check it (spec 3.2): magic, part_index, artifact_id and
- * length, and the fill with check_fill on its first opening. A part closed
- * to save descriptors is checked again when it is reopened (it may have
- * changed meanwhile). Returns the fd or -1 with diagnostics, or -1 with
- * *err EMFILE/ENFILE and none. Lock held. */
-static int open_part(nf_artifact *a, size_t i, bool first, nf_diags *d, int *err)
+/* Part i's checks (spec 3.2) on its first bytes raw[0..n) (n >= 32, and
+ * the whole [0, 4096) when the fill is to be checked) and its length:
+ * magic, part_index, artifact_id, length, and the fill with check_fill on
+ * its first check. Returns 0 or -1 with diagnostics. */
+static int check_part(nf_artifact *a, size_t i, const unsigned char *raw, size_t n, uint64_t size,
+                      bool first, nf_diags *d)
 {
     const char *p = a->file_paths[i];
-    uint64_t size = 0;
-    int fd = open_regular(p, &size);
-    *err = fd < 0 ? -fd : 0;
-    if (fd == -EMFILE || fd == -ENFILE)
-        return -1; /* the caller frees descriptors and retries */
     char *ptr = nf_ptr_index("/files", i);
-    if (fd < 0) {
-        if (fd == -ENOENT)
-            nf_diag_addf(d, NF_C_PART_MISSING, p, ptr, "part %zu is missing", i);
-        else
-            nf_diag_addf(d, NF_C_IO, p, ptr, "cannot open part %zu: %s", i, open_error(fd));
-        free(ptr);
-        return -1;
-    }
-    unsigned char raw[32];
-    ssize_t r = i == 0 ? 32 : nf_pread_full(fd, raw, 32, 0);
     int bad = 0;
-    if (i == 0) {
-        /* the entry, reopened: its header was parsed at open */
-        uint64_t h8 = 0;
-        unsigned char e[32];
-        if (nf_pread_full(fd, e, 32, 0) != 32 || memcmp(e, NF_ENTRY_MAGIC, 8) != 0 ||
-            (h8 = nf_load_le64(e + 8)) != a->h.json_bytes ||
-            memcmp(e + 16, a->h.artifact_id, 16) != 0 || size != a->h.entry_file_bytes) {
-            nf_diag_addf(d, NF_C_LENGTH, p, "", "the entry changed while it was read");
-            bad = 1;
-        }
-    } else if (r != 32) {
-        nf_diag_addf(d, r < 0 ? NF_C_IO : NF_C_PART_HEADER, p, ptr, "part header: %s",
-                     r < 0 ? strerror((int)-r) : "file shorter than 32 bytes");
+    if (n < 32) {
+        nf_diag_addf(d, NF_C_PART_HEADER, p, ptr, "part header: file shorter than 32 bytes");
         bad = 1;
     } else if (memcmp(raw, NF_PART_MAGIC, 8) != 0) {
         nf_diag_addf(d, NF_C_PART_HEADER, p, ptr, "bad part magic%s",
@@ -636,169 +775,166 @@ static int open_part(nf_artifact *a, size_t i, bool first, nf_diags *d, int *err
         }
     }
     free(ptr);
-    if (!bad && first && i > 0 && a->opts.check_fill && check_fill_fd(a, i, fd, d) < 0)
-        bad = 1;
-    if (bad) {
-        close(fd);
+    if (!bad && first && a->opts.check_fill) {
+        if (n < NF_PAGE) {
+            nf_diag_addf(d, NF_C_INCOMPLETE, p, "", "file ends inside its fill");
+            bad = 1;
+        } else if (check_fill_bytes(a, i, raw + 32, NF_PAGE - 32, 32, d) < 0) {
+            bad = 1;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+/* Open part i and check it. Returns 0, or -1 with diagnostics, or -1 with
+ * *emfile set and none (no descriptor to be had: not cached as a
+ * failure). Lock held. */
+static int open_part(nf_artifact *a, size_t i, nf_diags *d, bool *emfile)
+{
+    const char *p = a->file_paths[i];
+    nf_rerr e;
+    *emfile = false;
+    if (!a->rf[i]) {
+        a->rf[i] = nf_rfile_open(p, a->pool, NULL, false, &e);
+        if (!a->rf[i]) {
+            char *ptr = nf_ptr_index("/files", i);
+            if (e.kind == NF_RE_EMFILE)
+                *emfile = true;
+            else if (e.kind == NF_RE_MISSING)
+                nf_diag_addf(d, NF_C_PART_MISSING, p, ptr, "part %zu is missing", i);
+            else
+                nf_diag_addf(d, NF_C_IO, p, ptr, "cannot open part %zu: %s", i, e.msg);
+            free(ptr);
+            return -1;
+        }
+    }
+    unsigned char raw[NF_PAGE];
+    size_t want = a->opts.check_fill ? NF_PAGE : 32;
+    ssize_t r = nf_rfile_pread(a->rf[i], raw, want, 0, &e);
+    if (r < 0) {
+        char *ptr = nf_ptr_index("/files", i);
+        if (e.kind == NF_RE_EMFILE)
+            *emfile = true;
+        else if (nf_rfile_is_remote(a->rf[i]))
+            remote_open_error(d, p, ptr ? ptr : "", i, &e);
+        else
+            nf_diag_addf(d, NF_C_IO, p, ptr, "part header: %s", e.msg);
+        free(ptr);
         return -1;
     }
-    return fd;
+    uint64_t size = 0;
+    nf_rfile_size(a->rf[i], &size);
+    return check_part(a, i, raw, (size_t)r, size, true, d);
 }
 
-/* Close unpinned files, least recently used first, until at most keep are
- * open. Lock held. */
-static void evict(nf_artifact *a, size_t keep)
+/* "too many open files", once per artifact. */
+static void say_emfile(nf_artifact *a, size_t i, nf_diags *d)
 {
-    for (;;) {
-        size_t open_n = 0, victim = SIZE_MAX;
-        for (size_t k = 0; k < a->n_slots; k++) {
-            if (a->slots[k].fd < 0)
-                continue;
-            open_n++;
-            if (!a->slots[k].pins &&
-                (victim == SIZE_MAX || a->slots[k].used < a->slots[victim].used))
-                victim = k;
-        }
-        if (open_n <= keep || victim == SIZE_MAX)
-            return;
-        close(a->slots[victim].fd);
-        a->slots[victim].fd = -1;
-    }
+    if (a->emfile_said)
+        return;
+    struct rlimit rl = {0, 0};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    nf_diag_addf(d, NF_C_IO, a->file_paths[i], "",
+                 "cannot open: too many open files (ulimit -n is %llu; the reader keeps at "
+                 "most %zu of this artifact's files open)",
+                 (unsigned long long)rl.rlim_cur, nf_fd_cap());
+    a->emfile_said = true;
 }
 
-/* A free slot (growing the table when every slot is taken). Lock held. */
-static fslot *free_slot(nf_artifact *a)
+/* File i, checked (opening and checking it the first time), with a local
+ * file's descriptor pinned in *fd until unpin (-1 for a remote file).
+ * NULL with diagnostics (cached failures say nothing again). */
+static nf_rfile *pin(nf_artifact *a, size_t i, int *fd, nf_diags *d)
 {
-    for (size_t k = 0; k < a->n_slots; k++)
-        if (a->slots[k].fd < 0)
-            return &a->slots[k];
-    fslot *ns = realloc(a->slots, (a->n_slots + 1) * sizeof *ns);
-    if (!ns)
-        return NULL;
-    a->slots = ns;
-    a->slots[a->n_slots].fd = -1;
-    return &a->slots[a->n_slots++];
-}
-
-/* Pin file i open (opening and checking it as needed): the fd stays valid
- * until unpin. Returns the fd or -1 with diagnostics (cached failures say
- * nothing again). */
-static int pin(nf_artifact *a, size_t i, nf_diags *d)
-{
+    *fd = -1;
     if (a->in || i >= a->n_files)
-        return -1;
+        return NULL;
     pthread_mutex_lock(&a->lock);
-    int fd = -1;
-    if (a->fstate[i] == F_FAILED)
-        goto out;
-    for (size_t k = 0; k < a->n_slots; k++)
-        if (a->slots[k].fd >= 0 && a->slots[k].file == i) {
-            a->slots[k].pins++;
-            a->slots[k].used = ++a->tick;
-            fd = a->slots[k].fd;
-            goto out;
-        }
-    evict(a, a->cap - 1);
-    bool first = a->fstate[i] == F_UNOPENED;
-    int err = 0;
-    fd = open_part(a, i, first, d, &err);
-    while (fd < 0 && (err == EMFILE || err == ENFILE)) {
-        /* out of descriptors: give back every unpinned one, ask the other
-         * caches (artifacts, pack's sources) for theirs, and try again;
-         * when other threads hold all of ours, wait for one of them */
-        evict(a, 0);
-        nf_fd_reclaim(a);
-        fd = open_part(a, i, first, d, &err);
-        bool others = false;
-        for (size_t k = 0; k < a->n_slots; k++)
-            others |= a->slots[k].fd >= 0 && a->slots[k].pins > 0;
-        if (fd < 0 && (err == EMFILE || err == ENFILE) && others) {
-            pthread_cond_wait(&a->unpinned, &a->lock);
-            /* the file may have been opened meanwhile */
-            for (size_t k = 0; k < a->n_slots; k++)
-                if (a->slots[k].fd >= 0 && a->slots[k].file == i) {
-                    a->slots[k].pins++;
-                    a->slots[k].used = ++a->tick;
-                    fd = a->slots[k].fd;
-                    goto out;
-                }
-            if (a->fstate[i] == F_FAILED)
-                goto out;
-            first = a->fstate[i] == F_UNOPENED;
-            fd = open_part(a, i, first, d, &err);
-            continue;
-        }
-        if (fd < 0 && (err == EMFILE || err == ENFILE)) {
-            /* transient: not cached as a failure, and said once */
-            if (!a->emfile_said) {
-                struct rlimit rl = {0, 0};
-                getrlimit(RLIMIT_NOFILE, &rl);
-                nf_diag_addf(d, NF_C_IO, a->file_paths[i], "",
-                             "cannot open: too many open files (ulimit -n is %llu; the reader "
-                             "keeps at most %zu of this artifact's files open)",
-                             (unsigned long long)rl.rlim_cur, a->cap);
-                a->emfile_said = true;
-            }
-            goto out;
-        }
+    if (a->fstate[i] == F_UNOPENED) {
+        bool emfile = false;
+        if (open_part(a, i, d, &emfile) == 0)
+            a->fstate[i] = F_GOOD;
+        else if (emfile)
+            say_emfile(a, i, d);
+        else
+            a->fstate[i] = F_FAILED;
     }
-    if (fd < 0) {
-        a->fstate[i] = F_FAILED;
-        goto out;
-    }
-    a->fstate[i] = F_GOOD;
-    if (a->rec_slot < 0)
-        a->rec_slot = nf_fd_reclaimer_add(art_reclaim, a);
-    fslot *sl = free_slot(a);
-    if (!sl) {
-        close(fd);
-        fd = -1;
-        nf_diag_add(d, NF_C_IO, "", "out of memory");
-        goto out;
-    }
-    *sl = (fslot){fd, i, 1, ++a->tick};
-out:
+    nf_rfile *f = a->fstate[i] == F_GOOD ? a->rf[i] : NULL;
     pthread_mutex_unlock(&a->lock);
-    return fd;
+    if (!f || nf_rfile_is_remote(f))
+        return f;
+    nf_rerr e;
+    *fd = nf_rfile_pin(f, &e);
+    if (*fd >= 0)
+        return f;
+    pthread_mutex_lock(&a->lock);
+    if (e.kind == NF_RE_EMFILE)
+        say_emfile(a, i, d);
+    else
+        nf_diag_addf(d, e.kind == NF_RE_CHANGED ? NF_C_LENGTH : NF_C_IO, a->file_paths[i], "",
+                     "%s", e.kind == NF_RE_CHANGED ? i == 0 ? "the entry changed while it was read"
+                                                           : "the part changed while it was read"
+                                                   : e.msg);
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
 }
 
-static void unpin(nf_artifact *a, size_t i)
+static void unpin(nf_rfile *f, int fd)
 {
-    pthread_mutex_lock(&a->lock);
-    for (size_t k = 0; k < a->n_slots; k++)
-        if (a->slots[k].fd >= 0 && a->slots[k].file == i && a->slots[k].pins) {
-            a->slots[k].pins--;
-            break;
-        }
-    evict(a, a->cap);
-    pthread_cond_broadcast(&a->unpinned);
-    pthread_mutex_unlock(&a->lock);
+    if (fd >= 0)
+        nf_rfile_unpin(f);
+}
+
+/* File i's bytes [off, off+n) into buf: a URL entry's first bytes from
+ * memory. Returns bytes read or -1 with e. */
+static ssize_t file_pread(nf_artifact *a, size_t i, nf_rfile *f, void *buf, size_t n, uint64_t off,
+                          nf_rerr *e)
+{
+    if (i == 0 && a->head && off < a->head_len && n <= a->head_len - off) {
+        memcpy(buf, a->head + off, n);
+        return (ssize_t)n;
+    }
+    return nf_rfile_pread(f, buf, n, off, e);
 }
 
 int nf_artifact_check_fill(nf_artifact *a, size_t i, nf_diags *d)
 {
-    int fd = pin(a, i, d);
-    if (fd < 0)
+    int fd;
+    nf_rfile *f = pin(a, i, &fd, d);
+    if (!f)
         return -1;
-    int rc = check_fill_fd(a, i, fd, d);
-    unpin(a, i);
-    return rc;
+    uint64_t from = i == 0 ? a->h.metadata_end : 32, to = nf_artifact_file_payload_start(a, i);
+    unsigned char buf[NF_PAGE];
+    size_t n = (size_t)(to - from);
+    nf_rerr e;
+    ssize_t r = file_pread(a, i, f, buf, n, from, &e);
+    unpin(f, fd);
+    if (r < 0 || (size_t)r != n) {
+        nf_diag_addf(d, NF_C_INCOMPLETE, a->file_paths[i], "", "file ends inside its fill");
+        return -1;
+    }
+    return check_fill_bytes(a, i, buf, n, from, d);
 }
 
 int nf_artifact_file_check(nf_artifact *a, size_t i, nf_diags *d)
 {
-    int fd = pin(a, i, d);
-    if (fd < 0)
+    int fd;
+    nf_rfile *f = pin(a, i, &fd, d);
+    if (!f)
         return -1;
-    unpin(a, i);
+    unpin(f, fd);
     return 0;
 }
 
 int nf_artifact_file_fd(nf_artifact *a, size_t i, nf_diags *d)
 {
-    int fd = pin(a, i, d);
-    if (fd >= 0)
-        unpin(a, i);
+    int fd;
+    nf_rfile *f = pin(a, i, &fd, d);
+    if (!f)
+        return -1;
+    unpin(f, fd);
+    if (fd < 0)
+        nf_diag_addf(d, NF_C_IO, a->file_paths[i], "", "a file read over HTTP has no descriptor");
     return fd;
 }
 
@@ -843,8 +979,7 @@ bool nf_artifact_file_span(const nf_artifact *a, uint64_t off, uint64_t len, siz
     return true;
 }
 
-int nf_artifact_segments(nf_artifact *a, uint64_t off, uint64_t len, nf_segment_fn fn,
-                         void *ctx, nf_diags *d)
+static int bounds(const nf_artifact *a, uint64_t off, uint64_t len, nf_diags *d)
 {
     uint64_t end;
     if (!nf_add_u64(off, len, &end) || end > a->cat->payload_bytes) {
@@ -853,21 +988,55 @@ int nf_artifact_segments(nf_artifact *a, uint64_t off, uint64_t len, nf_segment_
                     (unsigned long long)a->cat->payload_bytes);
         return -1;
     }
+    return 0;
+}
+
+int nf_artifact_segments(nf_artifact *a, uint64_t off, uint64_t len, nf_segment_fn fn,
+                         void *ctx, nf_diags *d)
+{
+    if (bounds(a, off, len, d) < 0)
+        return -1;
+    uint64_t end = off + len;
     for (size_t i = file_for(a, off); i < a->n_files && off < end; i++) {
         const nf_file *f = &a->cat->files[i];
         uint64_t fe = f->logical_offset + f->payload_bytes;
         uint64_t b = fe < end ? fe : end;
-        int fd = pin(a, i, d);
-        if (fd < 0)
+        int fd;
+        nf_rfile *src = pin(a, i, &fd, d);
+        if (!src)
             return -1;
         uint64_t foff = nf_artifact_file_payload_start(a, i) + (off - f->logical_offset);
-        int rc = fn(ctx, i, fd, foff, off - (end - len), b - off);
-        unpin(a, i);
+        int rc = fn(ctx, i, src, fd, foff, off - (end - len), b - off);
+        unpin(src, fd);
         if (rc)
             return rc;
         off = b;
     }
     return 0;
+}
+
+/* A failed or short read of file i at foff as a diagnostic: a file that
+ * changed is `length` locally (it no longer matches its header) and `io`
+ * over HTTP (the server's file changed under us). */
+static void read_error(nf_artifact *a, size_t i, uint64_t foff, ssize_t r, const nf_rerr *e,
+                       nf_diags *d)
+{
+    const char *p = a->file_paths[i];
+    bool remote = a->rf[i] && nf_rfile_is_remote(a->rf[i]);
+    if (r >= 0)
+        nf_diag_addf(d, remote ? NF_C_IO : NF_C_INCOMPLETE, p, "",
+                     "file ends at %llu, inside the declared payload (it changed or is truncated)",
+                     (unsigned long long)(foff + (uint64_t)r));
+    else if (e->kind == NF_RE_SHORT)
+        nf_diag_addf(d, remote ? NF_C_IO : NF_C_INCOMPLETE, p, "", "%s", e->msg);
+    else if (remote)
+        nf_diag_addf(d, NF_C_IO, p, "", "%s", e->msg);
+    else if (e->kind == NF_RE_CHANGED)
+        nf_diag_addf(d, NF_C_LENGTH, p, "", "%s", e->msg);
+    else if (e->kind == NF_RE_EMFILE)
+        say_emfile(a, i, d);
+    else
+        nf_diag_addf(d, NF_C_IO, p, "", "%s", e->msg);
 }
 
 struct read_ctx {
@@ -876,19 +1045,15 @@ struct read_ctx {
     nf_diags *d;
 };
 
-static int read_seg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t roff, uint64_t len)
+static int read_seg(void *vctx, size_t file, nf_rfile *src, int fd, uint64_t foff, uint64_t roff,
+                    uint64_t len)
 {
     struct read_ctx *c = vctx;
-    ssize_t r = nf_pread_full(fd, c->buf + roff, (size_t)len, foff);
-    if (r < 0) {
-        nf_diag_addf(c->d, NF_C_IO, c->a->file_paths[file], "", "read error at %llu: %s",
-                     (unsigned long long)foff, strerror((int)-r));
-        return -1;
-    }
-    if ((uint64_t)r != len) {
-        nf_diag_addf(c->d, NF_C_INCOMPLETE, c->a->file_paths[file], "",
-                     "file ends at %llu, inside the declared payload (it changed or is truncated)",
-                     (unsigned long long)(foff + (uint64_t)r));
+    (void)fd;
+    nf_rerr e;
+    ssize_t r = file_pread(c->a, file, src, c->buf + roff, (size_t)len, foff, &e);
+    if (r < 0 || (uint64_t)r != len) {
+        read_error(c->a, file, foff, r, &e, c->d);
         return -1;
     }
     return 0;
@@ -898,6 +1063,294 @@ int nf_artifact_read(nf_artifact *a, uint64_t off, void *buf, size_t n, nf_diags
 {
     struct read_ctx c = {a, buf, d};
     return nf_artifact_segments(a, off, n, read_seg, &c, d) ? -1 : 0;
+}
+
+/* ---- ordered reads of logical ranges ---- */
+
+typedef struct {
+    size_t file;
+    uint64_t foff, len, loff; /* a wanted file range and its logical offset */
+    bool mem;                 /* served from a URL entry's first bytes */
+} want;
+
+typedef struct {
+    size_t file;
+    bool header;              /* starts at 0: part i's check rides along */
+} piece_info;
+
+struct nf_scan {
+    nf_artifact *a;
+    want *w;
+    size_t nw, wi;
+    uint64_t wgot;            /* bytes of w[wi] delivered */
+    nf_rpiece *p;
+    piece_info *pi;
+    size_t np;
+    nf_rstream *rs;
+    size_t cur_piece;         /* the stream's bytes not yet used */
+    uint64_t cur_off;
+    const unsigned char *cur;
+    size_t cur_len;
+    unsigned char hdr[NF_PAGE]; /* a part's first bytes, for its check */
+    size_t hdr_got;
+    bool failed;
+};
+
+void nf_scan_free(nf_scan *s)
+{
+    if (!s)
+        return;
+    nf_rstream_free(s->rs);
+    free(s->w);
+    free(s->p);
+    free(s->pi);
+    free(s);
+}
+
+/* The wanted file ranges of logical ranges r[0..n), in order. */
+static int plan_wants(nf_scan *s, const nf_range *r, size_t n, nf_diags *d)
+{
+    nf_artifact *a = s->a;
+    size_t cap = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (bounds(a, r[k].off, r[k].len, d) < 0)
+            return -1;
+        if (k && r[k].off < r[k - 1].off + r[k - 1].len) {
+            nf_diag_add(d, NF_C_BOUNDS, "", "ranges out of order or overlapping");
+            return -1;
+        }
+        uint64_t off = r[k].off, end = off + r[k].len;
+        for (size_t i = file_for(a, off); i < a->n_files && off < end; i++) {
+            const nf_file *f = &a->cat->files[i];
+            uint64_t fe = f->logical_offset + f->payload_bytes, b = fe < end ? fe : end;
+            if (s->nw == cap) {
+                cap = cap ? 2 * cap : 16;
+                want *nv = realloc(s->w, cap * sizeof *nv);
+                if (!nv)
+                    return -1;
+                s->w = nv;
+            }
+            uint64_t foff = nf_artifact_file_payload_start(a, i) + (off - f->logical_offset);
+            bool mem = i == 0 && a->head && foff + (b - off) <= a->head_len;
+            s->w[s->nw++] = (want){i, foff, b - off, off, mem};
+            off = b;
+        }
+    }
+    return 0;
+}
+
+/* What the stream fetches: the wants not served from memory, a remote
+ * file's ranges closer than MERGE_GAP as one, and a remote part not yet
+ * checked from its byte 0 when its first want begins within MERGE_GAP of
+ * its payload (its check then needs no request of its own). */
+static int plan_pieces(nf_scan *s)
+{
+    nf_artifact *a = s->a;
+    s->p = malloc((s->nw ? s->nw : 1) * sizeof *s->p);
+    s->pi = malloc((s->nw ? s->nw : 1) * sizeof *s->pi);
+    if (!s->p || !s->pi)
+        return -1;
+    size_t last_file = SIZE_MAX;
+    for (size_t k = 0; k < s->nw; k++) {
+        const want *w = &s->w[k];
+        if (w->mem)
+            continue;
+        nf_rfile *f = a->rf[w->file];
+        bool remote = a->url != NULL;
+        if (s->np && s->pi[s->np - 1].file == w->file && remote) {
+            nf_rpiece *q = &s->p[s->np - 1];
+            if (w->foff - (q->off + q->len) < MERGE_GAP) {
+                q->len = w->foff + w->len - q->off;
+                continue;
+            }
+        }
+        bool header = remote && w->file != last_file && w->file > 0 &&
+                      a->fstate[w->file] == F_UNOPENED && w->foff < NF_PAGE + MERGE_GAP;
+        last_file = w->file;
+        uint64_t from = header ? 0 : w->foff;
+        s->p[s->np] = (nf_rpiece){f, from, w->foff + w->len - from};
+        s->pi[s->np] = (piece_info){w->file, header};
+        s->np++;
+    }
+    return 0;
+}
+
+nf_scan *nf_scan_new(nf_artifact *a, const nf_range *r, size_t n, const nf_scan_opts *o,
+                     nf_diags *d)
+{
+    nf_scan *s = calloc(1, sizeof *s);
+    if (!s) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    s->a = a;
+    if (a->in) {
+        nf_diag_add(d, NF_C_IO, "", "a stream is read in order, not by ranges");
+        nf_scan_free(s);
+        return NULL;
+    }
+    if (plan_wants(s, r, n, d) < 0 || plan_pieces(s) < 0) {
+        if (!d->n)
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+        nf_scan_free(s);
+        return NULL;
+    }
+    /* the files before the first byte moves: rstream's pieces need their
+     * byte sources (a local part is opened here, a remote one is checked
+     * here unless its check rides on its first request) */
+    size_t hdr_file = SIZE_MAX;
+    for (size_t k = 0; k < s->np; k++) {
+        size_t i = s->pi[k].file;
+        if (s->pi[k].header)
+            hdr_file = i;
+        if (i == hdr_file)
+            continue;
+        if (nf_artifact_file_check(a, i, d) < 0) {
+            nf_scan_free(s);
+            return NULL;
+        }
+        s->p[k].f = a->rf[i];
+    }
+    nf_rstream_opts ro = {0, 0, 0};
+    if (o)
+        ro = (nf_rstream_opts){o->jobs, o->chunk, o->window};
+    if (!ro.jobs)
+        ro.jobs = a->http ? nf_http_jobs(a->http) : 1;
+    if (!(s->rs = nf_rstream_new(s->p, s->np, &ro))) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        nf_scan_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The next bytes from the stream into s->cur; header bytes of a part whose
+ * check rides along are taken for the check. Returns 1, 0 at the end, -1. */
+static int stream_more(nf_scan *s, nf_diags *d)
+{
+    nf_artifact *a = s->a;
+    for (;;) {
+        size_t piece;
+        uint64_t off;
+        const void *p;
+        size_t len;
+        nf_rerr e;
+        int r = nf_rstream_next(s->rs, &piece, &off, &p, &len, &e);
+        if (r < 0) {
+            size_t i = s->pi[piece].file;
+            bool checking = s->pi[piece].header && a->fstate[i] == F_UNOPENED;
+            uint64_t size = 0;
+            if (checking && e.kind == NF_RE_SHORT && nf_rfile_size(a->rf[i], &size)) {
+                /* a part shorter than its header: its check says how */
+                pthread_mutex_lock(&a->lock);
+                if (check_part(a, i, s->hdr, s->hdr_got, size, true, d) == 0)
+                    read_error(a, i, 0, -1, &e, d);
+                a->fstate[i] = F_FAILED;
+                pthread_mutex_unlock(&a->lock);
+            } else if (checking) {
+                char *ptr = nf_ptr_index("/files", i);
+                remote_open_error(d, a->file_paths[i], ptr ? ptr : "", i, &e);
+                free(ptr);
+                pthread_mutex_lock(&a->lock);
+                a->fstate[i] = F_FAILED;
+                pthread_mutex_unlock(&a->lock);
+            } else {
+                read_error(a, i, 0, -1, &e, d);
+            }
+            return -1;
+        }
+        if (r == 0)
+            return 0;
+        const unsigned char *b = p;
+        if (s->pi[piece].header && off < NF_PAGE) {
+            size_t i = s->pi[piece].file;
+            size_t k = NF_PAGE - (size_t)off < len ? NF_PAGE - (size_t)off : len;
+            memcpy(s->hdr + off, b, k);
+            s->hdr_got = (size_t)off + k;
+            b += k;
+            len -= k;
+            off += k;
+            if (s->hdr_got == NF_PAGE || len || off == s->p[piece].off + s->p[piece].len) {
+                uint64_t size = 0;
+                nf_rfile_size(a->rf[i], &size);
+                pthread_mutex_lock(&a->lock);
+                int rc = a->fstate[i] == F_UNOPENED
+                             ? check_part(a, i, s->hdr, s->hdr_got, size, true, d)
+                             : a->fstate[i] == F_GOOD ? 0 : -1;
+                a->fstate[i] = rc == 0 ? F_GOOD : F_FAILED;
+                pthread_mutex_unlock(&a->lock);
+                s->hdr_got = 0;
+                if (rc < 0)
+                    return -1;
+            }
+            if (!len)
+                continue;
+        }
+        s->cur_piece = piece;
+        s->cur_off = off;
+        s->cur = b;
+        s->cur_len = len;
+        return 1;
+    }
+}
+
+int nf_scan_next(nf_scan *s, size_t *file, uint64_t *off, const void **buf, size_t *len,
+                 nf_diags *d)
+{
+    if (s->failed)
+        return -1;
+    while (s->wi < s->nw) {
+        const want *w = &s->w[s->wi];
+        if (w->mem) {
+            *file = 0;
+            *off = w->loff;
+            *buf = s->a->head + w->foff;
+            *len = (size_t)w->len;
+            s->wi++;
+            return 1;
+        }
+        if (!s->cur_len) {
+            int r = stream_more(s, d);
+            if (r <= 0) {
+                if (r == 0)
+                    nf_diag_add(d, NF_C_IO, "", "the range reads ended early");
+                s->failed = true;
+                return -1;
+            }
+        }
+        uint64_t at = w->foff + s->wgot; /* the next byte wanted */
+        if (s->pi[s->cur_piece].file != w->file || s->cur_off + s->cur_len <= at) {
+            s->cur_len = 0; /* bytes of a merged gap */
+            continue;
+        }
+        if (s->cur_off > at) {
+            nf_diag_add(d, NF_C_IO, "", "internal error: range reads out of order");
+            s->failed = true;
+            return -1;
+        }
+        if (s->cur_off < at) {
+            size_t skip = (size_t)(at - s->cur_off);
+            s->cur += skip;
+            s->cur_len -= skip;
+            s->cur_off = at;
+        }
+        uint64_t left = w->len - s->wgot;
+        size_t k = s->cur_len < left ? s->cur_len : (size_t)left;
+        *file = w->file;
+        *off = w->loff + s->wgot;
+        *buf = s->cur;
+        *len = k;
+        s->cur += k;
+        s->cur_len -= k;
+        s->cur_off += k;
+        s->wgot += k;
+        if (s->wgot == w->len) {
+            s->wi++;
+            s->wgot = 0;
+        }
+        return 1;
+    }
+    return 0;
 }
 
 ssize_t nf_artifact_stream_read(nf_artifact *a, void *buf, size_t n, nf_diags *d)

@@ -285,12 +285,13 @@ static void relay_give(struct relay *r, int slot, uint64_t lo, size_t k, bool en
     pthread_mutex_unlock(&r->m);
 }
 
-static int file_pass(void *vctx, size_t file, int fd, uint64_t file_off, uint64_t range_off,
-                     uint64_t len)
+static int file_pass(void *vctx, size_t file, nf_rfile *src, int fd, uint64_t file_off,
+                     uint64_t range_off, uint64_t len)
 {
     struct fread_ctx *x = vctx;
     struct job *j = x->j;
     const nf_catalog *c = j->c;
+    (void)src; /* local files (a URL artifact's are hashed by nf_verify's scan) */
     (void)range_off;
     const char *path = nf_artifact_file_path(j->a, file);
     /* the header, the catalog and the fill, as they are in the file */

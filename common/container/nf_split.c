@@ -26,10 +26,12 @@ static void progress(const nf_out_opts *o, uint64_t done, uint64_t total)
         o->progress(o->progress_ctx, done, total);
 }
 
-static int copy_seg(void *vctx, size_t file, int fd, uint64_t foff, uint64_t roff, uint64_t len)
+static int copy_seg(void *vctx, size_t file, nf_rfile *src, int fd, uint64_t foff, uint64_t roff,
+                    uint64_t len)
 {
     struct copy_ctx *c = vctx;
     (void)file;
+    (void)src;
     /* in slices, so the progress line moves */
     while (len) {
         uint64_t k = len > (256u << 20) ? (256u << 20) : len;
@@ -80,6 +82,7 @@ int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
     nf_plan plan = {0};
     unsigned char *buf = NULL;
     nf_seqhash *h = NULL;
+    nf_scan *scan = NULL;
     nf_output *out_stream = NULL; /* the stream writer does not own it */
     if (!want || !got || !carried) {
         nf_diag_add(d, NF_C_IO, "", "out of memory");
@@ -143,7 +146,8 @@ int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
     /* the writer has what it needs of the plan's text */
     free(plan.json);
     plan.json = NULL;
-    if (!hashing && !stream_in && !stream_out) {
+    bool remote = nf_artifact_is_remote(src);
+    if (!hashing && !stream_in && !stream_out && !remote) {
         struct copy_ctx cc = {w, d, oo, 0, c->payload_bytes};
         if (nf_artifact_segments(src, 0, c->payload_bytes, copy_seg, &cc, d) != 0)
             goto out_w;
@@ -155,16 +159,30 @@ int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
             goto out_w;
         }
         size_t cursor = 0; /* the next object whose end has not passed */
+        /* files are read in order through a scan (a URL artifact's ranges
+         * fetched ahead, in parallel); a stream as it comes */
+        nf_range all = {0, c->payload_bytes};
+        nf_scan_opts so = {0, 4u << 20, 4u << 20};
+        if (!stream_in && !(scan = nf_scan_new(src, &all, 1, &so, d)))
+            goto out_w;
         for (uint64_t pos = 0; pos < c->payload_bytes;) {
             size_t k = c->payload_bytes - pos > CHUNK ? CHUNK : (size_t)(c->payload_bytes - pos);
+            const void *got_buf = buf;
             if (stream_in) {
                 ssize_t r = nf_artifact_stream_read(src, buf, k, d);
                 if (r < 0 || (size_t)r != k)
                     goto out_w;
-            } else if (nf_artifact_read(src, pos, buf, k, d) < 0) {
-                goto out_w;
+            } else {
+                size_t file;
+                uint64_t at;
+                if (nf_scan_next(scan, &file, &at, &got_buf, &k, d) <= 0 || at != pos) {
+                    if (!d->n)
+                        nf_diag_add(d, NF_C_IO, "", "the payload ended early");
+                    goto out_w;
+                }
             }
-            if (h && nf_seqhash_feed(h, pos, buf, k) < 0) {
+            const unsigned char *bufp = got_buf;
+            if (h && nf_seqhash_feed(h, pos, bufp, k) < 0) {
                 nf_diag_add(d, NF_C_IO, "", "out of memory");
                 goto out_w;
             }
@@ -180,7 +198,7 @@ int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
                 }
             if (bad_now)
                 goto out_w;
-            if (nf_writer_write(w, pos, buf, k, d) < 0)
+            if (nf_writer_write(w, pos, bufp, k, d) < 0)
                 goto out_w;
             pos += k;
             progress(oo, pos, c->payload_bytes);
@@ -207,6 +225,7 @@ int nf_split(nf_artifact *src, const nf_out_opts *oo, nf_diags *d)
 out_w:
     nf_writer_abort(w);
 out:
+    nf_scan_free(scan);
     nf_output_close(out_stream);
     nf_seqhash_free(h);
     free(buf);

@@ -38,10 +38,12 @@ typedef struct {
     nf_diags *d;
 } seg_ctx;
 
-static int seg_copy(void *vc, size_t file, int fd, uint64_t foff, uint64_t roff, uint64_t len)
+static int seg_copy(void *vc, size_t file, nf_rfile *src, int fd, uint64_t foff, uint64_t roff,
+                    uint64_t len)
 {
     seg_ctx *c = vc;
     (void)file;
+    (void)src;
     (void)roff;
     int rc = nf_output_copy_from(c->out, fd, foff, len);
     if (rc < 0)
@@ -79,6 +81,29 @@ static int stream_range(nf_artifact *a, uint64_t off, uint64_t end, nf_output *o
     return rc;
 }
 
+/* A URL artifact's range: one request per file it touches (fetched a little
+ * ahead, never held whole), written as it comes. */
+static int scan_range(nf_artifact *a, uint64_t off, uint64_t len, nf_output *out, int *out_err,
+                      nf_diags *d)
+{
+    nf_range r = {off, len};
+    nf_scan_opts so = {0, 0, 0};
+    nf_scan *s = nf_scan_new(a, &r, 1, &so, d);
+    if (!s)
+        return -1;
+    int rc;
+    size_t file, n;
+    uint64_t at;
+    const void *buf;
+    while ((rc = nf_scan_next(s, &file, &at, &buf, &n, d)) > 0)
+        if (put(out, buf, n, out_err) < 0) {
+            rc = -1;
+            break;
+        }
+    nf_scan_free(s);
+    return rc < 0 ? -1 : 0;
+}
+
 int nf_stream_write_range(nf_artifact *a, uint64_t off, uint64_t len, nf_output *out,
                           int *out_err, nf_diags *d)
 {
@@ -93,6 +118,8 @@ int nf_stream_write_range(nf_artifact *a, uint64_t off, uint64_t len, nf_output 
         }
         return stream_range(a, off, end, out, out_err, d);
     }
+    if (nf_artifact_is_remote(a))
+        return scan_range(a, off, len, out, out_err, d);
     /* (nf_artifact_segments checks the bounds of a file artifact's range) */
     /* open (and check) every file the range needs before writing a byte */
     size_t first, last;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nf_codec.h"
+#include "nf_digest.h"
 #include "nf_objhash.h"
 #include "nf_layout.h"
 #include "nf_select.h"
@@ -253,12 +254,118 @@ static int list_unchecked(verify_state *s, nf_verify_result *r)
     return 0;
 }
 
+/* The bytes of file i before its payload as they must be once its checks
+ * passed (header, catalog text and its spaces, zero fill), into h. */
+static void hash_file_head(nf_artifact *a, size_t i, nf_sha256 *h)
+{
+    const nf_header *hd = nf_artifact_header(a);
+    unsigned char raw[32], zero[NF_PAGE] = {0};
+    nf_header_encode(raw, i, hd->json_bytes, hd->artifact_id);
+    nf_sha256_update(h, raw, 32);
+    uint64_t at = 32;
+    if (i == 0) {
+        size_t jl;
+        const char *j = nf_artifact_json(a, &jl);
+        nf_sha256_update(h, j, jl);
+        char sp[NF_PAGE];
+        memset(sp, ' ', sizeof sp);
+        for (uint64_t pad = nf_artifact_json_pad(a); pad;) {
+            size_t k = pad > sizeof sp ? sizeof sp : (size_t)pad;
+            nf_sha256_update(h, sp, k);
+            pad -= k;
+        }
+        at = hd->metadata_end;
+    }
+    nf_sha256_update(h, zero, (size_t)(nf_artifact_file_payload_start(a, i) - at));
+}
+
+/* A URL artifact: every wanted object hashed as its bytes arrive, in one
+ * ordered pass over the ranges (nf_scan); with file_sha the good files
+ * whole, each file's digest from the same bytes (the bytes before its
+ * payload as its checks proved them). */
+static void remote_digests(verify_state *s, nf_verify_result *res, nf_diags *d)
+{
+    const nf_catalog *c = s->c;
+    bool whole = res->file_sha != NULL;
+    nf_range *r = malloc((c->n_objects + c->n_files + 1) * sizeof *r);
+    nf_sha256 **fh = whole ? calloc(c->n_files, sizeof *fh) : NULL;
+    nf_seqhash *h = nf_seqhash_new(c, s->want, s->got);
+    size_t n = 0;
+    uint64_t total = 0;
+    if (!r || !h || (whole && !fh)) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        goto out;
+    }
+    if (whole) {
+        for (size_t i = 0; i < c->n_files; i++) {
+            if (!res->files[i] || s->bad[i])
+                continue;
+            if (!(fh[i] = nf_sha256_new())) {
+                nf_diag_add(d, NF_C_IO, "", "out of memory");
+                goto out;
+            }
+            hash_file_head(s->a, i, fh[i]);
+            if (c->files[i].payload_bytes)
+                r[n++] = (nf_range){c->files[i].logical_offset, c->files[i].payload_bytes};
+            total += c->files[i].payload_bytes;
+        }
+    } else {
+        /* the wanted objects, neighbours closer than 1 MiB as one range */
+        for (size_t i = 0; i < c->n_objects; i++) {
+            const nf_object *o = &c->objects[i];
+            if (!s->want[i] || !o->bytes)
+                continue;
+            total += o->bytes;
+            if (n && o->offset >= r[n - 1].off + r[n - 1].len &&
+                o->offset - (r[n - 1].off + r[n - 1].len) < (1u << 20))
+                r[n - 1].len = o->offset + o->bytes - r[n - 1].off;
+            else
+                r[n++] = (nf_range){o->offset, o->bytes};
+        }
+    }
+    nf_scan_opts so = {0, 4u << 20, 4u << 20};
+    nf_scan *sc = n ? nf_scan_new(s->a, r, n, &so, d) : NULL;
+    if (n && !sc)
+        goto out;
+    size_t file, len;
+    uint64_t off, done = 0;
+    const void *buf;
+    while (sc && nf_scan_next(sc, &file, &off, &buf, &len, d) > 0) {
+        if (nf_seqhash_feed(h, off, buf, len) < 0) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            break;
+        }
+        if (fh && fh[file])
+            nf_sha256_update(fh[file], buf, len);
+        done += len;
+        if (s->o->progress)
+            s->o->progress(s->o->progress_ctx, done, total);
+    }
+    nf_scan_free(sc);
+    for (size_t i = 0; whole && done == total && i < c->n_files; i++)
+        if (fh[i]) {
+            nf_sha256_final(fh[i], res->file_sha[i]);
+            fh[i] = NULL;
+        }
+out:
+    for (size_t i = 0; fh && i < c->n_files; i++)
+        nf_sha256_free(fh[i]);
+    free(fh);
+    nf_seqhash_free(h);
+    free(r);
+}
+
 static void hash_objects(verify_state *s, nf_verify_result *r, nf_diags *d)
 {
     const nf_catalog *c = s->c;
     if (s->stream) {
         if (s->ranges_ok)
             stream_digests(s->a, s->want, s->got, d);
+        return;
+    }
+    if (nf_artifact_is_remote(s->a)) {
+        if (s->ranges_ok && (!s->o->no_digests || r->file_sha))
+            remote_digests(s, r, d);
         return;
     }
     if (r->file_sha) {

@@ -28,7 +28,8 @@ typedef struct {
     bool no_digests;      /* skip object digests: structure only */
     /* also the SHA-256 of every file checked (all, or the selection's), in
      * the same read as the object digests: one read of each file
-     * (nf_verify_result.file_sha). Files only. */
+     * (nf_verify_result.file_sha; of a URL artifact, from the bytes as they
+     * arrive, nothing written to disk). Not for streams. */
     bool file_digests;
     /* no digest checked (none in metadata.integrity for what is selected)
      * is an `integrity` diagnostic (exit 1); digests left unchecked by a
@@ -72,7 +73,9 @@ typedef struct {
 
 /* Verify the artifact a (opened by nf_artifact_open with check_fill, or by
  * nf_artifact_open_stream: a stream is read to its end once, hashing as it
- * passes; files are not checked, `deep` is ignored). Adds every finding to
+ * passes; files are not checked, `deep` is ignored). A URL artifact's
+ * digests are computed as its ranges arrive (nf_scan: the files the
+ * selection needs, fetched in parallel, nothing written to disk). Adds every finding to
  * d (file, JSON Pointer, code, message: the codes of DESIGN 3) and fills r
  * (zeroed first; free it with nf_verify_result_free). Returns
  * nf_diags_exit(d): 0 valid, 1 a rule broken, 3 I/O, 4 unsupported. Out of

@@ -11,10 +11,11 @@ typedef struct {
     bool oom;
 } seg_acc;
 
-static int add_segment(void *vc, size_t file, int fd, uint64_t file_off, uint64_t range_off,
-                       uint64_t len)
+static int add_segment(void *vc, size_t file, nf_rfile *src, int fd, uint64_t file_off,
+                       uint64_t range_off, uint64_t len)
 {
     seg_acc *s = vc;
+    (void)src;
     (void)fd;
     (void)range_off;
     if (s->p->n_segments == s->cap) {

@@ -61,11 +61,12 @@ static bool rd_setup(void)
     return true;
 }
 
-static int rd_seg_fn(void *ctx, size_t file, int fd, uint64_t file_off, uint64_t range_off,
-                     uint64_t len)
+static int rd_seg_fn(void *ctx, size_t file, nf_rfile *src, int fd, uint64_t file_off,
+                     uint64_t range_off, uint64_t len)
 {
     uint64_t *sum = ctx;
     (void)file;
+    (void)src;
     (void)fd;
     (void)file_off;
     (void)range_off;
