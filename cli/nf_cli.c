@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -167,10 +169,231 @@ int nf_stdout_close(int rc)
     return nf_exit_combine(rc, NF_EXIT_IO);
 }
 
-int nf_operand_open(nf_operand *op, const char *path, const nf_open_opts *o, nf_diags *d)
+/* ---- artifacts over HTTP ---- */
+
+static struct {
+    const char *urls_file, *cacert;
+    int retries;
+    unsigned jobs;
+    double stall;
+    nf_http *http;
+    char **urls;
+    size_t n_urls;
+    bool urls_read;
+} remote = {.retries = -1};
+
+const char nf_remote_usage[] =
+    "URL operands (http://, https://; NINFER_TOKEN: a bearer token for https):\n"
+    "  --urls FILE           the URL of every file of the set, one a line, the\n"
+    "                        entry first (signed URLs; else parts beside the entry)\n"
+    "  --cacert FILE         trust the CA certificates in FILE, not the system's\n"
+    "  --jobs N              requests at once (default 8)\n"
+    "  --retries N           retries of a failed request (default 5)\n"
+    "  --stall-timeout S     a transfer below 1 KiB/s this long fails (default 30)\n";
+
+void nf_help_print(const char *text)
+{
+    const char *ex = strstr(text, "\nExit status");
+    if (!ex) {
+        fputs(text, stdout);
+        fputs(nf_remote_usage, stdout);
+        return;
+    }
+    fwrite(text, 1, (size_t)(ex - text) + 1, stdout);
+    fputs(nf_remote_usage, stdout);
+    fputs(ex, stdout);
+}
+
+int nf_remote_cli_opt(int c, const char *arg)
+{
+    uint64_t v;
+    switch (c) {
+    case NF_O_URLS: remote.urls_file = arg; return 1;
+    case NF_O_CACERT: remote.cacert = arg; return 1;
+    case NF_O_RETRIES:
+        if (!nf_parse_u64(arg, &v) || v > 100)
+            return nf_usage_error("bad --retries '%s' (0..100)", arg);
+        remote.retries = (int)v;
+        return 1;
+    case NF_O_JOBS:
+        if (!nf_parse_u64(arg, &v) || v < 1 || v > 64)
+            return nf_usage_error("bad --jobs '%s' (1..64)", arg);
+        remote.jobs = (unsigned)v;
+        return 1;
+    case NF_O_STALL: {
+        char *end = NULL;
+        double s = strtod(arg, &end);
+        if (!end || *end || !(s >= 0.1 && s <= 86400))
+            return nf_usage_error("bad --stall-timeout '%s' (seconds, 0.1..86400)", arg);
+        remote.stall = s;
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
+static void trace_line(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "%s: http: ", nf_prog);
+    nf_fput_text(line, stderr);
+    fputc('\n', stderr);
+}
+
+/* The process's client, made once. */
+static nf_http *client(void)
+{
+    if (remote.http)
+        return remote.http;
+    nf_http_opts ho = {0};
+    ho.cacert = remote.cacert;
+    ho.retries = remote.retries;
+    ho.jobs = remote.jobs;
+    ho.stall_seconds = remote.stall;
+    ho.netrc = true;
+    const char *tr = getenv("NINFER_HTTP_TRACE");
+    if (tr && *tr && strcmp(tr, "0") != 0)
+        ho.trace = trace_line;
+    const char *bo = getenv("NINFER_HTTP_BACKOFF");
+    if (bo && *bo)
+        ho.backoff_seconds = strtod(bo, NULL);
+    const char *tok = getenv("NINFER_TOKEN");
+    if (tok && *tok) {
+        /* a process that holds a token leaves no core and no /proc to read */
+        struct rlimit rl = {0, 0};
+        setrlimit(RLIMIT_CORE, &rl);
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        ho.token = tok;
+    }
+    remote.http = nf_http_new(&ho);
+    return remote.http;
+}
+
+nf_http *nf_remote_client(void) { return remote.http; }
+
+bool nf_remote_stats(nf_http_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    if (!remote.http)
+        return false;
+    nf_http_get_stats(remote.http, s);
+    return true;
+}
+
+/* --urls FILE: one URL a line (blank lines skipped). */
+static int read_urls(nf_diags *d)
+{
+    if (remote.urls_read)
+        return remote.urls ? 0 : -1;
+    remote.urls_read = true;
+    char *text = NULL;
+    size_t n = 0;
+    int rc = nf_read_path(remote.urls_file, false, 64u << 20, &text, &n);
+    if (rc < 0) {
+        nf_diag_addf(d, NF_C_USAGE, remote.urls_file, "", "--urls: cannot read: %s",
+                     rc == -EFBIG ? "larger than 64 MiB" : strerror(-rc));
+        free(text);
+        return -1;
+    }
+    size_t cap = 0;
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        size_t l = strlen(line);
+        while (l && (line[l - 1] == '\r' || line[l - 1] == ' ' || line[l - 1] == '\t'))
+            line[--l] = 0;
+        if (l) {
+            if (!nf_is_url(line)) {
+                nf_diag_addf(d, NF_C_USAGE, remote.urls_file, "",
+                             "--urls: line %zu is no http:// or https:// URL", remote.n_urls + 1);
+                free(text);
+                return -1;
+            }
+            if (remote.n_urls == cap) {
+                cap = cap ? 2 * cap : 16;
+                char **nv = realloc(remote.urls, cap * sizeof *nv);
+                if (!nv)
+                    break;
+                remote.urls = nv;
+            }
+            remote.urls[remote.n_urls++] = strdup(line);
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    if (!remote.n_urls) {
+        nf_diag_addf(d, NF_C_USAGE, remote.urls_file, "", "--urls: no URL in the file");
+        return -1;
+    }
+    return 0;
+}
+
+int nf_remote_open_opts(nf_open_opts *o, const char *path, nf_diags *d)
+{
+    if (!nf_is_url(path)) {
+        if (remote.urls_file) {
+            nf_diag_add(d, NF_C_USAGE, "", "--urls is for an http:// or https:// operand");
+            return -1;
+        }
+        return 0;
+    }
+    if (!o->http && !(o->http = client())) {
+        nf_diag_add(d, NF_C_IO, "", "cannot set up the HTTP client (libcurl)");
+        return -1;
+    }
+    if (remote.urls_file && !o->urls) {
+        if (read_urls(d) < 0)
+            return -1;
+        if (strcmp(remote.urls[0], path) != 0) {
+            nf_diag_add(d, NF_C_USAGE, "", "--urls: its first URL must be the entry, the "
+                        "operand");
+            return -1;
+        }
+        o->urls = (const char *const *)remote.urls;
+        o->n_urls = remote.n_urls;
+    }
+    return 0;
+}
+
+const char *nf_display_name(const char *path)
+{
+    static char **kept;
+    static size_t n_kept;
+    if (!nf_is_url(path))
+        return path;
+    for (size_t i = 0; i < n_kept; i++)
+        if (!strcmp(kept[i] + strlen(kept[i]) + 1, path))
+            return kept[i];
+    /* the display form, then the URL it came from (to find it again) */
+    char *disp = nf_url_display(path), *both = NULL;
+    char **nv = realloc(kept, (n_kept + 1) * sizeof *nv);
+    if (disp && nv) {
+        size_t a = strlen(disp), b = strlen(path);
+        both = malloc(a + b + 2);
+        if (both) {
+            memcpy(both, disp, a + 1);
+            memcpy(both + a + 1, path, b + 1);
+            kept = nv;
+            kept[n_kept++] = both;
+        }
+    } else if (nv) {
+        kept = nv;
+    }
+    free(disp);
+    return both ? both : "(url)";
+}
+
+int nf_operand_open(nf_operand *op, const char *path, const nf_open_opts *oo, nf_diags *d)
 {
     memset(op, 0, sizeof *op);
-    op->name = path;
+    op->name = nf_display_name(path);
+    nf_open_opts local = {0};
+    if (oo)
+        local = *oo;
+    const nf_open_opts *o = &local;
+    if (nf_remote_open_opts(&local, path, d) < 0)
+        return -1;
     if (strcmp(path, "-") == 0) {
         op->in = nf_input_open_fd(0, false);
         if (!op->in) {

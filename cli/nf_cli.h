@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include "nf_artifact.h"
 #include "nf_diag.h"
+#include "nf_http.h"
 #include "nf_io.h"
 #include <getopt.h>
 #include "nf_json.h"
@@ -96,6 +97,52 @@ int nf_stdout_flush(nf_diags *d);
  * later calls return rc unchanged. */
 int nf_stdout_close(int rc);
 
+/* ---- artifacts over HTTP (ninfer(5) ARTIFACTS OVER HTTP) ----
+ *
+ * The options every reading command shares for an http:// or https://
+ * operand, and the one client (nf_http.h) the process reads them with,
+ * made when the first URL operand is opened: NINFER_TOKEN is its bearer
+ * token (a process that holds one sets RLIMIT_CORE to 0 and is not
+ * dumpable), ~/.netrc is read by libcurl, NINFER_HTTP_TRACE=1 prints one
+ * line per request on stderr, NINFER_HTTP_BACKOFF=SECONDS sets the first
+ * retry's wait (0.5 s; for tests). */
+enum { NF_O_URLS = 1100, NF_O_CACERT, NF_O_RETRIES, NF_O_JOBS, NF_O_STALL };
+#define NF_REMOTE_LONGOPTS                                              \
+    {"urls", required_argument, 0, NF_O_URLS},                           \
+    {"cacert", required_argument, 0, NF_O_CACERT},                       \
+    {"retries", required_argument, 0, NF_O_RETRIES},                     \
+    {"jobs", required_argument, 0, NF_O_JOBS},                           \
+    {"stall-timeout", required_argument, 0, NF_O_STALL}
+
+/* Usage text of the remote options (within 80 columns). */
+extern const char nf_remote_usage[];
+
+/* Print a command's --help text with the remote options' usage before its
+ * "Exit status" paragraph (at the end when it has none). */
+void nf_help_print(const char *text);
+
+/* Handle one remote option. Returns 1 when c was one, 0 when not, or
+ * NF_EXIT_USAGE after printing a usage error. */
+int nf_remote_cli_opt(int c, const char *arg);
+
+/* For an operand path that is a URL: o->http (the process's client, made
+ * on first use) and o->urls from --urls (whose first line must be path).
+ * A path that is no URL leaves o alone (--urls then is a usage error).
+ * Returns 0, or -1 with a diagnostic (io: the client cannot be made;
+ * usage: --urls cannot be read or does not start with path). */
+int nf_remote_open_opts(nf_open_opts *o, const char *path, nf_diags *d);
+
+/* What a diagnostic calls the operand path: path itself, or for a URL the
+ * URL without its query string and credentials (kept for the process's
+ * life). */
+const char *nf_display_name(const char *path);
+
+/* The requests made so far (false when no URL was opened). */
+bool nf_remote_stats(nf_http_stats *s);
+
+/* The process's client (NULL until a URL is opened). */
+nf_http *nf_remote_client(void);
+
 /* An opened operand: a file artifact, or a stream on stdin (the input is
  * kept here so it can be closed with the artifact). */
 typedef struct {
@@ -104,8 +151,9 @@ typedef struct {
     const char *name;
 } nf_operand;
 
-/* Open path ("-" = stdin stream). Returns 0 or -1; diagnostics in d (whose
- * `file` the caller sets to the operand's name). */
+/* Open path ("-" = stdin stream; an http:// or https:// URL with the
+ * remote options, nf_remote_open_opts). Returns 0 or -1; diagnostics in d
+ * (whose `file` the caller sets to nf_display_name(path)). */
 int nf_operand_open(nf_operand *op, const char *path, const nf_open_opts *o, nf_diags *d);
 void nf_operand_close(nf_operand *op);
 

@@ -64,6 +64,7 @@ static void print_usage(void)
         col += 1 + strlen(name);
     }
     fputs("\n", stdout);
+    fputs(nf_remote_usage, stdout);
 }
 
 static struct {
@@ -541,11 +542,12 @@ static size_t each_object(const nf_catalog *c, void (*fn)(const nf_object *o, co
 /* Open the artifact; 0, or the exit status after printing why not. */
 static int open_artifact(const char *path)
 {
-    bench_d.file = path;
+    bench_d.file = nf_display_name(path);
     nf_open_opts oo = {0};
     oo.max_json_bytes = max_json;
     /* `ninfer-bench A >> A`: nothing written there, nothing read */
-    bench_a = nf_stdout_operand_check(path, NULL, NULL, 0, &bench_d) == 0
+    bench_a = nf_stdout_operand_check(path, NULL, NULL, 0, &bench_d) == 0 &&
+                      nf_remote_open_opts(&oo, path, &bench_d) == 0
                   ? nf_artifact_open(path, &oo, &bench_d)
                   : NULL;
     int ex = nf_diags_exit(&bench_d);
@@ -611,6 +613,7 @@ int main(int argc, char **argv)
         {"activation", required_argument, 0, O_ACT}, {"llc-bytes", required_argument, 0, O_LLC},
         {"help", no_argument, 0, 'h'},              {"version", no_argument, 0, O_VERSION},
         {"max-json-bytes", required_argument, 0, O_MAXJ},
+        NF_REMOTE_LONGOPTS,
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-bench";
@@ -669,7 +672,12 @@ int main(int argc, char **argv)
         case O_LLC: llc = optarg; break;
         case 'h': print_usage(); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_bad_option(argc, argv, lo);
+        default: {
+            int rr = nf_remote_cli_opt(c, optarg);
+            if (rr == 1)
+                break;
+            return rr ? rr : nf_bad_option(argc, argv, lo);
+        }
         }
     }
     if (llc) {

@@ -331,7 +331,7 @@ static int parse_components(char *arg, nf_bind_opts *bo)
 static int run_one(const char *path, const opts *o)
 {
     nf_diags d = NF_DIAGS_INIT;
-    d.file = path;
+    d.file = nf_display_name(path);
     nf_operand op;
     nf_open_opts oo = {0};
     oo.max_json_bytes = o->max_json;
@@ -435,6 +435,7 @@ int main(int argc, char **argv)
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
+        NF_REMOTE_LONGOPTS,
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-bind";
@@ -471,9 +472,14 @@ int main(int argc, char **argv)
                 return NF_EXIT_USAGE;
             break;
         case 'q': o.quiet = true; break;
-        case 'h': fputs(usage, stdout); return nf_stdout_close(0);
+        case 'h': nf_help_print(usage); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_bad_option(argc, argv, lo);
+        default: {
+            int rr = nf_remote_cli_opt(c, optarg);
+            if (rr == 1)
+                break;
+            return rr ? rr : nf_bad_option(argc, argv, lo);
+        }
         }
     }
     if (modes > 1)

@@ -222,7 +222,10 @@ static int run(nf_operand *op)
         return -1; /* the diagnostics above say why; no bytes from a broken artifact */
     switch (opt.sel) {
     case S_MANIFEST: {
-        char *rp = nf_artifact_is_stream(a) ? NULL : realpath(nf_artifact_path(a), NULL);
+        /* a URL artifact is named by its URL (without query and credentials) */
+        char *rp = nf_artifact_is_stream(a)   ? NULL
+                   : nf_artifact_is_remote(a) ? strdup(nf_artifact_path(a))
+                                              : realpath(nf_artifact_path(a), NULL);
         if (!rp) {
             nf_diag_add(&d, NF_C_USAGE, "", "--manifest needs an artifact file, not a stream");
             return -1;
@@ -306,6 +309,7 @@ int main(int argc, char **argv)
         NF_ID_LONGOPTS,
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
+        NF_REMOTE_LONGOPTS,
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-cat";
@@ -355,9 +359,14 @@ int main(int argc, char **argv)
                 return NF_EXIT_USAGE;
             opt.open.max_json_bytes = v;
             break;
-        case 'h': fputs(usage, stdout); return nf_stdout_close(0);
+        case 'h': nf_help_print(usage); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_bad_option(argc, argv, lo);
+        default: {
+            int rr = nf_remote_cli_opt(c, optarg);
+            if (rr == 1)
+                break;
+            return rr ? rr : nf_bad_option(argc, argv, lo);
+        }
         }
     }
     if (bad)
@@ -382,7 +391,7 @@ int main(int argc, char **argv)
     if (binary && isatty(1))
         return nf_usage_error("refusing to write binary data to a terminal (redirect it)");
     const char *path = argv[optind];
-    d.file = path;
+    d.file = nf_display_name(path);
     out = nf_output_open_fd(1, opt.zstd, false);
     if (!out)
         return NF_EXIT_IO;

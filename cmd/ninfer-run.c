@@ -142,6 +142,7 @@ int main(int argc, char **argv)
         {"activation", required_argument, 0, O_ACT}, {"no-digests", no_argument, 0, O_NODIG},
         {"help", no_argument, 0, 'h'},              {"version", no_argument, 0, O_VERSION},
         {"max-json-bytes", required_argument, 0, O_MAXJ},
+        NF_REMOTE_LONGOPTS,
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-run";
@@ -187,9 +188,14 @@ int main(int argc, char **argv)
                 return NF_EXIT_USAGE;
             oo.max_json_bytes = v;
             break;
-        case 'h': fputs(usage, stdout); return nf_stdout_close(0);
+        case 'h': nf_help_print(usage); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_bad_option(argc, argv, lo);
+        default: {
+            int rr = nf_remote_cli_opt(c, optarg);
+            if (rr == 1)
+                break;
+            return rr ? rr : nf_bad_option(argc, argv, lo);
+        }
         }
     }
     if (optind + 1 != argc)
@@ -218,7 +224,7 @@ int main(int argc, char **argv)
         ro.cuda = true;
     }
     nf_diags d = NF_DIAGS_INIT;
-    d.file = path;
+    d.file = nf_display_name(path);
     input_file inf = {NULL, input};
     if (input) {
         struct stat st;

@@ -1,6 +1,7 @@
 /* ninfer-split — reshard an artifact (or merge it into one file). */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nf_cli.h"
@@ -34,6 +35,7 @@ int main(int argc, char **argv)
         {"max-json-bytes", required_argument, 0, O_MAXJ},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
+        NF_REMOTE_LONGOPTS,
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-split";
@@ -57,9 +59,20 @@ int main(int argc, char **argv)
             oo.max_json_bytes = v;
             wc.max_json_bytes = v;
             break;
-        case 'h': printf(usage, nf_writer_usage); return nf_stdout_close(0);
+        case 'h': {
+            char *u = NULL;
+            if (asprintf(&u, usage, nf_writer_usage) >= 0)
+                nf_help_print(u);
+            free(u);
+            return nf_stdout_close(0);
+        }
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_bad_option(argc, argv, lo);
+        default: {
+            int rr = nf_remote_cli_opt(c, optarg);
+            if (rr == 1)
+                break;
+            return rr ? rr : nf_bad_option(argc, argv, lo);
+        }
         }
     }
     if (optind + 1 != argc)
@@ -68,7 +81,7 @@ int main(int argc, char **argv)
         return r;
     const char *path = argv[optind];
     nf_diags d = NF_DIAGS_INIT;
-    d.file = path;
+    d.file = nf_display_name(path);
     nf_operand op;
     if (nf_operand_open(&op, path, &oo, &d) == 0) {
         if (nf_diags_exit(&d) == 0) {

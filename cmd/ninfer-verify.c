@@ -353,10 +353,34 @@ static void check_sums(nf_artifact *a, const nf_verify_result *r, nf_diags *d)
     free(dir);
 }
 
+/* A URL artifact's file i as it is named on disk: the entry's last path
+ * segment, percent-decoded, or the part's files[i].path. */
+static char *remote_name(nf_artifact *a, size_t i)
+{
+    const nf_catalog *c = nf_artifact_catalog(a);
+    if (i > 0)
+        return strdup(c->files[i].path ? c->files[i].path : "");
+    char *b = nf_url_basename(nf_artifact_path(a)), *o = b;
+    for (char *q = b; b && *q; q++) {
+        unsigned x;
+        if (q[0] == '%' && sscanf(q + 1, "%2x", &x) == 1 && x && q[1] && q[2]) {
+            *o++ = (char)x;
+            q += 2;
+        } else {
+            *o++ = *q;
+        }
+    }
+    if (o)
+        *o = 0;
+    return b;
+}
+
 static int verify_one(const char *path)
 {
     nf_diags d = NF_DIAGS_INIT;
-    d.file = path;
+    nf_http_stats before;
+    nf_remote_stats(&before);
+    d.file = nf_display_name(path);
     nf_operand op;
     nf_verify_result r = {0};
     nf_jval *rec = opt.json ? nf_jnew_object() : NULL;
@@ -388,14 +412,22 @@ static int verify_one(const char *path)
                              .progress = nf_progress_update, .progress_ctx = &pr};
         nf_verify(a, &vo, &r, &d);
         nf_progress_done(&pr); /* its line ends before any result */
-        if (opt.check_sums && !stream)
+        if (opt.check_sums && !stream && nf_artifact_is_remote(a))
+            nf_diag_add(&d, NF_C_USAGE, "", "--check-sums checks files on disk, not a URL "
+                        "(ninfer-fetch downloads the set)");
+        else if (opt.check_sums && !stream)
             check_sums(a, &r, &d);
         int ex = nf_diags_exit(&d);
         /* --sums: the files the check covered (all, or the selection's),
-         * each hashed in nf_verify's one read */
+         * each hashed in nf_verify's one read (a URL's from the bytes as
+         * they came, named as on disk) */
         for (size_t i = 0; opt.sums && ex == 0 && !stream && i < c->n_files; i++)
-            if (r.files[i])
-                sums_line(&g_sums, r.file_sha[i], nf_basename(nf_artifact_file_path(a, i)));
+            if (r.files[i]) {
+                char *rname = nf_artifact_is_remote(a) ? remote_name(a, i) : NULL;
+                sums_line(&g_sums, r.file_sha[i],
+                          rname ? rname : nf_basename(nf_artifact_file_path(a, i)));
+                free(rname);
+            }
         if (rec) {
             char id[33];
             const nf_header *h = nf_artifact_header(a);
@@ -410,6 +442,14 @@ static int verify_one(const char *path)
             for (size_t k = 0; k < r.n_unchecked; k++)
                 nf_jarr_push(unchecked, nf_jnew_string(c->objects[r.unchecked[k]].id));
             nf_jobj_set(rec, "digests_unchecked", unchecked);
+            nf_http_stats now;
+            if (nf_artifact_is_remote(a) && nf_remote_stats(&now)) {
+                /* this operand's requests: redirects are requests, retries apart */
+                nf_jobj_set(rec, "requests", nf_jnew_u64(now.requests - before.requests));
+                nf_jobj_set(rec, "retries", nf_jnew_u64(now.retries - before.retries));
+                nf_jobj_set(rec, "bytes_received",
+                            nf_jnew_u64(now.body_bytes - before.body_bytes));
+            }
             segs = nf_jnew_array();
             for (size_t k = 0; !stream && k < r.n_mismatch; k++)
                 nf_jarr_push(segs, segments_json(a, &c->objects[r.mismatch[k].object]));
@@ -431,7 +471,7 @@ static int verify_one(const char *path)
     }
     int ex = nf_diags_exit(&d);
     if (rec) {
-        nf_jobj_set(rec, "file", nf_jnew_string(path));
+        nf_jobj_set(rec, "file", nf_jnew_string(nf_display_name(path)));
         nf_jobj_set(rec, "exit", nf_jnew_i64(ex));
         nf_jobj_set(rec, "verdict", nf_jnew_string(verdict(&d, ex, path, opened)));
         nf_jval *diags = nf_diags_json(&d);
@@ -448,7 +488,7 @@ static int verify_one(const char *path)
         nf_diags_print(&d, nf_prog, stderr);
         if (ex == 0 && !opt.quiet && !opt.sums) {
             /* the name escaped as in diagnostics: one line per operand */
-            nf_fput_text(path, stdout);
+            nf_fput_text(nf_display_name(path), stdout);
             printf(": OK (%zu digests checked)\n", r.digests_checked);
         }
     }
@@ -476,6 +516,7 @@ int main(int argc, char **argv)
         {"progress", no_argument, 0, O_PROG},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
+        NF_REMOTE_LONGOPTS,
         {0, 0, 0, 0},
     };
     nf_prog = "ninfer-verify";
@@ -508,9 +549,14 @@ int main(int argc, char **argv)
             break;
         case 'q': opt.quiet = true; opt.progress = -1; break;
         case O_PROG: opt.progress = 1; break;
-        case 'h': fputs(usage, stdout); return nf_stdout_close(0);
+        case 'h': nf_help_print(usage); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
-        default: return nf_bad_option(argc, argv, lo);
+        default: {
+            int rr = nf_remote_cli_opt(c, optarg);
+            if (rr == 1)
+                break;
+            return rr ? rr : nf_bad_option(argc, argv, lo);
+        }
         }
     }
     if (optind >= argc)

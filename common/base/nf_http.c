@@ -64,6 +64,7 @@ struct nf_hreq {
     /* response headers */
     bool cr_seen, cr_dup, cl_seen, ce_seen;
     char cr[128], etag[256], lastmod[96], ce[48], location[4096];
+    char errbuf[CURL_ERROR_SIZE];
     uint64_t cl;
     double retry_after;
 };
@@ -382,6 +383,16 @@ bool nf_hfile_size(nf_hfile *f, uint64_t *size)
     return ok;
 }
 
+bool nf_hfile_validator(nf_hfile *f, char *out, size_t cap)
+{
+    pthread_mutex_lock(&f->h->lock);
+    bool ok = f->have_val;
+    if (ok)
+        snprintf(out, cap, "%s", f->val);
+    pthread_mutex_unlock(&f->h->lock);
+    return ok;
+}
+
 /* ---- requests, the callers' side ---- */
 
 nf_hreq *nf_hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, size_t cap)
@@ -665,9 +676,17 @@ static bool check_response(nf_hreq *r)
         goto out;
     }
     if (r->status == 200) {
-        if (r->sent_if_range)
+        pthread_mutex_lock(&r->h->lock);
+        bool same = f->have_val && (f->val_etag ? !strcmp(r->etag, f->val)
+                                                : !strcmp(r->lastmod, f->val));
+        pthread_mutex_unlock(&r->h->lock);
+        if (r->sent_if_range && !same)
             abort_with(r, NF_RE_CHANGED, "the file changed while it was read (the server "
                        "answered If-Range with the whole file, HTTP 200)");
+        else if (r->sent_if_range)
+            abort_with(r, NF_RE_SERVER, "the server ignored a Range request after serving "
+                       "ranges of this file (HTTP 200 to \"Range: bytes=%llu-%llu\")",
+                       (unsigned long long)r->att_from, (unsigned long long)r->att_to);
         else
             abort_with(r, NF_RE_SERVER, "the server does not serve byte ranges (HTTP 200 to "
                        "\"Range: bytes=%llu-%llu\")", (unsigned long long)r->att_from,
@@ -958,6 +977,8 @@ static void start_attempt(nf_http *h, nf_hreq *r)
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(c, CURLOPT_PRIVATE, r);
+    r->errbuf[0] = 0;
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
     curl_easy_setopt(c, CURLOPT_SHARE, h->share);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -1117,8 +1138,15 @@ static void attempt_done(nf_http *h, nf_hreq *r, CURLcode res)
     if (res == CURLE_OK && !r->checked && !r->aborted && (r->status == 200 || r->status == 206))
         check_response(r);
     detach(h, r);
-    if (released)
+    if (released) {
+        if (res == CURLE_OK && (r->status == 206 || r->status == 200)) {
+            char *nm = attempt_name(r);
+            trace(h, "GET %s bytes=%llu-%llu %ld", nm ? nm : "(url)",
+                  (unsigned long long)r->att_from, (unsigned long long)r->att_to, r->status);
+            free(nm);
+        }
         return;
+    }
     char *nm = attempt_name(r);
     const char *name = nm ? nm : "(url)";
     nf_rerr e;
@@ -1133,6 +1161,8 @@ static void attempt_done(nf_http *h, nf_hreq *r, CURLcode res)
         if (res == CURLE_OPERATION_TIMEDOUT)
             snprintf(why, sizeof why, "stalled: below %u bytes/s for %g s", h->o.stall_bytes,
                      h->o.stall_seconds);
+        else if (r->errbuf[0])
+            snprintf(why, sizeof why, "%s", r->errbuf); /* libcurl's detail (TLS, DNS...) */
         else
             snprintf(why, sizeof why, "%s", curl_easy_strerror(res));
         if (r->att_got)

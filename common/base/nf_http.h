@@ -127,6 +127,9 @@ void nf_hfile_free(nf_hfile *f);
 const char *nf_hfile_name(const nf_hfile *f); /* nf_url_display of its URL */
 /* The length once a response told it. */
 bool nf_hfile_size(nf_hfile *f, uint64_t *size);
+/* Its validator once a 2xx response gave one (a strong ETag, else
+ * Last-Modified, as sent): into out (cap bytes). */
+bool nf_hfile_validator(nf_hfile *f, char *out, size_t cap);
 
 typedef struct nf_hreq nf_hreq;
 

@@ -105,6 +105,11 @@ bool nf_rfile_size(const nf_rfile *f, uint64_t *size)
     return true;
 }
 
+bool nf_rfile_validator(const nf_rfile *f, char *out, size_t cap)
+{
+    return f->hf && nf_hfile_validator(f->hf, out, cap);
+}
+
 ssize_t nf_rfile_pread(nf_rfile *f, void *buf, size_t n, uint64_t off, nf_rerr *e)
 {
     if (f->hf)
@@ -269,7 +274,7 @@ int nf_rstream_next(nf_rstream *s, size_t *piece, uint64_t *off, const void **bu
         unit *u = &s->q[s->qh];
         *piece = u->piece;
         nf_rfile *f = s->p[u->piece].f;
-        if (u->given == u->len) {
+        if (!u->rq && u->given == u->len) {
             pop(s);
             continue;
         }

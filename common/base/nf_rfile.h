@@ -75,6 +75,9 @@ const char *nf_rfile_name(const nf_rfile *f);
 /* Its length in bytes: a local file's at open; a remote file's once a first
  * response told it (false before). */
 bool nf_rfile_size(const nf_rfile *f, uint64_t *size);
+/* A remote file's validator (nf_http.h) once a response gave one, into
+ * out; false for local files and before. */
+bool nf_rfile_validator(const nf_rfile *f, char *out, size_t cap);
 
 /* Read exactly n bytes at off (fewer only where the file ends). Returns the
  * bytes read or -1 with e. A remote read is one range request, or a few in

@@ -712,6 +712,15 @@ const char *nf_artifact_file_path(const nf_artifact *a, size_t i)
 {
     return i < a->n_files ? a->file_paths[i] : NULL;
 }
+bool nf_artifact_file_remote(nf_artifact *a, size_t i, uint64_t *size, char *out, size_t cap)
+{
+    if (!a->url || i >= a->n_files || !a->rf[i] || !nf_rfile_size(a->rf[i], size))
+        return false;
+    if (!nf_rfile_validator(a->rf[i], out, cap) && cap)
+        out[0] = 0;
+    return true;
+}
+
 uint64_t nf_artifact_file_payload_start(const nf_artifact *a, size_t i)
 {
     return i == 0 ? a->h.entry_payload_start : NF_PAGE;

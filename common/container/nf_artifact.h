@@ -100,6 +100,11 @@ bool nf_artifact_is_remote(const nf_artifact *a);
 /* Full path of file i (0 = entry; for a URL artifact its URL without query
  * and credentials). Owned by the artifact. */
 const char *nf_artifact_file_path(const nf_artifact *a, size_t i);
+/* A URL artifact's file i, once read: its length (the responses'
+ * Content-Range total) and validator (a strong ETag, else Last-Modified,
+ * into out; "" when the server gave none). False before, and for files. */
+bool nf_artifact_file_remote(nf_artifact *a, size_t i, uint64_t *size, char *out, size_t cap);
+
 /* Offset in file i where its payload starts (entry_payload_start or 4096). */
 uint64_t nf_artifact_file_payload_start(const nf_artifact *a, size_t i);
 

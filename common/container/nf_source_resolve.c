@@ -190,7 +190,8 @@ static int check_source_digest(nf_diags *d, const char *path, size_t index,
 
 static char *resolve(const nf_source_inputs *p, const char *path)
 {
-    return path[0] == '/' ? strdup(path) : nf_path_join(p->base, path);
+    /* an artifact at a URL is read where it is (nf_artifact.h) */
+    return path[0] == '/' || nf_is_url(path) ? strdup(path) : nf_path_join(p->base, path);
 }
 
 /* The input at rel for a source of kind (file, safetensors, artifact,
