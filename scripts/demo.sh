@@ -3,7 +3,8 @@
 # ../shared needed): a small Hugging Face-layout Llama checkpoint →
 # ninfer-import → ninfer-pack → ninfer-split into parts → ninfer-verify →
 # ninfer-bind --check → ninfer-cat, then a quantized copy run on the CPU and
-# exported to GGUF.
+# exported to GGUF, and the parts read over HTTP from a loopback nginx
+# (skipped without nginx).
 # Run through `make demo` (which builds everything first).
 #
 # Every command is printed ("$ ...") as it can be pasted into a shell after
@@ -81,5 +82,20 @@ cmd 'ninfer-verify fromgguf.ninfer'
 cmd 'n=0; for p in $(ninfer-bind quantized.ninfer | cut -f1); do \
     cmp -s <(ninfer-bind --extract "$p" quantized.ninfer) <(ninfer-bind --extract "$p" fromgguf.ninfer) || exit 1; \
     n=$((n + 1)); done; echo "$n parameters decode to the same values from quantized.gguf"'
+
+step "10. serve the parts over HTTP (a loopback nginx started here) and read them in place, then fetch them"
+if command -v nginx > /dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+    ng=$here/tests/lib/nginx.bash
+    trap '. "$ng"; nf_nginx_stop "$out/web"' EXIT
+    cmd ". $(printf %q "$ng") && mkdir -p web/www && cp -r shards web/www/ && nf_nginx_start web && echo \"\$NF_HTTP_PORT\" > web/port"
+    cmd 'ninfer-verify -q "http://127.0.0.1:$(cat web/port)/shards/model.ninfer" && echo "verified over HTTP, every digest"'
+    cmd 'ninfer-cat --object lm_head.weight "http://127.0.0.1:$(cat web/port)/shards/model.ninfer" | cmp - <(ninfer-cat --object lm_head.weight shards/model.ninfer) && echo "lm_head.weight over HTTP: identical"'
+    cmd 'ninfer-fetch -q --sums fetched/SHA256SUMS "http://127.0.0.1:$(cat web/port)/shards/model.ninfer" -o fetched/model.ninfer'
+    cmd '(cd fetched && sha256sum -c SHA256SUMS)'
+    cmd ". $(printf %q "$ng") && nf_nginx_stop web"
+    trap - EXIT
+else
+    echo "demo: nginx is not installed (sudo apt-get install nginx-light): step 10 skipped"
+fi
 
 step "done: the files are in $out"

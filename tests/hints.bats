@@ -69,7 +69,7 @@ load helper
 
 @test "a bad option is one line in the form of every diagnostic (prog: usage: ...), for every command" {
     local c
-    for c in bench bind cat import pack quant run split verify; do
+    for c in bench bind cat fetch import pack quant run split verify; do
         run -2 --separate-stderr "ninfer-$c" --bogus x
         [ "$stderr" = "ninfer-$c: usage: unrecognized option '--bogus' (see 'ninfer-$c --help')" ]
         [ -z "$output" ]

@@ -26,6 +26,7 @@ else
 fi
 
 MAN="$BATS_TEST_DIRNAME/../man"
+. "$BATS_TEST_DIRNAME/lib/nginx.bash" # ninfer-fetch(1)'s examples read a loopback nginx
 
 # ---- reading the pages -------------------------------------------------------
 
@@ -559,11 +560,43 @@ json_num() {
 
 # ---- the pages themselves -----------------------------------------------------
 
+# ---- ninfer-fetch(1) -----------------------------------------------------------
+
+@test "ninfer-fetch(1): a download, a component's files with SHA256SUMS, a JSON summary, a trace" {
+    nf_nginx_available || skip "nginx is not installed (Debian package nginx-light)"
+    NGX=$BATS_TEST_TMPDIR/ng
+    mkdir -p "$NGX/www"
+    cp -r "$FIX/shards" "$NGX/www/"
+    nf_nginx_start "$NGX"
+    export URL=http://127.0.0.1:$NF_HTTP_PORT
+    unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
+    run -0 man_example ninfer-fetch.1 1
+    for f in "$NGX"/www/shards/*; do cmp "$f" "$(basename "$f")"; done
+    run -0 man_example ninfer-fetch.1 2
+    [[ "$output" == "model.ninfer: OK ("*" digests checked)" ]]
+    run -0 man_example ninfer-fetch.1 3
+    # names relative to the entry's directory
+    (cd text && sha256sum -c --quiet ../SHA256SUMS)
+    [ "$(wc -l < SHA256SUMS)" = "$(ls text | wc -l)" ]
+    run -0 man_example ninfer-fetch.1 4
+    [[ "$output" == "text/model.ninfer: OK ("*" digests checked)" ]]
+    run -0 man_example ninfer-fetch.1 5
+    [[ "$output" == "{\"file\":\"$URL/shards/model.ninfer\",\"output\":\"copy/model.ninfer\",\"exit\":0,\"files\":3,"* ]]
+    [[ "$output" == *'"requests":6,'* ]]
+    run -0 --separate-stderr man_example ninfer-fetch.1 6
+    [ "$stderr" = "ninfer-cat: http: GET $URL/shards/model.ninfer bytes=0-65535 206" ]
+    grep -q '"entry_payload_start"' header.json
+}
+
+teardown() {
+    [ -z "${NGX:-}" ] || nf_nginx_stop "$NGX"
+}
+
 @test "every EXAMPLES command of every man page is run by a test above" {
     local page n i missing=""
     local self="$BATS_TEST_DIRNAME/man-examples.bats"
     for page in ninfer-verify.1 ninfer-cat.1 ninfer-split.1 ninfer-pack.1 ninfer-quant.1 \
-        ninfer-run.1 ninfer-bench.1 ninfer.5 ninfer-formats.7; do
+        ninfer-run.1 ninfer-bench.1 ninfer-fetch.1 ninfer.5 ninfer-formats.7; do
         [ -f "$MAN/$page" ]
         n=$(man_commands "$page" | wc -l)
         [ "$n" -gt 0 ]

@@ -36,7 +36,7 @@ full() {
 
 @test "--help and --version to /dev/full: exit 3, one write error, for every command" {
     local c
-    for c in bench bind cat import pack quant run split verify; do
+    for c in bench bind cat fetch import pack quant run split verify; do
         full "ninfer-$c" --help
         full "ninfer-$c" --version
         # and they still work where stdout is writable

@@ -1241,9 +1241,11 @@ static int cache_fd(nf_writer *w, size_t i, nf_diags *d)
     return fd;
 }
 
-nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
-                                const nf_write_opts *o, const char *const *inputs,
-                                size_t n_inputs, nf_diags *d)
+/* nf_writer_open_files, and without temporaries (temps false) the writer
+ * of a set its caller writes itself (nf_writer_open_adopt). */
+static nf_writer *writer_open(const char *target, const nf_plan *plan, const nf_write_opts *o,
+                              const char *const *inputs, size_t n_inputs, bool temps,
+                              nf_diags *d)
 {
     nf_writer *w = writer_new(plan, d);
     if (!w)
@@ -1299,6 +1301,8 @@ nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
         writer_free(w);
         return NULL;
     }
+    if (!temps)
+        return w; /* the caller's own files: nothing here for a signal to remove */
     sigset_t old;
     block_signals(&old);
     int reg = writer_register(w);
@@ -1333,6 +1337,13 @@ oom:
     nf_diag_add(d, NF_C_IO, "", "out of memory");
     writer_free(w);
     return NULL;
+}
+
+nf_writer *nf_writer_open_files(const char *target, const nf_plan *plan,
+                                const nf_write_opts *o, const char *const *inputs,
+                                size_t n_inputs, nf_diags *d)
+{
+    return writer_open(target, plan, o, inputs, n_inputs, true, d);
 }
 
 /* Every caller's stream is standard output: its write errors read as every
@@ -1906,6 +1917,89 @@ int nf_writer_finish(nf_writer *w, const char *json, size_t len, nf_diags *d)
     return writer_finish(w, json, len, NULL, d);
 }
 
+/* Publish the finished files w->tmp[] (DESIGN 3): serialized by the
+ * directory lock, signals held back until the set is whole; on failure the
+ * parts already published are unlinked, or moved back to back[i] when the
+ * files are the caller's (nf_writer_publish_adopted), and what was moved
+ * aside is put back. Returns 0 or -1; w is the caller's to free. */
+static int publish_set(nf_writer *w, char *const *back, nf_diags *d)
+{
+    /* publication: serialized by the directory lock, signals held back
+     * until the set is whole (DESIGN 3) */
+    int lock = lock_dir(w->dir);
+    sigset_t old;
+    block_signals(&old);
+    int rc = check_entry(w, true, d);
+    if (!rc)
+        rc = check_entry_part(w, d);
+    if (!rc)
+        rc = check_parts(w, true, d);
+    /* with --force the old entry moves aside first (no moment shows an old
+     * entry beside new parts), then what is in the way of each new part;
+     * a failure puts everything back */
+    if (!rc && w->entry_existed)
+        rc = move_aside(w, 0, w->target, d);
+    size_t done = 0; /* parts published */
+    for (size_t i = 1; !rc && i < w->n_files; i++) {
+        if (w->existed[i] && move_aside(w, i, w->final[i], d) < 0) {
+            rc = -1;
+            break;
+        }
+        int e = publish(w->tmp[i], w->final[i], false);
+        if (e) {
+            nf_diag_addf(d, NF_C_IO, w->final[i], "", "cannot publish: %s",
+                         e == -EEXIST ? "another file appeared at this part's name"
+                                      : strerror(-e));
+            rc = -1;
+            break;
+        }
+        free(w->tmp[i]);
+        w->tmp[i] = NULL;
+        done = i;
+    }
+    if (!rc) {
+        int e = publish(w->tmp[0], w->target, false);
+        if (e) {
+            nf_diag_addf(d, NF_C_IO, w->target, "", "cannot publish: %s",
+                         e == -EEXIST ? "another writer published this output meanwhile"
+                                      : strerror(-e));
+            rc = -1;
+        } else {
+            free(w->tmp[0]);
+            w->tmp[0] = NULL;
+        }
+    }
+    if (rc) {
+        /* un-publish the parts already moved, put back what was moved
+         * aside: nothing half written stays, the old set is as it was */
+        for (size_t i = 1; i <= done; i++)
+            if (back)
+                rename(w->final[i], back[i]); /* the caller's file, back where it was */
+            else
+                unlink(w->final[i]);
+        put_back(w, d);
+    } else {
+        if (w->o.sync)
+            fsync_dir(w->dir);
+        /* the new set is in place: the surplus goes, then what was in the
+         * way of the new parts, the old entry last (while it is there, a
+         * writer killed meanwhile left a record of what was still to go:
+         * recover_asides) */
+        remove_surplus(w);
+        for (size_t i = w->n_files; i-- > 0;)
+            if (w->aside[i]) {
+                if (i > 0 && !way_is_old(w, i))
+                    warn(w, w->final[i], "replacing a leftover part with no entry");
+                unlink(w->aside[i]);
+            }
+        w->published = true;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (lock >= 0)
+        close(lock);
+    return rc;
+}
+
 static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned char *filled,
                          nf_diags *d)
 {
@@ -1983,76 +2077,7 @@ static int writer_finish(nf_writer *w, const char *json, size_t len, unsigned ch
         }
     }
     free(head);
-    /* publication: serialized by the directory lock, signals held back
-     * until the set is whole (DESIGN 3) */
-    int lock = lock_dir(w->dir);
-    sigset_t old;
-    block_signals(&old);
-    rc = check_entry(w, true, d);
-    if (!rc)
-        rc = check_entry_part(w, d);
-    if (!rc)
-        rc = check_parts(w, true, d);
-    /* with --force the old entry moves aside first (no moment shows an old
-     * entry beside new parts), then what is in the way of each new part;
-     * a failure puts everything back */
-    if (!rc && w->entry_existed)
-        rc = move_aside(w, 0, w->target, d);
-    size_t done = 0; /* parts published */
-    for (size_t i = 1; !rc && i < w->n_files; i++) {
-        if (w->existed[i] && move_aside(w, i, w->final[i], d) < 0) {
-            rc = -1;
-            break;
-        }
-        int e = publish(w->tmp[i], w->final[i], false);
-        if (e) {
-            nf_diag_addf(d, NF_C_IO, w->final[i], "", "cannot publish: %s",
-                         e == -EEXIST ? "another file appeared at this part's name"
-                                      : strerror(-e));
-            rc = -1;
-            break;
-        }
-        free(w->tmp[i]);
-        w->tmp[i] = NULL;
-        done = i;
-    }
-    if (!rc) {
-        int e = publish(w->tmp[0], w->target, false);
-        if (e) {
-            nf_diag_addf(d, NF_C_IO, w->target, "", "cannot publish: %s",
-                         e == -EEXIST ? "another writer published this output meanwhile"
-                                      : strerror(-e));
-            rc = -1;
-        } else {
-            free(w->tmp[0]);
-            w->tmp[0] = NULL;
-        }
-    }
-    if (rc) {
-        /* un-publish the parts already moved, put back what was moved
-         * aside: nothing half written stays, the old set is as it was */
-        for (size_t i = 1; i <= done; i++)
-            unlink(w->final[i]);
-        put_back(w, d);
-    } else {
-        if (w->o.sync)
-            fsync_dir(w->dir);
-        /* the new set is in place: the surplus goes, then what was in the
-         * way of the new parts, the old entry last (while it is there, a
-         * writer killed meanwhile left a record of what was still to go:
-         * recover_asides) */
-        remove_surplus(w);
-        for (size_t i = w->n_files; i-- > 0;)
-            if (w->aside[i]) {
-                if (i > 0 && !way_is_old(w, i))
-                    warn(w, w->final[i], "replacing a leftover part with no entry");
-                unlink(w->aside[i]);
-            }
-        w->published = true;
-    }
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    if (lock >= 0)
-        close(lock);
+    rc = publish_set(w, NULL, d);
     writer_free(w);
     return rc;
 }
@@ -2643,3 +2668,44 @@ int nf_dir_out_finish(nf_dir_out *o, bool sync, nf_diags *d)
 }
 
 void nf_dir_out_abort(nf_dir_out *o) { dir_out_free(o, true); }
+
+/* ---- a set written elsewhere, published here (ninfer-fetch) ---- */
+
+nf_writer *nf_writer_open_adopt(const char *target, char *const *names, size_t n,
+                                const unsigned char id[16], const nf_write_opts *o, nf_diags *d)
+{
+    nf_plan plan = {0};
+    plan.n_files = n;
+    plan.files = calloc(n ? n : 1, sizeof *plan.files);
+    if (!plan.files) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+        return NULL;
+    }
+    for (size_t i = 1; i < n; i++)
+        plan.files[i].path = names[i];
+    nf_write_opts wo = *o;
+    wo.id_mode = NF_ID_GIVEN; /* the set's own: what proves its parts ours */
+    memcpy(wo.id, id, 16);
+    nf_writer *w = writer_open(target, &plan, &wo, NULL, 0, false, d);
+    free(plan.files);
+    return w;
+}
+
+int nf_writer_publish_adopted(nf_writer *w, char *const *tmp, nf_diags *d)
+{
+    int rc = 0;
+    for (size_t i = 0; i < w->n_files && !rc; i++)
+        if (!(w->tmp[i] = strdup(tmp[i]))) {
+            nf_diag_add(d, NF_C_IO, "", "out of memory");
+            rc = -1;
+        }
+    if (!rc)
+        rc = publish_set(w, tmp, d);
+    /* the caller's files are the caller's: never removed here */
+    for (size_t i = 0; i < w->n_files; i++) {
+        free(w->tmp[i]);
+        w->tmp[i] = NULL;
+    }
+    writer_free(w);
+    return rc;
+}

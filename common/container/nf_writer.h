@@ -236,6 +236,28 @@ void nf_writer_abort(nf_writer *w);
  * files, final only once the catalog is, in nf_writer_finish). */
 const unsigned char *nf_writer_artifact_id(const nf_writer *w);
 
+/* A set whose files the caller writes itself, byte for byte as they are to
+ * be published (ninfer-fetch: a download keeps its artifact_id), and
+ * publishes through the writer's rules: names[0..n) are the file names
+ * (names[0] unused: the entry is target; names[i] part file names beside
+ * it). The checks of nf_writer_open_files (an existing entry without
+ * o->force, files in the way of the part names) are made now, and a
+ * missing output directory is made; no temporary is made and no signal
+ * handler removes the caller's files. NULL with a diagnostic. */
+nf_writer *nf_writer_open_adopt(const char *target, char *const *names, size_t n,
+                                const unsigned char id[16], const nf_write_opts *o, nf_diags *d);
+
+/* Publish tmp[0..n) (the caller's finished, synced files, on target's file
+ * system) as nf_writer_finish publishes: under the directory lock with
+ * catchable signals held back, the checks made again, parts first, then
+ * the entry (never replacing one it did not check), then the replaced
+ * set's surplus (with o->force, the old entry and what is in the way move
+ * aside first and go once the new set is in place). On failure the parts
+ * already moved are moved back to their tmp paths and what was moved aside
+ * is put back; the caller's files are never removed. Frees w. Returns 0 or
+ * -1 with a diagnostic. */
+int nf_writer_publish_adopted(nf_writer *w, char *const *tmp, nf_diags *d);
+
 
 /* ---- single-file outputs (DESIGN 3: outputs that are not regular files) ----
  *

@@ -101,7 +101,7 @@ nf_proxy_start() {
 }
 
 nf_proxy_stop() {
-    [ -s "$1.pid" ] && kill "$(cat "$1.pid")" 2> /dev/null
+    [ -s "$1.pid" ] && kill "$(cat "$1.pid")" 2> /dev/null || true
     rm -f "$1.pid"
     return 0
 }
@@ -110,13 +110,13 @@ nf_nginx_stop() {
     local d=$1 pid
     [ -s "$d/nginx.pid" ] || return 0
     pid=$(cat "$d/nginx.pid")
-    kill "$pid" 2>/dev/null
+    kill "$pid" 2> /dev/null || true
     local i
     for i in $(seq 1 100); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.05
     done
-    kill -9 "$pid" 2>/dev/null
+    kill -9 "$pid" 2> /dev/null || true
     rm -f "$d/nginx.pid"
     return 0
 }

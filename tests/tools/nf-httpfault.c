@@ -236,12 +236,14 @@ static rule *match(const char *path, char *tag, size_t tn)
 {
     rule *hit = NULL;
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < n_rules && !hit; i++) {
+    /* every rule counts the requests its pattern matches, the first one
+     * that applies wins */
+    for (size_t i = 0; i < n_rules; i++) {
         rule *r = &rules[i];
         if (r->pattern && !strstr(path, r->pattern))
             continue;
         long k = ++r->seen;
-        if ((r->nth && k != r->nth) || (r->first && k > r->first))
+        if (hit || (r->nth && k != r->nth) || (r->first && k > r->first))
             continue;
         hit = r;
         snprintf(tag, tn, " [%s]", r->text);
