@@ -97,7 +97,7 @@ int nf_stdout_flush(nf_diags *d);
  * later calls return rc unchanged. */
 int nf_stdout_close(int rc);
 
-/* ---- artifacts over HTTP (ninfer(5) ARTIFACTS OVER HTTP) ----
+/* ---- artifacts over HTTP (ninfer(5) Artifacts over HTTP) ----
  *
  * The options every reading command shares for an http:// or https://
  * operand, and the one client (nf_http.h) the process reads them with,

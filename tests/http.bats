@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # http.bats — every reading command on an artifact at a URL (ninfer(5)
-# ARTIFACTS OVER HTTP), against a real nginx that this file starts on a free
+# Artifacts over HTTP), against a real nginx that this file starts on a free
 # loopback port (config, pid, logs and temp paths under the suite's own
 # directory), over http and over https with a certificate made here by
 # openssl. One nginx for the whole file (setup_file / teardown_file).
@@ -58,6 +58,10 @@ setup_file() {
 
 teardown_file() {
     nf_nginx_stop "$BATS_FILE_TMPDIR/ng"
+}
+
+teardown() {
+    nf_proxy_stop "$BATS_TEST_TMPDIR/px"
 }
 
 setup() {
@@ -300,4 +304,60 @@ bytes() {
     run -2 --separate-stderr ninfer-cat --retries x --header "$H/s/m.ninfer"
     run -2 --separate-stderr ninfer-cat --stall-timeout -1 --header "$H/s/m.ninfer"
     run -0 ninfer-cat --jobs 2 --retries 0 --stall-timeout 5 --header "$H/s/m.ninfer"
+}
+
+@test "https to http is refused; a URL's password goes nowhere but https or loopback" {
+    run -3 --separate-stderr ninfer-cat --cacert "$CA" --header "$HS/to-http/s/m.ninfer"
+    [ "$stderr" = "ninfer-cat: $HS/to-http/s/m.ninfer: io: cannot read: refusing a redirect from https to http" ]
+    # no request is made with a password over plain http to another host
+    run -3 --separate-stderr ninfer-cat --retries 0 --header "http://u:pw@192.0.2.1:9/m.ninfer"
+    [ "$stderr" = "ninfer-cat: http://192.0.2.1:9/m.ninfer: io: cannot read: refusing to send the user name and password of http://192.0.2.1:9/m.ninfer over plain http" ]
+}
+
+@test "HTTP/2 over https, keep-alive over http: one connection serves many requests" {
+    local log=$BATS_FILE_TMPDIR/ng/logs/access.log
+    : > "$log"
+    run -0 ninfer-verify --cacert "$CA" "$HS/s/m.ninfer"
+    grep -q 'proto=HTTP/2.0' "$log"
+    ! grep -q 'proto=HTTP/1' "$log"
+    : > "$log"
+    run -0 ninfer-verify --jobs 1 "$H/s/m.ninfer"
+    # ten requests over one connection
+    [ "$(grep -c 'proto=HTTP/1.1' "$log")" -eq 10 ]
+    [ "$(sed -n 's/.* conn=\([0-9]*\)\/.*/\1/p' "$log" | sort -u | wc -l)" -eq 1 ]
+}
+
+@test "proxies as libcurl reads them; no token over plain http to a host that is no loopback" {
+    . "$BATS_TEST_DIRNAME/lib/nginx.bash"
+    NF_HTTP_PORT=$P nf_proxy_start px
+    # the proxy forwards to this file's nginx, whatever host the URL names
+    NINFER_TOKEN=tok-SECRET http_proxy=$NF_PROXY run -0 --separate-stderr \
+        ninfer-verify "http://proxied.invalid/s/m.ninfer"
+    [ "$output" = "http://proxied.invalid/s/m.ninfer: OK (24 digests checked)" ]
+    grep -q '^GET http://proxied.invalid/s/m.ninfer.part-0004 range=bytes=4096-' px.log
+    ! grep -q 'auth=present' px.log
+    nf_proxy_stop px
+}
+
+@test "a process that holds a token makes no core dump" {
+    . "$BATS_TEST_DIRNAME/lib/nginx.bash"
+    NF_HTTP_PORT=$P nf_proxy_start px 'trickle=50@one/m.ninfer'
+    NINFER_TOKEN=tok-SECRET ninfer-cat --header "$NF_PROXY/one/m.ninfer" > /dev/null 2>&1 &
+    local pid=$! i
+    for i in $(seq 200); do grep -q 'one/m.ninfer' px.log 2> /dev/null && break; sleep 0.05; done
+    grep -q 'one/m.ninfer' px.log
+    grep -E '^Max core file size +0 +' "/proc/$pid/limits"
+    kill "$pid"
+    wait "$pid" || true
+    nf_proxy_stop px
+    # without a token the limit is the caller's
+    ulimit -c unlimited 2> /dev/null || skip "cannot raise the core limit here"
+    NF_HTTP_PORT=$P nf_proxy_start px 'trickle=50@one/m.ninfer'
+    ninfer-cat --header "$NF_PROXY/one/m.ninfer" > /dev/null 2>&1 &
+    pid=$!
+    for i in $(seq 200); do grep -q 'one/m.ninfer' px.log 2> /dev/null && break; sleep 0.05; done
+    grep -E '^Max core file size +unlimited' "/proc/$pid/limits"
+    kill "$pid"
+    wait "$pid" || true
+    nf_proxy_stop px
 }

@@ -14,7 +14,7 @@
  *
  * The bytes come from one byte source (nf_rfile.h): local files, or, for
  * an entry path that is an http:// or https:// URL, HTTP range requests
- * (nf_http.h; ninfer(5) ARTIFACTS OVER HTTP). A URL artifact's first
+ * (nf_http.h; ninfer(5) Artifacts over HTTP). A URL artifact's first
  * request asks for the entry's first 64 KiB (kept: later reads inside them
  * need no request), a larger catalog takes one more; part i is the entry
  * URL with its last path segment replaced by files[i].path

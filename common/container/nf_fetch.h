@@ -1,7 +1,7 @@
 /* nf_fetch.h — download an artifact from its URL, or the files some of its
  * components need, proving every object as it arrives, resumable, and
  * published at once under the writer's rules (ninfer-fetch(1); ninfer(5)
- * ARTIFACTS OVER HTTP; spec 2.1, 3, 11.1, 11.2, 11.4).
+ * Artifacts over HTTP; spec 2.1, 3, 11.1, 11.2, 11.4).
  *
  * The files are received in logical order (nf_scan: parallel range
  * requests, bounded memory) into a private resume directory beside the

@@ -60,7 +60,7 @@ pid $d/nginx.pid;
 error_log $d/logs/error.log;
 events { worker_connections 512; }
 http {
-    log_format nf '\$request_method \$uri range=\$http_range if_range=\$http_if_range auth=\$nf_auth status=\$status bytes=\$body_bytes_sent host=\$host';
+    log_format nf '\$request_method \$uri range=\$http_range if_range=\$http_if_range auth=\$nf_auth status=\$status bytes=\$body_bytes_sent host=\$host proto=\$server_protocol conn=\$connection/\$connection_requests';
     map \$http_authorization \$nf_auth { "" none; default present; }
     access_log $d/logs/access.log nf;
     client_body_temp_path $d/tmp/body;
