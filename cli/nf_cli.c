@@ -232,12 +232,25 @@ int nf_remote_cli_opt(int c, const char *arg)
     }
 }
 
+int nf_remote_or_bad_option(int c, int argc, char **argv, const struct option *lo)
+{
+    int r = nf_remote_cli_opt(c, optarg);
+    return r == 1 ? 0 : r ? r : nf_bad_option(argc, argv, lo);
+}
+
 static void trace_line(void *ctx, const char *line)
 {
     (void)ctx;
     fprintf(stderr, "%s: http: ", nf_prog);
     nf_fput_text(line, stderr);
     fputc('\n', stderr);
+}
+
+/* At exit: the I/O thread stopped, the token's bytes overwritten. */
+static void free_client(void)
+{
+    nf_http_free(remote.http);
+    remote.http = NULL;
 }
 
 /* The process's client, made once. */
@@ -266,6 +279,8 @@ static nf_http *client(void)
         ho.token = tok;
     }
     remote.http = nf_http_new(&ho);
+    if (remote.http)
+        atexit(free_client);
     return remote.http;
 }
 

@@ -125,6 +125,11 @@ void nf_help_print(const char *text);
  * NF_EXIT_USAGE after printing a usage error. */
 int nf_remote_cli_opt(int c, const char *arg);
 
+/* The default case of a command's option switch: a remote option (0: go
+ * on), else the usage error for the option getopt_long refused
+ * (nf_bad_option; NF_EXIT_USAGE, to return). */
+int nf_remote_or_bad_option(int c, int argc, char **argv, const struct option *lo);
+
 /* For an operand path that is a URL: o->http (the process's client, made
  * on first use) and o->urls from --urls (whose first line must be path).
  * A path that is no URL leaves o alone (--urls then is a usage error).

@@ -362,10 +362,10 @@ int main(int argc, char **argv)
         case 'h': nf_help_print(usage); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
         default: {
-            int rr = nf_remote_cli_opt(c, optarg);
-            if (rr == 1)
-                break;
-            return rr ? rr : nf_bad_option(argc, argv, lo);
+            int rr = nf_remote_or_bad_option(c, argc, argv, lo);
+            if (rr)
+                return rr;
+            break;
         }
         }
     }

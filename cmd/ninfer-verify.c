@@ -443,7 +443,7 @@ static int verify_one(const char *path)
                 nf_jarr_push(unchecked, nf_jnew_string(c->objects[r.unchecked[k]].id));
             nf_jobj_set(rec, "digests_unchecked", unchecked);
             nf_http_stats now;
-            if (nf_artifact_is_remote(a) && nf_remote_stats(&now)) {
+            if (nf_is_url(path) && nf_remote_stats(&now)) {
                 /* this operand's requests: redirects are requests, retries apart */
                 nf_jobj_set(rec, "requests", nf_jnew_u64(now.requests - before.requests));
                 nf_jobj_set(rec, "retries", nf_jnew_u64(now.retries - before.retries));
@@ -521,6 +521,7 @@ int main(int argc, char **argv)
     };
     nf_prog = "ninfer-verify";
     opt.open.check_fill = true;
+    opt.open.whole_file = true; /* a server without ranges: a one-file artifact, in order */
     int c;
     uint64_t v;
     opterr = 0; /* nf_bad_option says it, once */
@@ -552,10 +553,10 @@ int main(int argc, char **argv)
         case 'h': nf_help_print(usage); return nf_stdout_close(0);
         case O_VERSION: nf_print_version(); return nf_stdout_close(0);
         default: {
-            int rr = nf_remote_cli_opt(c, optarg);
-            if (rr == 1)
-                break;
-            return rr ? rr : nf_bad_option(argc, argv, lo);
+            int rr = nf_remote_or_bad_option(c, argc, argv, lo);
+            if (rr)
+                return rr;
+            break;
         }
         }
     }

@@ -108,6 +108,24 @@ nothing_published() {
     nothing_published
 }
 
+@test "a server that ignores Range: ninfer-verify reads a one-file artifact whole, in order; a multi-part one it cannot" {
+    mkdir -p "$W/one"
+    cp "$BATS_FILE_TMPDIR/one.ninfer" "$W/one/m.ninfer"
+    nf_proxy_start px 'full200'
+    NINFER_HTTP_TRACE=1 run -0 --separate-stderr ninfer-verify --json "$NF_PROXY/one/m.ninfer"
+    [ "$(json_field digests_checked)" = 24 ]
+    [ "$(json_field requests)" = 2 ]
+    [[ "$stderr" == *"http: GET $NF_PROXY/one/m.ninfer whole file 200"* ]]
+    run -1 --separate-stderr ninfer-verify "$NF_PROXY/s/m.ninfer"
+    expect_only_codes files io
+    run -3 --separate-stderr ninfer-cat --object lm_head.weight "$NF_PROXY/one/m.ninfer"
+    expect_only_codes io
+    # a damaged byte is still a digest (1)
+    nf_flip "$W/one/m.ninfer" 200000
+    run -1 --separate-stderr ninfer-verify "$NF_PROXY/one/m.ninfer"
+    expect_only_codes digest
+}
+
 @test "a Content-Range other than the one asked, a compressed range, a body longer or shorter, a length past U64: io (3)" {
     local rule want
     for rule in 'badrange@part-0003' 'encoding@part-0003' 'longer=10@part-0003' \

@@ -41,6 +41,7 @@ struct nf_hreq {
     unsigned char *buf;
     size_t cap;
     bool stream;
+    bool whole;           /* no Range: the whole file, in order, in one response */
     struct nf_hreq *next; /* h->all, under lock */
     /* shared, under h->lock */
     size_t rpos, wpos, held;
@@ -395,7 +396,16 @@ bool nf_hfile_validator(nf_hfile *f, char *out, size_t cap)
 
 /* ---- requests, the callers' side ---- */
 
+static nf_hreq *hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, size_t cap,
+                           bool whole);
+
 nf_hreq *nf_hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, size_t cap)
+{
+    return hreq_start(f, off, len, buf, cap, false);
+}
+
+static nf_hreq *hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, size_t cap,
+                           bool whole)
 {
     nf_http *h = f->h;
     nf_hreq *r = calloc(1, sizeof *r);
@@ -409,6 +419,7 @@ nf_hreq *nf_hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, size_
     r->buf = buf;
     r->cap = cap;
     r->stream = cap < len;
+    r->whole = whole;
     r->retry_after = -1;
     pthread_mutex_lock(&h->lock);
     if (len == 0 || ensure_thread(h) < 0) {
@@ -424,6 +435,11 @@ nf_hreq *nf_hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, size_
     pthread_mutex_unlock(&h->lock);
     curl_multi_wakeup(h->multi);
     return r;
+}
+
+nf_hreq *nf_hreq_start_whole(nf_hfile *f, void *buf, size_t cap)
+{
+    return hreq_start(f, 0, UINT64_MAX, buf, cap, true);
 }
 
 ssize_t nf_hreq_wait(nf_hreq *r, nf_rerr *e)
@@ -671,8 +687,25 @@ static bool check_response(nf_hreq *r)
     nf_hfile *f = r->f;
     bool ok = false;
     if (r->ce_seen && strcasecmp(r->ce, "identity") != 0) {
-        abort_with(r, NF_RE_SERVER, "the server sent a compressed range (Content-Encoding: %s)",
-                   r->ce);
+        abort_with(r, NF_RE_SERVER, "the server sent a compressed %s (Content-Encoding: %s)",
+                   r->whole ? "file" : "range", r->ce);
+        goto out;
+    }
+    if (r->whole) {
+        /* the whole file, once, in order: its length from Content-Length */
+        if (r->status != 200) {
+            abort_with(r, NF_RE_SERVER, "HTTP %ld to a request for the whole file", r->status);
+            goto out;
+        }
+        pthread_mutex_lock(&r->h->lock);
+        take_validator(r);
+        if (r->cl_seen && r->cl != UINT64_MAX) {
+            f->have_size = true;
+            f->size = r->cl;
+            r->end = r->cl;
+        }
+        pthread_mutex_unlock(&r->h->lock);
+        ok = true;
         goto out;
     }
     if (r->status == 200) {
@@ -688,7 +721,7 @@ static bool check_response(nf_hreq *r)
                        "ranges of this file (HTTP 200 to \"Range: bytes=%llu-%llu\")",
                        (unsigned long long)r->att_from, (unsigned long long)r->att_to);
         else
-            abort_with(r, NF_RE_SERVER, "the server does not serve byte ranges (HTTP 200 to "
+            abort_with(r, NF_RE_NORANGE, "the server does not serve byte ranges (HTTP 200 to "
                        "\"Range: bytes=%llu-%llu\")", (unsigned long long)r->att_from,
                        (unsigned long long)r->att_to);
         goto out;
@@ -836,7 +869,7 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
         pthread_mutex_unlock(&r->h->lock);
         return r->discarded > DISCARD_CAP ? 0 : n;
     }
-    uint64_t span = r->att_to - r->att_from + 1;
+    uint64_t span = r->whole ? (r->cl_seen ? r->cl : UINT64_MAX) : r->att_to - r->att_from + 1;
     if (r->att_got + n > span) {
         abort_with(r, NF_RE_SERVER, "the server sent more than the %llu bytes of the range",
                    (unsigned long long)span);
@@ -880,7 +913,17 @@ static void start_attempt(nf_http *h, nf_hreq *r)
     bool creds;
     pthread_mutex_lock(&h->lock);
     r->size_unknown = !f->have_size;
-    if (f->have_size) {
+    if (r->whole && r->got) {
+        /* no range to resume from: what came is all there is */
+        pthread_mutex_unlock(&h->lock);
+        nf_rerr e;
+        seterr(&e, NF_RE_IO, 0, "the transfer of the whole file stopped after %llu bytes, and "
+               "a server that does not serve ranges cannot resume it",
+               (unsigned long long)r->got);
+        fail(r, &e);
+        return;
+    }
+    if (f->have_size && !r->whole) {
         uint64_t avail = r->off >= f->size ? 0 : f->size - r->off;
         if (r->end > avail)
             r->end = avail; /* the file ends inside (or before) this range */
@@ -891,7 +934,7 @@ static void start_attempt(nf_http *h, nf_hreq *r)
         return;
     }
     uint64_t from = r->off + r->got, to = r->off + r->end - 1;
-    if (f->have_val)
+    if (f->have_val && !r->whole)
         snprintf(ifr, sizeof ifr, "If-Range: %s", f->val);
     r->used_eff = false;
     if (r->url) {
@@ -942,7 +985,7 @@ static void start_attempt(nf_http *h, nf_hreq *r)
     r->cr_seen = r->cr_dup = r->cl_seen = r->ce_seen = false;
     r->etag[0] = r->lastmod[0] = r->location[0] = 0;
     r->retry_after = -1;
-    struct curl_slist *hl = curl_slist_append(NULL, range);
+    struct curl_slist *hl = curl_slist_append(NULL, r->whole ? "Accept-Encoding: identity" : range);
     if (hl && ifr[0])
         hl = curl_slist_append(hl, ifr);
     if (hl && creds && secure && h->token) {
@@ -1180,6 +1223,14 @@ static void attempt_done(nf_http *h, nf_hreq *r, CURLcode res)
         goto out;
     }
     long st = r->status;
+    if (r->whole && st == 200) {
+        trace(h, "GET %s whole file 200", name);
+        pthread_mutex_lock(&h->lock);
+        r->end = r->got;
+        complete(r);
+        pthread_mutex_unlock(&h->lock);
+        goto out;
+    }
     if (st == 206 || st == 200) {
         uint64_t span = r->att_to - r->att_from + 1;
         trace(h, "GET %s bytes=%llu-%llu %ld%s", name, (unsigned long long)r->att_from,

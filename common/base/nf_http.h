@@ -18,8 +18,9 @@
  *     ETag, else Last-Modified) is sent as If-Range with every later request
  *     and must come back unchanged; a 200 to a range request after the first
  *     (the file changed, If-Range said so), a changed validator or TOTAL is
- *     NF_RE_CHANGED, naming the file; a 200 to the first is NF_RE_SERVER (the
- *     server does not serve ranges); bytes of two versions are never mixed;
+ *     NF_RE_CHANGED, naming the file; a 200 to the first is NF_RE_NORANGE (the
+ *     server does not serve ranges: see nf_hreq_start_whole); bytes of two
+ *     versions are never mixed;
  *   - 416 past the end of a file of known length reads as its end;
  *   - 404/410: NF_RE_MISSING; 401/403: NF_RE_DENIED ("not authorized").
  * Faults are retried, `retries` times per request, resuming from the last
@@ -139,6 +140,12 @@ typedef struct nf_hreq nf_hreq;
  * transfer pauses while buf is full). len 0 asks nothing. NULL: out of
  * memory. */
 nf_hreq *nf_hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, size_t cap);
+/* A server that does not serve ranges (NF_RE_NORANGE to a first request):
+ * the whole file, one request without Range, streamed through buf (cap
+ * bytes; read it with nf_hreq_read). Its length is its Content-Length; a
+ * fault after the first byte cannot be resumed (an `io` failure). */
+nf_hreq *nf_hreq_start_whole(nf_hfile *f, void *buf, size_t cap);
+
 /* Wait for the whole request; returns the bytes received (fewer than len
  * only where the file ends) or -1 with e. */
 ssize_t nf_hreq_wait(nf_hreq *r, nf_rerr *e);

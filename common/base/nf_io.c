@@ -17,6 +17,10 @@
 
 struct nf_input {
     int fd;
+    nf_read_fn rd;          /* instead of fd, when not NULL */
+    const char *(*rd_err)(void *ctx);
+    void (*rd_close)(void *ctx);
+    void *rd_ctx;
     bool own_fd, zstd, eof;
     ZSTD_DCtx *dctx;
     unsigned char *raw;     /* compressed (or peeked) bytes */
@@ -40,6 +44,12 @@ static ssize_t read_some(int fd, void *buf, size_t n)
     }
 }
 
+/* read(2) of the input's descriptor, or its read function. */
+static ssize_t in_read(nf_input *in, void *buf, size_t n)
+{
+    return in->rd ? in->rd(in->rd_ctx, buf, n) : read_some(in->fd, buf, n);
+}
+
 /* Fill raw with at least one byte unless at EOF. */
 static int refill(nf_input *in)
 {
@@ -48,7 +58,7 @@ static int refill(nf_input *in)
     in->raw_pos = in->raw_len = 0;
     if (in->eof)
         return 0;
-    ssize_t r = read_some(in->fd, in->raw, IN_CHUNK);
+    ssize_t r = in_read(in, in->raw, IN_CHUNK);
     if (r < 0)
         return -1;
     if (r == 0)
@@ -57,13 +67,15 @@ static int refill(nf_input *in)
     return 0;
 }
 
-nf_input *nf_input_open_fd(int fd, bool own_fd)
+static nf_input *input_open(int fd, bool own_fd, nf_read_fn rd, void *ctx)
 {
     nf_input *in = calloc(1, sizeof *in);
     if (!in)
         return NULL;
     in->fd = fd;
     in->own_fd = own_fd;
+    in->rd = rd;
+    in->rd_ctx = ctx;
     in->raw = malloc(IN_CHUNK);
     if (!in->raw) {
         free(in);
@@ -71,7 +83,7 @@ nf_input *nf_input_open_fd(int fd, bool own_fd)
     }
     /* Peek up to 4 bytes for the zstd magic; they stay in raw either way. */
     while (in->raw_len < 4 && !in->eof) {
-        ssize_t r = read_some(fd, in->raw + in->raw_len, 4 - in->raw_len);
+        ssize_t r = in_read(in, in->raw + in->raw_len, 4 - in->raw_len);
         if (r < 0)
             break;
         if (r == 0)
@@ -88,7 +100,7 @@ nf_input *nf_input_open_fd(int fd, bool own_fd)
         in->fhead_want = true;
         /* the frame header's window descriptor too, for a message */
         while (in->raw_len < sizeof in->fhead && !in->eof) {
-            ssize_t r = read_some(fd, in->raw + in->raw_len, sizeof in->fhead - in->raw_len);
+            ssize_t r = in_read(in, in->raw + in->raw_len, sizeof in->fhead - in->raw_len);
             if (r <= 0) {
                 in->eof = r == 0;
                 break;
@@ -101,6 +113,21 @@ nf_input *nf_input_open_fd(int fd, bool own_fd)
             free(in);
             return NULL;
         }
+    }
+    return in;
+}
+
+nf_input *nf_input_open_fd(int fd, bool own_fd) { return input_open(fd, own_fd, NULL, NULL); }
+
+nf_input *nf_input_open_fn(nf_read_fn rd, const char *(*err)(void *ctx), void (*close_fn)(void *ctx),
+                           void *ctx)
+{
+    nf_input *in = input_open(-1, false, rd, ctx);
+    if (in) {
+        in->rd_err = err;
+        in->rd_close = close_fn;
+    } else if (close_fn) {
+        close_fn(ctx);
     }
     return in;
 }
@@ -137,9 +164,10 @@ ssize_t nf_input_read(nf_input *in, void *buf, size_t n)
                 break;
             /* large reads go straight to the caller's buffer */
             if (n - got >= IN_CHUNK) {
-                ssize_t r = read_some(in->fd, out + got, n - got);
+                ssize_t r = in_read(in, out + got, n - got);
                 if (r < 0) {
                     in->fault = NF_IN_IO;
+                    in->err = in->rd_err ? in->rd_err(in->rd_ctx) : NULL;
                     return -1;
                 }
                 if (r == 0) {
@@ -151,12 +179,14 @@ ssize_t nf_input_read(nf_input *in, void *buf, size_t n)
             }
             if (refill(in) < 0) {
                 in->fault = NF_IN_IO;
+                in->err = in->rd_err ? in->rd_err(in->rd_ctx) : NULL;
                 return -1;
             }
             continue;
         }
         if (refill(in) < 0) {
             in->fault = NF_IN_IO;
+            in->err = in->rd_err ? in->rd_err(in->rd_ctx) : NULL;
             return -1;
         }
         if (in->raw_pos == in->raw_len && in->eof) {
@@ -239,6 +269,8 @@ void nf_input_close(nf_input *in)
         return;
     if (in->own_fd)
         close(in->fd);
+    if (in->rd_close)
+        in->rd_close(in->rd_ctx);
     ZSTD_freeDCtx(in->dctx);
     free(in->raw);
     free(in);

@@ -24,6 +24,14 @@ typedef struct nf_input nf_input;
  * bytes to detect zstd. Returns NULL on allocation failure. */
 nf_input *nf_input_open_fd(int fd, bool own_fd);
 
+/* The same over a read function (a whole file received over HTTP,
+ * nf_rfile.h): rd gives up to n bytes into buf, 0 at the end, -1 on an error,
+ * whose text err (when not NULL) gives for nf_input_error; close_fn (when not
+ * NULL) is called by nf_input_close, or here when out of memory. */
+typedef ssize_t (*nf_read_fn)(void *ctx, void *buf, size_t n);
+nf_input *nf_input_open_fn(nf_read_fn rd, const char *(*err)(void *ctx), void (*close_fn)(void *ctx),
+                           void *ctx);
+
 /* Read exactly n bytes unless the stream ends first. Returns the number of
  * bytes read (< n only at the end of the stream), or -1 with errno set
  * (the read's errno, or EBADMSG for a fault in zstd data, whose kind
@@ -49,7 +57,7 @@ ssize_t nf_input_skip(nf_input *in, uint64_t n);
 /* Bytes delivered so far (decompressed bytes for zstd input). */
 uint64_t nf_input_pos(const nf_input *in);
 bool nf_input_is_zstd(const nf_input *in);
-/* Text of the last decompression error, or NULL. */
+/* Text of the last decompression error (or a read function's error), or NULL. */
 const char *nf_input_error(const nf_input *in);
 void nf_input_close(nf_input *in);
 

@@ -124,6 +124,66 @@ ssize_t nf_rfile_pread(nf_rfile *f, void *buf, size_t n, uint64_t off, nf_rerr *
     return r;
 }
 
+/* A whole-file request as an nf_input's read function. */
+typedef struct {
+    nf_hreq *rq;
+    unsigned char *win;
+    const unsigned char *p;
+    size_t left;
+    bool done;
+    nf_rerr e;
+} whole_in;
+
+static ssize_t whole_read(void *vc, void *buf, size_t n)
+{
+    whole_in *w = vc;
+    while (!w->left && !w->done) {
+        const void *p;
+        ssize_t r = nf_hreq_read(w->rq, &p, &w->e);
+        if (r < 0) {
+            errno = EIO;
+            return -1;
+        }
+        if (r == 0)
+            w->done = true;
+        w->p = p;
+        w->left = (size_t)r;
+    }
+    size_t k = w->left < n ? w->left : n;
+    memcpy(buf, w->p, k);
+    w->p += k;
+    w->left -= k;
+    return (ssize_t)k;
+}
+
+static const char *whole_err(void *vc) { return ((whole_in *)vc)->e.msg; }
+
+static void whole_close(void *vc)
+{
+    whole_in *w = vc;
+    nf_hreq_free(w->rq);
+    free(w->win);
+    free(w);
+}
+
+nf_input *nf_rfile_open_whole(nf_rfile *f)
+{
+    if (!f->hf)
+        return NULL;
+    whole_in *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    const size_t cap = 1u << 20;
+    w->win = malloc(cap);
+    w->rq = w->win ? nf_hreq_start_whole(f->hf, w->win, cap) : NULL;
+    if (!w->rq) {
+        free(w->win);
+        free(w);
+        return NULL;
+    }
+    return nf_input_open_fn(whole_read, whole_err, whole_close, w);
+}
+
 int nf_rfile_pin(nf_rfile *f, nf_rerr *e)
 {
     if (f->hf) {
@@ -158,6 +218,7 @@ typedef struct {
 
 struct nf_rstream {
     nf_rpiece *p;
+    size_t *idx;        /* each kept piece's index in the caller's list */
     size_t n;
     nf_rstream_opts o;
     size_t pi;          /* planning: next piece, and how much of it is planned */
@@ -183,15 +244,18 @@ nf_rstream *nf_rstream_new(const nf_rpiece *p, size_t n, const nf_rstream_opts *
     if (s->o.chunk && s->o.window > s->o.chunk)
         s->o.window = s->o.chunk;
     s->p = malloc((n ? n : 1) * sizeof *s->p);
+    s->idx = malloc((n ? n : 1) * sizeof *s->idx);
     s->q = calloc(s->o.jobs, sizeof *s->q);
     s->bufs = calloc(s->o.jobs, sizeof *s->bufs);
-    if (!s->p || !s->q || !s->bufs) {
+    if (!s->p || !s->idx || !s->q || !s->bufs) {
         nf_rstream_free(s);
         return NULL;
     }
     for (size_t i = 0; i < n; i++)
-        if (p[i].len)
+        if (p[i].len) {
+            s->idx[s->n] = i;
             s->p[s->n++] = p[i];
+        }
     return s;
 }
 
@@ -209,6 +273,7 @@ void nf_rstream_free(nf_rstream *s)
     free(s->bufs);
     free(s->q);
     free(s->p);
+    free(s->idx);
     free(s->lbuf);
     free(s);
 }
@@ -272,7 +337,7 @@ int nf_rstream_next(nf_rstream *s, size_t *piece, uint64_t *off, const void **bu
         if (!s->qn)
             return 0;
         unit *u = &s->q[s->qh];
-        *piece = u->piece;
+        *piece = s->idx[u->piece];
         nf_rfile *f = s->p[u->piece].f;
         if (!u->rq && u->given == u->len) {
             pop(s);

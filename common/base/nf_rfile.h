@@ -40,12 +40,14 @@ typedef struct nf_hfile nf_hfile;
  * shorter than its range, a length past U64, a redirect loop or one from
  * https to http); NF_RE_NOTREG: a local path that is a directory, FIFO or
  * device; NF_RE_EMFILE: no descriptor left; NF_RE_SHORT: the file ends
- * inside a range that an nf_rstream was asked for; NF_RE_IO: anything else
- * (a read error, a reset or stalled transfer that outlived its retries,
- * TLS). */
+ * inside a range that an nf_rstream was asked for; NF_RE_NORANGE: a server
+ * that answers the first range request of a file with the whole file (HTTP
+ * 200): nf_rfile_open_whole reads such a file in order; NF_RE_IO: anything
+ * else (a read error, a reset or stalled transfer that outlived its
+ * retries, TLS). */
 typedef enum {
     NF_RE_OK = 0, NF_RE_IO, NF_RE_MISSING, NF_RE_DENIED, NF_RE_CHANGED, NF_RE_SERVER,
-    NF_RE_NOTREG, NF_RE_EMFILE, NF_RE_NOMEM, NF_RE_SHORT,
+    NF_RE_NOTREG, NF_RE_EMFILE, NF_RE_NOMEM, NF_RE_SHORT, NF_RE_NORANGE,
 } nf_rerr_kind;
 
 typedef struct {
@@ -83,6 +85,12 @@ bool nf_rfile_validator(const nf_rfile *f, char *out, size_t cap);
  * bytes read or -1 with e. A remote read is one range request, or a few in
  * parallel for a large n (nf_http.h). Thread-safe. */
 ssize_t nf_rfile_pread(nf_rfile *f, void *buf, size_t n, uint64_t off, nf_rerr *e);
+
+/* A remote file whose server does not serve ranges, read whole and in
+ * order as an nf_input (one request without Range; nf_hreq_start_whole):
+ * what a stream reader (nf_artifact_open_stream) takes. NULL when out of
+ * memory or f is local. */
+nf_input *nf_rfile_open_whole(nf_rfile *f);
 
 /* Local files: pin the descriptor open (valid until nf_rfile_unpin) for
  * the kernel's copy paths. Returns it, or -1 with e (remote files have no

@@ -46,6 +46,7 @@ struct nf_artifact {
     pthread_mutex_t lock;
     /* stream */
     nf_input *in;
+    nf_input *own_in;       /* a URL read whole: the stream this artifact made */
     uint64_t spos;
 };
 
@@ -481,6 +482,32 @@ static void remote_open_error(nf_diags *d, const char *file, const char *ptr, si
         nf_diag_addf(d, NF_C_IO, file, ptr, "cannot read part %zu: %s", i, e->msg);
 }
 
+/* A server that does not serve ranges: the entry whole, in order, as a
+ * stream (the payload read with nf_artifact_stream_read). */
+static nf_artifact *open_whole(nf_artifact *a, nf_diags *d)
+{
+    nf_input *in = nf_rfile_open_whole(a->rf[0]);
+    nf_artifact *b = in ? nf_artifact_open_stream(in, a->path, &a->opts, d) : NULL;
+    if (!in) {
+        nf_diag_add(d, NF_C_IO, "", "out of memory");
+    } else if (!b) {
+        nf_input_close(in);
+        nf_diag_add(d, NF_C_IO, "", "the server does not serve byte ranges: the entry was read "
+                    "whole, in order, as a stream");
+    }
+    if (b) {
+        /* b reads what a opened: the stream, its file and its client */
+        b->own_in = in;
+        b->rf[0] = a->rf[0];
+        a->rf[0] = NULL;
+        b->http = a->http;
+        b->own_http = a->own_http;
+        a->own_http = false;
+    }
+    nf_artifact_close(a);
+    return b;
+}
+
 static nf_artifact *open_remote(nf_artifact *a, nf_diags *d)
 {
     nf_rerr e;
@@ -500,6 +527,8 @@ static nf_artifact *open_remote(nf_artifact *a, nf_diags *d)
     }
     /* the first request: the header and, most often, the whole catalog */
     ssize_t r = nf_rfile_pread(a->rf[0], a->head, HEAD_BYTES, 0, &e);
+    if (r < 0 && e.kind == NF_RE_NORANGE && a->opts.whole_file)
+        return open_whole(a, d);
     if (r < 0) {
         remote_open_error(d, a->path, "", 0, &e);
         nf_artifact_close(a);
@@ -675,6 +704,7 @@ void nf_artifact_close(nf_artifact *a)
 {
     if (!a)
         return;
+    nf_input_close(a->own_in); /* before the file it reads */
     for (size_t i = 0; a->rf && i < (a->n_files ? a->n_files : 1); i++)
         nf_rfile_close(a->rf[i]);
     free(a->rf);
@@ -707,7 +737,7 @@ const char *nf_artifact_json(const nf_artifact *a, size_t *len)
 uint64_t nf_artifact_json_pad(const nf_artifact *a) { return a->json_pad; }
 const char *nf_artifact_path(const nf_artifact *a) { return a->path; }
 bool nf_artifact_is_stream(const nf_artifact *a) { return a->in != NULL; }
-bool nf_artifact_is_remote(const nf_artifact *a) { return a->url != NULL; }
+bool nf_artifact_is_remote(const nf_artifact *a) { return a->url && !a->in; }
 const char *nf_artifact_file_path(const nf_artifact *a, size_t i)
 {
     return i < a->n_files ? a->file_paths[i] : NULL;

@@ -56,6 +56,10 @@ typedef struct {
     nf_http *http;
     const char *const *urls;
     size_t n_urls;
+    /* a URL whose server does not serve ranges (HTTP 200 to the first
+     * request) is read whole and in order, as a stream (nf_artifact_is_stream:
+     * ninfer-verify of a one-file artifact); false: that is an `io` error */
+    bool whole_file;
 } nf_open_opts;
 
 typedef struct {
