@@ -12,13 +12,16 @@ DESTDIR ?=
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 # json-c, zstd, libcrypto and libcurl as pkg-config describes them (the plain -l
-# flags when pkg-config is missing or the packages are not installed yet)
+# flags when pkg-config is missing or the packages are not installed yet);
+# libcurl's headers only: nf_http.c loads libcurl.so.4 when a URL is first
+# read (dlopen), so the commands start as fast as before
 PKG_CONFIG ?= pkg-config
-NF_PKGS    := json-c libzstd libcrypto libcurl
-PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(NF_PKGS) 2>/dev/null)
+NF_PKGS    := json-c libzstd libcrypto
+NF_RT_PKGS := libcurl
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(NF_PKGS) $(NF_RT_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(NF_PKGS) 2>/dev/null)
 ifeq ($(strip $(PKG_LIBS)),)
-PKG_LIBS   := -ljson-c -lzstd -lcrypto -lcurl
+PKG_LIBS   := -ljson-c -lzstd -lcrypto
 endif
 # The library's folders (common/*/: base, json, container, codec, model,
 # convert) and the commands' front end (cli/) are include directories:
@@ -26,7 +29,7 @@ endif
 LIB_DIRS  := $(sort $(dir $(wildcard common/*/*.c)))
 NF_INC    := $(patsubst %/,-I%,$(LIB_DIRS)) -Icommon/model -Icli
 NF_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread $(NF_INC) $(PKG_CFLAGS) -MMD -MP
-NF_LIBS := $(PKG_LIBS) -lpthread -lm
+NF_LIBS := $(PKG_LIBS) -ldl -lpthread -lm
 
 ifeq ($(SANITIZE),1)
 NF_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

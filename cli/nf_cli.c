@@ -354,7 +354,8 @@ int nf_remote_open_opts(nf_open_opts *o, const char *path, nf_diags *d)
         return 0;
     }
     if (!o->http && !(o->http = client())) {
-        nf_diag_add(d, NF_C_IO, "", "cannot set up the HTTP client (libcurl)");
+        nf_diag_add(d, NF_C_IO, "", "cannot read URLs: %s",
+                    nf_http_unavailable() ? nf_http_unavailable() : "out of memory");
         return -1;
     }
     if (remote.urls_file && !o->urls) {

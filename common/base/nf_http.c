@@ -1,10 +1,16 @@
 /* nf_http.c — HTTP(S) range requests on one I/O thread over a curl multi
  * handle. Callers' threads only queue requests and wait; every curl call
- * but curl_multi_wakeup happens on the I/O thread. */
+ * but curl_multi_wakeup happens on the I/O thread. libcurl is loaded when
+ * the first client is made (dlopen): a command that reads only local files
+ * never maps it and the two dozen libraries it needs (its start-up stays as
+ * it was). */
 #include "nf_http.h"
 
+#define CURL_DISABLE_TYPECHECK /* calls go through the pointers below */
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -242,11 +248,91 @@ static bool has_userinfo(const char *url)
     return url_split(url, &u) && u.user_end > u.a0;
 }
 
+
+/* ---- libcurl, loaded at run time ---- */
+
+static struct {
+    CURLcode (*global_init)(long);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
+    CURLMcode (*multi_cleanup)(CURLM *);
+    CURLMcode (*multi_wakeup)(CURLM *);
+    CURLMcode (*multi_add_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_perform)(CURLM *, int *);
+    CURLMsg *(*multi_info_read)(CURLM *, int *);
+    CURLMcode (*multi_poll)(CURLM *, struct curl_waitfd[], unsigned int, int, int *);
+    CURLSH *(*share_init)(void);
+    CURLSHcode (*share_setopt)(CURLSH *, CURLSHoption, ...);
+    CURLSHcode (*share_cleanup)(CURLSH *);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    void (*easy_cleanup)(CURL *);
+    CURLcode (*easy_pause)(CURL *, int);
+    const char *(*easy_strerror)(CURLcode);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+    time_t (*getdate)(const char *, const time_t *);
+    CURLU *(*url)(void);
+    CURLUcode (*url_set)(CURLU *, CURLUPart, const char *, unsigned int);
+    CURLUcode (*url_get)(const CURLU *, CURLUPart, char **, unsigned int);
+    void (*url_cleanup)(CURLU *);
+    void (*free)(void *);
+} C;
+
+static char g_unavailable[256];
+
+/* dlopen libcurl and take every function above; false (with the reason in
+ * g_unavailable) when it is missing or too old. */
+static bool load_curl(void)
+{
+    void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen("libcurl.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(g_unavailable, sizeof g_unavailable, "libcurl cannot be loaded (%s; the Debian "
+                 "package libcurl4)", dlerror());
+        return false;
+    }
+    static const struct {
+        const char *name;
+        size_t at;
+    } fn[] = {
+#define F(x) {"curl_" #x, offsetof(__typeof__(C), x)}
+        F(global_init), F(multi_init), F(multi_setopt), F(multi_cleanup), F(multi_wakeup),
+        F(multi_add_handle), F(multi_remove_handle), F(multi_perform), F(multi_info_read),
+        F(multi_poll), F(share_init), F(share_setopt), F(share_cleanup), F(easy_init),
+        F(easy_setopt), F(easy_getinfo), F(easy_cleanup), F(easy_pause), F(easy_strerror),
+        F(slist_append), F(slist_free_all), F(getdate), F(url), F(url_set), F(url_get),
+        F(url_cleanup), F(free),
+#undef F
+    };
+    for (size_t i = 0; i < sizeof fn / sizeof *fn; i++) {
+        void *f = dlsym(h, fn[i].name);
+        if (!f) {
+            snprintf(g_unavailable, sizeof g_unavailable, "libcurl has no %s (7.68 or later is "
+                     "needed)", fn[i].name);
+            return false;
+        }
+        memcpy((char *)&C + fn[i].at, &f, sizeof f);
+    }
+    return true;
+}
+
 /* ---- the client ---- */
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static CURLcode g_init = CURLE_FAILED_INIT;
-static void global_init(void) { g_init = curl_global_init(CURL_GLOBAL_DEFAULT); }
+static void global_init(void)
+{
+    if (load_curl())
+        g_init = C.global_init(CURL_GLOBAL_DEFAULT);
+    if (g_init != CURLE_OK && !g_unavailable[0])
+        snprintf(g_unavailable, sizeof g_unavailable, "libcurl cannot be set up");
+}
+
+const char *nf_http_unavailable(void) { return g_unavailable[0] ? g_unavailable : NULL; }
 
 nf_http *nf_http_new(const nf_http_opts *o)
 {
@@ -271,20 +357,20 @@ nf_http *nf_http_new(const nf_http_opts *o)
     h->cacert = h->o.cacert ? strdup(h->o.cacert) : NULL;
     h->token = h->o.token && *h->o.token ? strdup(h->o.token) : NULL;
     h->o.cacert = h->o.token = NULL;
-    h->multi = curl_multi_init();
-    h->share = curl_share_init();
+    h->multi = C.multi_init();
+    h->share = C.share_init();
     if (!h->multi || !h->share || (o && o->cacert && !h->cacert) ||
         (o && o->token && *o->token && !h->token)) {
         nf_http_free(h);
         return NULL;
     }
     /* the I/O thread alone uses the share: no lock callbacks needed */
-    curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-    curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-    curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->o.jobs);
-    curl_multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)h->o.jobs);
-    curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->o.jobs * 2);
-    curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    C.share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    C.share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    C.multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->o.jobs);
+    C.multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)h->o.jobs);
+    C.multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->o.jobs * 2);
+    C.multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->cond, NULL);
     return h;
@@ -318,13 +404,13 @@ void nf_http_free(nf_http *h)
         pthread_mutex_lock(&h->lock);
         h->stop = true;
         pthread_mutex_unlock(&h->lock);
-        curl_multi_wakeup(h->multi);
+        C.multi_wakeup(h->multi);
         pthread_join(h->io, NULL);
     }
     if (h->multi)
-        curl_multi_cleanup(h->multi);
+        C.multi_cleanup(h->multi);
     if (h->share)
-        curl_share_cleanup(h->share);
+        C.share_cleanup(h->share);
     if (h->token) {
         explicit_bzero(h->token, strlen(h->token));
         free(h->token);
@@ -433,7 +519,7 @@ static nf_hreq *hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, s
     r->next = h->all;
     h->all = r;
     pthread_mutex_unlock(&h->lock);
-    curl_multi_wakeup(h->multi);
+    C.multi_wakeup(h->multi);
     return r;
 }
 
@@ -481,7 +567,7 @@ ssize_t nf_hreq_read(nf_hreq *r, const void **p, nf_rerr *e)
     }
     if (wake) {
         pthread_mutex_unlock(&h->lock);
-        curl_multi_wakeup(h->multi);
+        C.multi_wakeup(h->multi);
         pthread_mutex_lock(&h->lock);
     }
     while (r->wpos == r->rpos && !r->done) {
@@ -522,7 +608,7 @@ void nf_hreq_free(nf_hreq *r)
             r->detached = true;
         } else {
             pthread_mutex_unlock(&h->lock);
-            curl_multi_wakeup(h->multi);
+            C.multi_wakeup(h->multi);
             pthread_mutex_lock(&h->lock);
             while (!r->detached)
                 pthread_cond_wait(&h->cond, &h->lock);
@@ -837,7 +923,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
         else if (of)
             r->retry_after = RETRY_AFTER_CAP;
         else {
-            time_t when = curl_getdate(t, NULL);
+            time_t when = C.getdate(t, NULL);
             if (when != (time_t)-1) {
                 double d = difftime(when, time(NULL));
                 r->retry_after = d < 0 ? 0 : d;
@@ -854,7 +940,7 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
     nf_hreq *r = ud;
     size_t n = sz * nm;
     if (!r->checked && !r->discard) {
-        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+        C.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
         if (r->status == 206 || r->status == 200) {
             if (!check_response(r))
                 return 0;
@@ -985,57 +1071,57 @@ static void start_attempt(nf_http *h, nf_hreq *r)
     r->cr_seen = r->cr_dup = r->cl_seen = r->ce_seen = false;
     r->etag[0] = r->lastmod[0] = r->location[0] = 0;
     r->retry_after = -1;
-    struct curl_slist *hl = curl_slist_append(NULL, r->whole ? "Accept-Encoding: identity" : range);
+    struct curl_slist *hl = C.slist_append(NULL, r->whole ? "Accept-Encoding: identity" : range);
     if (hl && ifr[0])
-        hl = curl_slist_append(hl, ifr);
+        hl = C.slist_append(hl, ifr);
     if (hl && creds && secure && h->token) {
         size_t tl = strlen(h->token);
         char *auth = malloc(tl + 32);
         if (auth) {
             memcpy(auth, "Authorization: Bearer ", 22);
             memcpy(auth + 22, h->token, tl + 1);
-            hl = curl_slist_append(hl, auth); /* copied */
+            hl = C.slist_append(hl, auth); /* copied */
             explicit_bzero(auth, tl + 22);
             free(auth);
         }
     }
-    CURL *c = curl_easy_init();
+    CURL *c = C.easy_init();
     if (!hl || !c) {
-        curl_slist_free_all(hl);
+        C.slist_free_all(hl);
         if (c)
-            curl_easy_cleanup(c);
+            C.easy_cleanup(c);
         free(u);
         seterr(&e, NF_RE_NOMEM, 0, "out of memory");
         fail(r, &e);
         return;
     }
-    curl_easy_setopt(c, CURLOPT_URL, u);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "ninfer/" NF_VERSION);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(c, CURLOPT_PRIVATE, r);
+    C.easy_setopt(c, CURLOPT_URL, u);
+    C.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    C.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    C.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    C.easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    C.easy_setopt(c, CURLOPT_USERAGENT, "ninfer/" NF_VERSION);
+    C.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    C.easy_setopt(c, CURLOPT_WRITEDATA, r);
+    C.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    C.easy_setopt(c, CURLOPT_HEADERDATA, r);
+    C.easy_setopt(c, CURLOPT_PRIVATE, r);
     r->errbuf[0] = 0;
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
-    curl_easy_setopt(c, CURLOPT_SHARE, h->share);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    C.easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
+    C.easy_setopt(c, CURLOPT_SHARE, h->share);
+    C.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+    C.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
     if (h->cacert)
-        curl_easy_setopt(c, CURLOPT_CAINFO, h->cacert);
-    curl_easy_setopt(c, CURLOPT_NETRC, creds && secure && h->o.netrc ? (long)CURL_NETRC_OPTIONAL
+        C.easy_setopt(c, CURLOPT_CAINFO, h->cacert);
+    C.easy_setopt(c, CURLOPT_NETRC, creds && secure && h->o.netrc ? (long)CURL_NETRC_OPTIONAL
                                                                      : (long)CURL_NETRC_IGNORED);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, (long)h->o.stall_bytes);
+    C.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, (long)h->o.stall_bytes);
     long stall = (long)ceil(h->o.stall_seconds);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall < 1 ? 1L : stall);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->o.stall_seconds * 1000));
-    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
-    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
+    C.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall < 1 ? 1L : stall);
+    C.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->o.stall_seconds * 1000));
+    C.easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
+    C.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    C.easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
     r->easy = c;
     r->hdrs = hl;
     free(u);
@@ -1043,19 +1129,19 @@ static void start_attempt(nf_http *h, nf_hreq *r)
     r->running = true;
     h->running++;
     pthread_mutex_unlock(&h->lock);
-    curl_multi_add_handle(h->multi, c);
+    C.multi_add_handle(h->multi, c);
 }
 
 /* Take r out of curl (lock not held). */
 static void detach(nf_http *h, nf_hreq *r)
 {
-    curl_multi_remove_handle(h->multi, r->easy);
-    curl_easy_cleanup(r->easy);
+    C.multi_remove_handle(h->multi, r->easy);
+    C.easy_cleanup(r->easy);
     /* the token's copy in the header list is wiped before it is freed */
     for (struct curl_slist *s = r->hdrs; s; s = s->next)
         if (!strncasecmp(s->data, "Authorization:", 14))
             explicit_bzero(s->data, strlen(s->data));
-    curl_slist_free_all(r->hdrs);
+    C.slist_free_all(r->hdrs);
     r->easy = NULL;
     r->hdrs = NULL;
     pthread_mutex_lock(&h->lock);
@@ -1126,26 +1212,26 @@ static void redirect(nf_http *h, nf_hreq *r, const char *name)
         fail(r, &e);
         return;
     }
-    CURLU *u = curl_url();
+    CURLU *u = C.url();
     char *to = NULL;
-    if (!u || curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
-        curl_url_set(u, CURLUPART_URL, r->location, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_URL, &to, 0) != CURLUE_OK || !nf_is_url(to)) {
-        curl_url_cleanup(u);
-        curl_free(to);
+    if (!u || C.url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
+        C.url_set(u, CURLUPART_URL, r->location, 0) != CURLUE_OK ||
+        C.url_get(u, CURLUPART_URL, &to, 0) != CURLUE_OK || !nf_is_url(to)) {
+        C.url_cleanup(u);
+        C.free(to);
         seterr(&e, NF_RE_SERVER, (int)r->status, "HTTP %ld to a Location that is no http(s) "
                "URL", r->status);
         fail(r, &e);
         return;
     }
-    curl_url_cleanup(u);
+    C.url_cleanup(u);
     bool from_https = !strncasecmp(base, "https:", 6), to_http = !strncasecmp(to, "http:", 5);
     char *tn = nf_url_display(to);
     trace(h, "GET %s bytes=%llu-%llu %ld -> %s", name, (unsigned long long)r->att_from,
           (unsigned long long)r->att_to, r->status, tn ? tn : "?");
     free(tn);
     if (from_https && to_http) {
-        curl_free(to);
+        C.free(to);
         seterr(&e, NF_RE_SERVER, (int)r->status, "refusing a redirect from https to http");
         fail(r, &e);
         return;
@@ -1155,7 +1241,7 @@ static void redirect(nf_http *h, nf_hreq *r, const char *name)
     free(r->url);
     r->url = strdup(to);
     r->url_creds = creds;
-    curl_free(to);
+    C.free(to);
     if (!r->url) {
         seterr(&e, NF_RE_NOMEM, 0, "out of memory");
         fail(r, &e);
@@ -1172,7 +1258,7 @@ static void redirect(nf_http *h, nf_hreq *r, const char *name)
 static void attempt_done(nf_http *h, nf_hreq *r, CURLcode res)
 {
     if (!r->status)
-        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+        C.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
     bool released;
     pthread_mutex_lock(&h->lock);
     released = r->released;
@@ -1207,7 +1293,7 @@ static void attempt_done(nf_http *h, nf_hreq *r, CURLcode res)
         else if (r->errbuf[0])
             snprintf(why, sizeof why, "%s", r->errbuf); /* libcurl's detail (TLS, DNS...) */
         else
-            snprintf(why, sizeof why, "%s", curl_easy_strerror(res));
+            snprintf(why, sizeof why, "%s", C.easy_strerror(res));
         if (r->att_got)
             snprintf(why + strlen(why), sizeof why - strlen(why), " after %llu of %llu bytes",
                      (unsigned long long)r->att_got,
@@ -1370,22 +1456,22 @@ static void *io_main(void *arg)
             if (cancel) {
                 detach(h, r);
             } else if (unp) {
-                curl_easy_pause(r->easy, CURLPAUSE_CONT);
+                C.easy_pause(r->easy, CURLPAUSE_CONT);
             } else if (!r->running) {
                 start_attempt(h, r);
             }
         }
         int still = 0;
-        curl_multi_perform(h->multi, &still);
+        C.multi_perform(h->multi, &still);
         CURLMsg *m;
         int left;
-        while ((m = curl_multi_info_read(h->multi, &left))) {
+        while ((m = C.multi_info_read(h->multi, &left))) {
             if (m->msg != CURLMSG_DONE)
                 continue;
             nf_hreq *r = NULL;
             CURL *e = m->easy_handle;
             CURLcode res = m->data.result;
-            curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
+            C.easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
             if (r)
                 attempt_done(h, r, res);
         }
@@ -1396,7 +1482,7 @@ static void *io_main(void *arg)
                     h->running < h->o.jobs) || r->released || (r->running && r->unpause);
         pthread_mutex_unlock(&h->lock);
         if (!busy)
-            curl_multi_poll(h->multi, NULL, 0, (int)(next_due * 1000) + 1, NULL);
+            C.multi_poll(h->multi, NULL, 0, (int)(next_due * 1000) + 1, NULL);
     }
     free(work);
     return NULL;

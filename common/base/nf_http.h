@@ -80,9 +80,13 @@ typedef struct {
 
 typedef struct nf_http nf_http;
 
-/* A client. NULL when libcurl cannot be set up or memory is short. No
- * thread is started until the first request. */
+/* A client. NULL when libcurl cannot be set up (nf_http_unavailable says
+ * why) or memory is short. libcurl (libcurl.so.4, 7.68 or later) is loaded
+ * when the first client is made. No thread is started until the first
+ * request. */
 nf_http *nf_http_new(const nf_http_opts *o);
+/* Why no client can be made (libcurl missing or too old), or NULL. */
+const char *nf_http_unavailable(void);
 /* Stop the I/O thread and free everything (every request must be freed
  * first); the token's bytes are overwritten. NULL is fine. */
 void nf_http_free(nf_http *h);
