@@ -361,3 +361,18 @@ bytes() {
     wait "$pid" || true
     nf_proxy_stop px
 }
+
+@test "~/.netrc credentials go to their host (loopback http here) and nowhere else" {
+    local log=$BATS_FILE_TMPDIR/ng/logs/access.log
+    mkdir home
+    printf 'machine 127.0.0.1 login u password netrc-SECRET\n' > home/.netrc
+    chmod 600 home/.netrc
+    : > "$log"
+    HOME=$PWD/home run -0 --separate-stderr env NINFER_HTTP_TRACE=1 ninfer-cat --header "$H/one/m.ninfer"
+    grep -q 'GET /one/m.ninfer range=bytes=0-65535 .*auth=present' "$log"
+    ! grep -q SECRET <<< "$output$stderr"
+    # to localhost (another host name) the file has no entry: nothing sent
+    : > "$log"
+    HOME=$PWD/home run -0 ninfer-cat --header "http://localhost:$P/one/m.ninfer"
+    ! grep -q 'auth=present' "$log"
+}
