@@ -376,3 +376,25 @@ bytes() {
     HOME=$PWD/home run -0 ninfer-cat --header "http://localhost:$P/one/m.ninfer"
     ! grep -q 'auth=present' "$log"
 }
+
+@test "ninfer-run over a URL reads only the parents it needs: the part with mtp's objects is never requested" {
+    # the fixture of ninfer-run.bats: every mtp-private object in the last part
+    nf-mkarch --arch qwen3next --mtp mck > /dev/null 2>&1
+    ninfer-import -q mck > m0.json
+    ninfer-pack -q --no-sync -o m0.ninfer m0.json
+    local nat off
+    nat=$(ninfer-cat --catalog m0.ninfer | grep -o '"id":"mtp\.pre_fc_norm_embedding\.weight"[^}]*"offset":[0-9]*' |
+        sed 's/.*"offset"://')
+    off=$(((nat + 4095) / 4096 * 4096))
+    sed "s|^\(      \"id\": \"mtp.pre_fc_norm_embedding.weight\",\)\$|\1\n      \"offset\": $off,|" \
+        m0.json > mtp.json
+    mkdir -p "$W/mtp"
+    ninfer-pack -q --no-sync --json-bytes 69600 --max-file-bytes $((69632 + off)) \
+        -o "$W/mtp/m.ninfer" mtp.json
+    [ -e "$W/mtp/m.ninfer.part-0001" ]
+    NINFER_HTTP_TRACE=1 run -0 --separate-stderr ninfer-run --device cpu --iters 1 --component text "$H/mtp/m.ninfer"
+    ! grep -q 'part-0001' <<< "$stderr"
+    grep -q "http: GET $H/mtp/m.ninfer bytes=" <<< "$stderr"
+    NINFER_HTTP_TRACE=1 run -0 --separate-stderr ninfer-run --device cpu --iters 1 --component mtp "$H/mtp/m.ninfer"
+    grep -q 'm.ninfer.part-0001 bytes=' <<< "$stderr"
+}
