@@ -399,3 +399,8 @@ bytes() {
     NINFER_HTTP_TRACE=1 run -0 --separate-stderr ninfer-run --device cpu --iters 1 --component mtp "$H/mtp/m.ninfer"
     grep -q 'm.ninfer.part-0001 bytes=' <<< "$stderr"
 }
+
+@test "one client, many threads: streamed, cancelled and parallel reads of one file at once, every byte right" {
+    run -0 nf-httpstress "$H/one/m.ninfer" "$W/one/m.ninfer" 8 45
+    [[ "$output" == *" requests, every byte right" ]]
+}

@@ -972,6 +972,8 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
             r->rpos = r->wpos = 0;
         if (r->cap - r->wpos < n) {
             r->paused = true;
+            if (r->waiting)
+                pthread_cond_broadcast(&h->cond); /* the buffer is full: its reader's turn */
             pthread_mutex_unlock(&h->lock);
             return CURL_WRITEFUNC_PAUSE;
         }
@@ -984,13 +986,26 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
     r->got += n;
     r->att_got += n;
     h->st.body_bytes += n;
-    if (r->waiting && r->wpos - r->rpos >= WAKE_BYTES)
+    size_t wake = r->stream && r->cap / 2 < WAKE_BYTES ? r->cap / 2 : WAKE_BYTES;
+    if (r->waiting && r->wpos - r->rpos >= wake)
         pthread_cond_broadcast(&h->cond);
     pthread_mutex_unlock(&h->lock);
     return n;
 }
 
-/* Start the next attempt of r (not running). */
+/* A reserved request that did not reach curl gives its slot back (after
+ * fail or complete: its owner may free it once running is false). */
+static void unreserve(nf_http *h, nf_hreq *r)
+{
+    pthread_mutex_lock(&h->lock);
+    r->running = false;
+    h->running--;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* Start the next attempt of r, reserved by io_main (running set, its slot
+ * counted: its owner waits for it rather than free it under us). */
 static void start_attempt(nf_http *h, nf_hreq *r)
 {
     nf_hfile *f = r->f;
@@ -1007,6 +1022,7 @@ static void start_attempt(nf_http *h, nf_hreq *r)
                "a server that does not serve ranges cannot resume it",
                (unsigned long long)r->got);
         fail(r, &e);
+        unreserve(h, r);
         return;
     }
     if (f->have_size && !r->whole) {
@@ -1016,6 +1032,8 @@ static void start_attempt(nf_http *h, nf_hreq *r)
     }
     if (r->got >= r->end) {
         complete(r);
+        r->running = false;
+        h->running--;
         pthread_mutex_unlock(&h->lock);
         return;
     }
@@ -1046,6 +1064,7 @@ static void start_attempt(nf_http *h, nf_hreq *r)
     if (!u) {
         seterr(&e, NF_RE_NOMEM, 0, "out of memory");
         fail(r, &e);
+        unreserve(h, r);
         return;
     }
     bool secure = secure_enough(u);
@@ -1056,6 +1075,7 @@ static void start_attempt(nf_http *h, nf_hreq *r)
         free(nm);
         free(u);
         fail(r, &e);
+        unreserve(h, r);
         return;
     }
     char range[80];
@@ -1093,6 +1113,7 @@ static void start_attempt(nf_http *h, nf_hreq *r)
         free(u);
         seterr(&e, NF_RE_NOMEM, 0, "out of memory");
         fail(r, &e);
+        unreserve(h, r);
         return;
     }
     C.easy_setopt(c, CURLOPT_URL, u);
@@ -1125,18 +1146,16 @@ static void start_attempt(nf_http *h, nf_hreq *r)
     r->easy = c;
     r->hdrs = hl;
     free(u);
-    pthread_mutex_lock(&h->lock);
-    r->running = true;
-    h->running++;
-    pthread_mutex_unlock(&h->lock);
     C.multi_add_handle(h->multi, c);
 }
 
-/* Take r out of curl (lock not held). */
+/* Take r out of curl (lock not held; a reserved one may not be in it yet). */
 static void detach(nf_http *h, nf_hreq *r)
 {
-    C.multi_remove_handle(h->multi, r->easy);
-    C.easy_cleanup(r->easy);
+    if (r->easy) {
+        C.multi_remove_handle(h->multi, r->easy);
+        C.easy_cleanup(r->easy);
+    }
     /* the token's copy in the header list is wiped before it is freed */
     for (struct curl_slist *s = r->hdrs; s; s = s->next)
         if (!strncasecmp(s->data, "Authorization:", 14))
@@ -1433,10 +1452,13 @@ static void *io_main(void *arg)
                 pthread_cond_broadcast(&h->cond);
                 continue;
             } else if (!r->running) {
-                if (r->due <= now && slots) {
+                if (r->due <= now && slots && nw < work_cap) {
+                    /* reserved here, under the lock: its owner now waits
+                     * for it instead of freeing it while it starts */
                     slots--;
-                    if (nw < work_cap)
-                        work[nw++] = r;
+                    r->running = true;
+                    h->running++;
+                    work[nw++] = r;
                 } else if (r->due > now && r->due - now < next_due) {
                     next_due = r->due - now;
                 }
@@ -1449,7 +1471,7 @@ static void *io_main(void *arg)
             bool cancel, unp;
             pthread_mutex_lock(&h->lock);
             cancel = (r->released || h->stop) && r->running;
-            unp = r->running && r->unpause;
+            unp = r->running && r->unpause && r->easy;
             if (unp)
                 r->paused = r->unpause = false;
             pthread_mutex_unlock(&h->lock);
@@ -1457,7 +1479,7 @@ static void *io_main(void *arg)
                 detach(h, r);
             } else if (unp) {
                 C.easy_pause(r->easy, CURLPAUSE_CONT);
-            } else if (!r->running) {
+            } else if (!r->easy) {
                 start_attempt(h, r);
             }
         }
