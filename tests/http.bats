@@ -246,7 +246,7 @@ bytes() {
     run -2 --separate-stderr ninfer-cat -k --header "$HS/s/m.ninfer"
 }
 
-@test "a missing entry is io (3), a missing part part-missing (3), a foreign part artifact-id (1), a short entry length (1)" {
+@test "a missing entry is io (3), a missing part part-missing (3), a foreign part artifact-id (1), a short entry incomplete (1)" {
     run -3 --separate-stderr ninfer-verify "$H/none/m.ninfer"
     [ "$stderr" = "ninfer-verify: $H/none/m.ninfer: io: cannot read: not found (HTTP 404)" ]
     mkdir -p "$W/t1"
@@ -261,13 +261,13 @@ bytes() {
     run -1 --separate-stderr ninfer-verify "$H/t1/m.ninfer"
     expect_code artifact-id
     run -1 --separate-stderr ninfer-cat "$H/t1/m.ninfer"
-    # an entry cut short on the server: its length, as for a file
+    # an entry cut short on the server: incomplete, as for a file
     mkdir -p "$W/t2"
     head -c 1000000 "$W/one/m.ninfer" > "$W/t2/m.ninfer"
     run -1 --separate-stderr ninfer-verify "$H/t2/m.ninfer"
-    expect_code length
+    expect_code incomplete
     run -1 --separate-stderr ninfer-verify "$W/t2/m.ninfer"
-    expect_code length
+    expect_code incomplete
 }
 
 @test "diagnostics, --json and traces name URLs without query strings and credentials" {
