@@ -15,7 +15,10 @@
 # sync either). The figures count only when the machine was quiet: (CPU busy
 # time of others) / (CPU time) <= 3% and steal <= 1% over the runs, read from
 # /proc/stat (ours: this script's children, nginx and the proxy); the verdict
-# says whether that held. Needs nginx, curl, openssl and a built tree.
+# says whether that held. NF_BENCH_DIR (made when missing) puts the files
+# elsewhere: on a tmpfs (/dev/shm) the writers' figures leave out the disk's
+# write-back, which both sides then wait for. Needs nginx, curl, openssl and
+# a built tree.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${NF_BIN:-$here/bin}
@@ -36,6 +39,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+mkdir -p "$work"
 cd "$work"
 
 echo "bench-remote: building a ${size_mib} MiB artifact in 8 files in $work"
