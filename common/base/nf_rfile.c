@@ -184,6 +184,32 @@ nf_input *nf_rfile_open_whole(nf_rfile *f)
     return nf_input_open_fn(whole_read, whole_err, whole_close, w);
 }
 
+int nf_rfile_copy_to(nf_rfile *f, int fd, nf_output *out, uint64_t off, uint64_t len)
+{
+    if (!f->hf && fd >= 0)
+        return nf_output_copy_from(out, fd, off, len);
+    size_t cap = len < (4u << 20) ? (size_t)len : (4u << 20);
+    unsigned char *buf = malloc(cap ? cap : 1);
+    if (!buf)
+        return -ENOMEM;
+    int rc = 0;
+    while (!rc && len) {
+        size_t k = len > cap ? cap : (size_t)len;
+        nf_rerr e;
+        ssize_t r = nf_rfile_pread(f, buf, k, off, &e);
+        if (r < 0)
+            rc = NF_COPY_READ;
+        else if ((size_t)r != k)
+            rc = NF_COPY_SHORT;
+        else
+            rc = nf_output_write(out, buf, k);
+        off += k;
+        len -= k;
+    }
+    free(buf);
+    return rc;
+}
+
 int nf_rfile_pin(nf_rfile *f, nf_rerr *e)
 {
     if (f->hf) {

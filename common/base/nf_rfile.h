@@ -92,6 +92,12 @@ ssize_t nf_rfile_pread(nf_rfile *f, void *buf, size_t n, uint64_t off, nf_rerr *
  * memory or f is local. */
 nf_input *nf_rfile_open_whole(nf_rfile *f);
 
+/* Copy [off, off+len) of f to out: a local file through nf_output_copy_from
+ * on its pinned descriptor fd (sendfile, copy_file_range), a remote one
+ * (fd -1) through reads of up to 4 MiB. Returns what nf_output_copy_from
+ * returns (0, -errno for the output, NF_COPY_READ, NF_COPY_SHORT). */
+int nf_rfile_copy_to(nf_rfile *f, int fd, nf_output *out, uint64_t off, uint64_t len);
+
 /* Local files: pin the descriptor open (valid until nf_rfile_unpin) for
  * the kernel's copy paths. Returns it, or -1 with e (remote files have no
  * descriptor: NF_RE_IO "not a local file"). */

@@ -43,9 +43,8 @@ static int seg_copy(void *vc, size_t file, nf_rfile *src, int fd, uint64_t foff,
 {
     seg_ctx *c = vc;
     (void)file;
-    (void)src;
     (void)roff;
-    int rc = nf_output_copy_from(c->out, fd, foff, len);
+    int rc = nf_rfile_copy_to(src, fd, c->out, foff, len);
     if (rc < 0)
         *c->out_err = -rc;
     else if (rc == NF_COPY_SHORT)

@@ -926,13 +926,13 @@ typedef struct {
     int err;
 } copy_ctx;
 
-static int copy_seg(void *ctx, size_t file, int fd, uint64_t file_off, uint64_t range_off,
-                    uint64_t len)
+static int copy_seg(void *ctx, size_t file, nf_rfile *src, int fd, uint64_t file_off,
+                    uint64_t range_off, uint64_t len)
 {
     (void)file;
     (void)range_off;
     copy_ctx *cc = ctx;
-    int rc = nf_output_copy_from(cc->out, fd, file_off, len);
+    int rc = nf_rfile_copy_to(src, fd, cc->out, file_off, len);
     if (rc) {
         cc->err = rc;
         if (rc > 0)
