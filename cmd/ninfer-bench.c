@@ -51,7 +51,11 @@ static const char usage_head[] =
 static void print_usage(void)
 {
     fputs(usage_head, stdout);
-    /* the list wrapped at 80 columns, continued on indented lines */
+    fputs("\n", stdout);
+    fputs(nf_remote_usage, stdout); /* artifact mode's operand may be a URL */
+    fputs("\n", stdout);
+    /* the list wrapped at 80 columns, continued on indented lines (last:
+     * scripts read it to the end) */
     fputs("Formats:", stdout);
     size_t col = 8;
     for (int f = 0; f < NF_FMT_COUNT_; f++) {
@@ -64,7 +68,6 @@ static void print_usage(void)
         col += 1 + strlen(name);
     }
     fputs("\n", stdout);
-    fputs(nf_remote_usage, stdout);
 }
 
 static struct {
