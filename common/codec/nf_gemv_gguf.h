@@ -36,6 +36,14 @@ extern "C" {
 int nf_gemv_gguf_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, uint64_t r0,
                       uint64_t r1, const float *x, float *y, unsigned threads, nf_isa isa);
 
+/* The A8 path of the gguf_* formats (G order, nf_gemv.h): y[0 .. r1-r0) =
+ * rows [r0, r1) times the A8 activations of x (bf16, all finite), on the
+ * integer kernels of isa. Returns 0, a negative NF_CODEC_E* error, or 1
+ * when this path does not serve (the caller runs the F order over x^). */
+int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                         uint64_t r0, uint64_t r1, const uint16_t *x, float *y, unsigned threads,
+                         nf_isa isa);
+
 #ifdef __cplusplus
 }
 #endif
