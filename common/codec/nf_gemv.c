@@ -813,10 +813,33 @@ static int rows_contig32(void *arg, uint64_t a, uint64_t b)
 
 /* ---- the dispatch ---------------------------------------------------------------- */
 
+#if NF_GEMV_X86
+/* Nonzero when a bf16 word of x[0 .. K/16*16) is not finite. */
+T256 static uint16_t x_finite256(const uint16_t *x, uint64_t K)
+{
+    const __m256i ex = _mm256_set1_epi16(0x7f80);
+    __m256i bad = _mm256_setzero_si256();
+    for (uint64_t k = 0; k + 16 <= K; k += 16) {
+        __m256i v = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(x + k)), ex);
+        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi16(v, ex));
+    }
+    return (uint16_t)!_mm256_testz_si256(bad, bad);
+}
+#endif
+
 /* True when every bf16 word of x[0..K) is finite (A8 needs it). */
 static bool x_finite(const uint16_t *x, uint64_t K)
 {
-    for (uint64_t k = 0; k < K; k++)
+    uint64_t k = 0;
+#if NF_GEMV_X86
+    if (nf_codec_isa() >= NF_ISA_AVX2) {
+        uint16_t acc = x_finite256(x, K);
+        if (acc)
+            return false;
+        k = K / 16 * 16;
+    }
+#endif
+    for (; k < K; k++)
         if ((x[k] & 0x7f80u) == 0x7f80u)
             return false;
     return true;
@@ -1008,7 +1031,7 @@ int nf_gemv_ref_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
     return rc;
 }
 
-void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d)
+static void a8q_scalar(const uint16_t *x, uint64_t K, int8_t *q, float *d)
 {
     for (uint64_t b = 0; b * NF_A8_BLOCK < K; b++) {
         uint64_t k0 = b * NF_A8_BLOCK, k1 = k0 + NF_A8_BLOCK < K ? k0 + NF_A8_BLOCK : K;
@@ -1031,6 +1054,94 @@ void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d)
         for (uint64_t k = k1; k < k0 + NF_A8_BLOCK; k++)
             q[k] = 0;
     }
+}
+
+#if NF_GEMV_X86
+/* The same operations lane by lane, a block of 16 a vector. */
+T512 static void a8q_512(const uint16_t *x, uint64_t K, int8_t *q, float *d)
+{
+    const __m512i ex = _mm512_set1_epi32(0x7f800000), ab = _mm512_set1_epi32(0x7fffffff);
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f), mg = _mm512_set1_ps(0x1.8p23f);
+    for (uint64_t b = 0; b * 16 < K; b++) {
+        uint64_t k0 = 16 * b;
+        __mmask16 m = mask16(K - k0);
+        __m512i u = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x + k0)), 16);
+        bool fin = !_mm512_mask_cmpeq_epi32_mask(m, _mm512_and_si512(u, ex), ex);
+        float amax = fin ? _mm512_reduce_max_ps(_mm512_castsi512_ps(_mm512_and_si512(u, ab))) : 0.0f;
+        float db = fin ? amax / 127.0f : 0.0f, id = db != 0.0f ? 127.0f / amax : 0.0f;
+        d[b] = db;
+        if (db == 0.0f) {
+            _mm_storeu_si128((__m128i *)(void *)(q + k0), _mm_setzero_si128());
+            continue;
+        }
+        __m512 v = _mm512_castsi512_ps(u);
+        __m512 t = isfinite(id) ? _mm512_mul_ps(v, _mm512_set1_ps(id)) : _mm512_div_ps(v, _mm512_set1_ps(db));
+        t = _mm512_min_ps(_mm512_max_ps(t, lo), hi);
+        t = _mm512_sub_ps(_mm512_add_ps(t, mg), mg);
+        _mm_storeu_si128((__m128i *)(void *)(q + k0), _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(t)));
+    }
+}
+
+T256 static void a8q_256(const uint16_t *x, uint64_t K, int8_t *q, float *d)
+{
+    const __m256i ex = _mm256_set1_epi32(0x7f800000), ab = _mm256_set1_epi32(0x7fffffff);
+    const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f), mg = _mm256_set1_ps(0x1.8p23f);
+    for (uint64_t b = 0; b * 16 < K; b++) {
+        uint64_t k0 = 16 * b;
+        uint16_t w[16] = {0};
+        if (K - k0 >= 16)
+            memcpy(w, x + k0, 32);
+        else
+            memcpy(w, x + k0, 2 * (K - k0));
+        __m128i wl = _mm_loadu_si128((const __m128i *)(const void *)w);
+        __m128i wh = _mm_loadu_si128((const __m128i *)(const void *)(w + 8));
+        __m256i u0 = _mm256_slli_epi32(_mm256_cvtepu16_epi32(wl), 16);
+        __m256i u1 = _mm256_slli_epi32(_mm256_cvtepu16_epi32(wh), 16);
+        __m256i bad = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(u0, ex), ex),
+                                      _mm256_cmpeq_epi32(_mm256_and_si256(u1, ex), ex));
+        bool fin = _mm256_testz_si256(bad, bad);
+        float amax = 0.0f;
+        if (fin) {
+            __m256 a = _mm256_max_ps(_mm256_castsi256_ps(_mm256_and_si256(u0, ab)),
+                                     _mm256_castsi256_ps(_mm256_and_si256(u1, ab)));
+            __m128 r = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+            r = _mm_max_ps(r, _mm_movehl_ps(r, r));
+            amax = _mm_cvtss_f32(_mm_max_ss(r, _mm_shuffle_ps(r, r, 1)));
+        }
+        float db = fin ? amax / 127.0f : 0.0f, id = db != 0.0f ? 127.0f / amax : 0.0f;
+        d[b] = db;
+        if (db == 0.0f) {
+            memset(q + k0, 0, 16);
+            continue;
+        }
+        bool recip = isfinite(id);
+        __m256 t0 = _mm256_castsi256_ps(u0), t1 = _mm256_castsi256_ps(u1);
+        t0 = recip ? _mm256_mul_ps(t0, _mm256_set1_ps(id)) : _mm256_div_ps(t0, _mm256_set1_ps(db));
+        t1 = recip ? _mm256_mul_ps(t1, _mm256_set1_ps(id)) : _mm256_div_ps(t1, _mm256_set1_ps(db));
+        t0 = _mm256_sub_ps(_mm256_add_ps(_mm256_min_ps(_mm256_max_ps(t0, lo), hi), mg), mg);
+        t1 = _mm256_sub_ps(_mm256_add_ps(_mm256_min_ps(_mm256_max_ps(t1, lo), hi), mg), mg);
+        __m256i p = _mm256_packs_epi32(_mm256_cvttps_epi32(t0), _mm256_cvttps_epi32(t1));
+        p = _mm256_permute4x64_epi64(p, 0xd8);
+        __m128i b8 = _mm_packs_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+        _mm_storeu_si128((__m128i *)(void *)(q + k0), b8);
+    }
+}
+#endif
+
+void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d)
+{
+#if NF_GEMV_X86
+    nf_isa isa = nf_codec_isa();
+    if (isa >= NF_ISA_AVX512) {
+        a8q_512(x, K, q, d);
+        return;
+    }
+    if (isa >= NF_ISA_AVX2) {
+        a8q_256(x, K, q, d);
+        return;
+    }
+#endif
+    a8q_scalar(x, K, q, d);
 }
 
 static int rows_decode(void *arg, uint64_t a, uint64_t b)

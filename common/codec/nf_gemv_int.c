@@ -49,6 +49,7 @@
 #include "nf_gemv_int.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -276,17 +277,33 @@ T5P static void scatter_block512(const int32_t *Q, unsigned n, unsigned nv, unsi
             }
         }
     }
-    /* lanes: 4*nv columns each */
-    int32_t qs[16];
-    _mm512_storeu_si512((void *)qs, Qv);
+    /* lanes: 4*nv columns each; their sums by a reduction tree in the
+     * register (exact integers), lane j of the block at element j*per */
     unsigned per = 4 * nv, lanes = 16 / per, l0 = 16 * bi / per;
-    for (unsigned ln = 0; ln < lanes && per * ln < n; ln++) {
-        int32_t sum = 0;
-        for (unsigned t = 0; t < per; t++)
-            sum += qs[per * ln + t];
-        co[l0 + ln] = -bias * sum;
-        dc[l0 + ln] = Db;
-    }
+    __m512i t = _mm512_add_epi32(Qv, _mm512_shuffle_epi32(Qv, (_MM_PERM_ENUM)0xb1)); /* pairs */
+    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0x4e));           /* fours */
+    if (per >= 8)
+        t = _mm512_add_epi32(t, _mm512_shuffle_i32x4(t, t, 0xb1));                   /* eights */
+    if (per >= 16)
+        t = _mm512_add_epi32(t, _mm512_shuffle_i32x4(t, t, 0x4e));                   /* all */
+    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i pick8 = _mm512_setr_epi32(0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512i sums = _mm512_permutexvar_epi32(per == 4 ? pick : pick8, t);
+    unsigned valid = (n + per - 1) / per;
+    __mmask16 lm = (__mmask16)((1u << (valid < lanes ? valid : lanes)) - 1);
+    _mm512_mask_storeu_epi32(co + l0, lm, _mm512_mullo_epi32(sums, _mm512_set1_epi32(-bias)));
+    _mm512_mask_storeu_ps(dc + l0, lm, _mm512_set1_ps(Db));
+}
+#endif
+
+#if NF_INT_X86
+/* A8, one block of n <= 16 columns: Q = q, xf = q * d. */
+T5P static void a8_fill512(const int8_t *q, float d, int32_t *Q, float *xf, unsigned n)
+{
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+    __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)q));
+    _mm512_mask_storeu_epi32(Q, m, v);
+    _mm512_mask_storeu_ps(xf, m, _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(d)));
 }
 #endif
 
@@ -350,6 +367,13 @@ static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, u
         for (uint64_t b = b0; b < b1; b++) {
             float d = Db[b];
             bool aside = d != 0.0f && !(d >= 0x1p-60f && d <= 0x1p100f);
+#if NF_INT_X86
+            if (simd && !aside) {
+                a8_fill512(X->qa + 16 * b, d, Q + 16 * b, X->xf + 16 * b,
+                           K - 16 * b < 16 ? (unsigned)(K - 16 * b) : 16);
+                continue;
+            }
+#endif
             for (uint64_t k = 16 * b; k < 16 * b + 16 && k < K; k++) {
                 int8_t qk = X->qa[k];
                 X->xf[k] = (float)qk * d;
@@ -442,6 +466,22 @@ static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, u
 }
 
 /* ---- rows --------------------------------------------------------------------------- */
+
+static inline int ld32s(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return (int)v;
+}
+
+/* E4M3FN codes as f32 (exact; 0x7f/0xff: NaN), for nvfp4's block scales */
+static float g_e4m3[256];
+static pthread_once_t g_e4m3_once = PTHREAD_ONCE_INIT;
+static void e4m3_init(void)
+{
+    for (unsigned c = 0; c < 256; c++)
+        g_e4m3[c] = nf_e4m3_to_f32((uint8_t)c);
+}
 
 typedef struct {
     const uint8_t *base, *high; /* row_split planes; nvfp4: codes */
@@ -538,75 +578,37 @@ static float row_portable(const ictx *c, const irow *r)
  * or a divisor outside [2^-60, 2^60]). */
 static bool row_setup(const ictx *c, uint64_t n, irow *r);
 
-/* Prefetch streams of the row group after next, spread over the chunks. */
+/* Prefetching the row group pfd rows ahead: each row's base-plane (and
+ * high-plane) bytes at the same offset pfd rows later, one line per chunk
+ * as the kernel goes, so that the next group streams in linearly behind
+ * the current one; nvfp4's block scales of that group (two tile lines a
+ * chunk, shared by the four rows); row_split scales at the group's start. */
 typedef struct {
-    const char *p[3];
-    uint64_t lines[3], stride[3];
-    unsigned ns;
+    uint64_t off0, off1; /* bytes from a row's base / high plane to row n+pfd's */
+    const char *nvs;     /* nvfp4: the scale tiles' line of row n+pfd, or NULL */
 } pfplan;
 
-static void pf_plan(const ictx *c, uint64_t n, unsigned R, pfplan *pf)
+static void pf_plan(const ictx *c, uint64_t n, uint64_t pfd, unsigned R, pfplan *pf)
 {
     memset(pf, 0, sizeof *pf);
-    uint64_t end = c->t->rows;
-    if (n >= end)
-        return;
-    uint64_t m = n + R <= end ? R : end - n;
+    uint64_t ahead = n + pfd;
+    if (ahead >= c->t->rows)
+        return; /* past the end: prefetch nothing */
+    pf->off0 = pfd * c->rb[0];
+    pf->off1 = pfd * c->rb[1];
     if (c->t->format == NF_FMT_NVFP4) {
-        pf->p[0] = (const char *)c->pl[0] + n * c->rb[0];
-        pf->lines[0] = (m * c->rb[0] + 63) / 64;
-        pf->stride[0] = 64;
-        /* the rows' block scales: one 64-byte line of each 512-byte tile
-         * (four rows of a group share it) */
-        pf->p[1] = (const char *)c->pl[1] + nf_nvfp4_scale_row_part(n, c->t->cols) / 64 * 64;
-        pf->lines[1] = c->t->cols / 64;
-        pf->stride[1] = 512;
-        pf->ns = 2;
+        pf->nvs = (const char *)c->pl[1] + nf_nvfp4_scale_row_part(ahead, c->t->cols) / 64 * 64;
         return;
     }
-    unsigned s = 0;
-    for (unsigned i = 0; i < 3; i++) {
-        if (!c->pl[i])
-            continue;
-        pf->p[s] = (const char *)c->pl[i] + n * c->rb[i];
-        pf->lines[s] = (m * c->rb[i] + 63) / 64;
-        pf->stride[s] = 64;
-        s++;
-    }
-    pf->ns = s;
+    uint64_t m = ahead + R <= c->t->rows ? R : c->t->rows - ahead;
+    const char *sc = (const char *)c->pl[2] + ahead * c->rb[2];
+    for (uint64_t i = 0; i < m * c->rb[2]; i += 64)
+        __builtin_prefetch(sc + i);
 }
 
 #if NF_INT_X86
 #define NF_INLINE static inline __attribute__((always_inline))
 #include "nf_gemv_tree.inc"
-
-/* Prefetch state: stream i has issued pos[i] of its lines; after chunk c
- * (of nch) it should have issued lines * (c + 1) / nch (16.16 fixed point). */
-typedef struct {
-    const char *p[3];
-    uint64_t pos[3], rate[3], stride[3];
-    unsigned ns;
-} pfrun;
-
-static inline void pf_start(pfrun *s, const pfplan *pf, uint64_t nch)
-{
-    s->ns = pf->ns;
-    for (unsigned i = 0; i < pf->ns; i++) {
-        s->p[i] = pf->p[i];
-        s->pos[i] = 0;
-        s->stride[i] = pf->stride[i];
-        s->rate[i] = nch ? (pf->lines[i] << 16) / nch + 1 : 0;
-    }
-}
-
-static inline __attribute__((always_inline)) void pf_step(pfrun *s, uint64_t c)
-{
-    for (unsigned i = 0; i < s->ns; i++) {
-        uint64_t want = ((c + 1) * s->rate[i]) >> 16;
-        for (; s->pos[i] < want; s->pos[i]++)
-            _mm_prefetch(s->p[i] + s->pos[i] * s->stride[i], _MM_HINT_T0);
-    }
-}
 
 /* ---- AVX-512 VNNI + VBMI kernels ------------------------------------------------- */
 
@@ -738,9 +740,12 @@ T5I NF_INLINE __m512 scales512c(nf_format f, const irow *r, uint64_t c)
 
 /* One chunk of one row: tot += (lane sums) * fl(unit * scale). */
 T5I NF_INLINE __m512 chunk512(nf_format f, unsigned nv, unsigned L, const xint *X, const irow *r,
-                              uint64_t c, bool half, __m512 D, __m512 tot)
+                              uint64_t c, bool half, __m512 D, __m512 tot, const pfplan *pf)
 {
     __m512i u[4];
+    _mm_prefetch((const char *)r->base + 64 * c + pf->off0, _MM_HINT_T0);
+    if ((f == NF_FMT_Q5_G64_FP16 && !(c & 3)) || (f == NF_FMT_Q6_G64_FP16 && !(c & 1)))
+        _mm_prefetch((const char *)r->high + (f == NF_FMT_Q5_G64_FP16 ? 16 : 32) * c + pf->off1, _MM_HINT_T0);
     codes512(f, r, c, half, u);
     __m512 F = lanes512(u, nv, X->q + c * L * nv * 64, L, X->corr + 16 * c);
     return _mm512_fmadd_ps(F, _mm512_mul_ps(D, scales512c(f, r, c)), tot);
@@ -755,31 +760,31 @@ T5I NF_INLINE void rows512(nf_format f, const xint *X, const irow *r, unsigned R
                         : (f == NF_FMT_Q2_G64_FP16 || f == NF_FMT_T2_G128_FP16) ? 4 : 2;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     uint64_t nch = X->nch, full = X->half ? nch - 1 : nch, c = 0;
-    pfrun ps;
-    pf_start(&ps, pf, nch);
     for (; c < full; c++) {
         MCA_BEGIN();
         __m512 D = _mm512_load_ps(X->D + 16 * c);
-        a0 = chunk512(f, nv, L, X, &r[0], c, false, D, a0);
+        a0 = chunk512(f, nv, L, X, &r[0], c, false, D, a0, pf);
         if (R >= 2)
-            a1 = chunk512(f, nv, L, X, &r[1], c, false, D, a1);
+            a1 = chunk512(f, nv, L, X, &r[1], c, false, D, a1, pf);
         if (R >= 4) {
-            a2 = chunk512(f, nv, L, X, &r[2], c, false, D, a2);
-            a3 = chunk512(f, nv, L, X, &r[3], c, false, D, a3);
+            a2 = chunk512(f, nv, L, X, &r[2], c, false, D, a2, pf);
+            a3 = chunk512(f, nv, L, X, &r[3], c, false, D, a3, pf);
         }
-        pf_step(&ps, c);
+        if (f == NF_FMT_NVFP4 && pf->nvs) {
+            _mm_prefetch(pf->nvs + 1024 * c, _MM_HINT_T0);
+            _mm_prefetch(pf->nvs + 1024 * c + 512, _MM_HINT_T0);
+        }
         MCA_END();
     }
     if (c < nch) {
         __m512 D = _mm512_load_ps(X->D + 16 * c);
-        a0 = chunk512(f, nv, L, X, &r[0], c, true, D, a0);
+        a0 = chunk512(f, nv, L, X, &r[0], c, true, D, a0, pf);
         if (R >= 2)
-            a1 = chunk512(f, nv, L, X, &r[1], c, true, D, a1);
+            a1 = chunk512(f, nv, L, X, &r[1], c, true, D, a1, pf);
         if (R >= 4) {
-            a2 = chunk512(f, nv, L, X, &r[2], c, true, D, a2);
-            a3 = chunk512(f, nv, L, X, &r[3], c, true, D, a3);
+            a2 = chunk512(f, nv, L, X, &r[2], c, true, D, a2, pf);
+            a3 = chunk512(f, nv, L, X, &r[3], c, true, D, a3, pf);
         }
-        pf_step(&ps, c);
     }
     out[0] = nf_tree16_512(a0);
     if (R >= 2)
@@ -866,10 +871,9 @@ T5I static bool nv_scales_512(const uint8_t *sb, uint64_t K, float *out)
     const __m512i fm = _mm512_set1_epi32((int)0x87f00000);
     for (; q < nq; q += 4) {
         unsigned m = nq - q >= 4 ? 4 : (unsigned)(nq - q);
-        uint32_t w[4] = {0, 0, 0, 0};
-        for (unsigned i = 0; i < m; i++)
-            memcpy(&w[i], sb + (q + i) * 512, 4);
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)w);
+        /* built in registers (a store then a wider load would stall) */
+        __m128i b = _mm_setr_epi32(ld32s(sb + q * 512), m > 1 ? ld32s(sb + (q + 1) * 512) : 0,
+                                   m > 2 ? ld32s(sb + (q + 2) * 512) : 0, m > 3 ? ld32s(sb + (q + 3) * 512) : 0);
         bad |= _mm_cmpeq_epi8_mask(_mm_and_si128(b, _mm_set1_epi8(0x7f)), _mm_set1_epi8(0x7f));
         __m512i t = _mm512_slli_epi32(_mm512_cvtepu8_epi32(b), 24);
         t = _mm512_and_si512(_mm512_srai_epi32(t, 4), fm);
@@ -1020,9 +1024,13 @@ T2I NF_INLINE __m256 scales256c(nf_format f, const irow *r, uint64_t c)
 }
 
 T2I NF_INLINE __m256 chunk256(nf_format f, unsigned nv, unsigned L, const xint *X, const irow *r,
-                              uint64_t c, __m256 D, __m256 tot)
+                              uint64_t c, __m256 D, __m256 tot, const pfplan *pf)
 {
     __m256i u[4], sg[4];
+    if (!(c & 1))
+        _mm_prefetch((const char *)r->base + 32 * c + pf->off0, _MM_HINT_T0);
+    if ((f == NF_FMT_Q5_G64_FP16 && !(c & 7)) || (f == NF_FMT_Q6_G64_FP16 && !(c & 3)))
+        _mm_prefetch((const char *)r->high + (f == NF_FMT_Q5_G64_FP16 ? 8 : 16) * c + pf->off1, _MM_HINT_T0);
     codes256(f, r, c, false, u, sg);
     __m256 F = lanes256(u, f == NF_FMT_Q8_G32_FP16 ? sg : NULL, nv, X->q + c * L * nv * 32, L,
                         X->corr + 8 * c);
@@ -1039,22 +1047,19 @@ T2I NF_INLINE void rows256(nf_format f, const xint *X, const irow *r, unsigned R
     for (unsigned i = 0; i < 4; i++)
         a[i][0] = a[i][1] = _mm256_setzero_ps();
     uint64_t nch = X->nch, c = 0;
-    pfrun ps;
-    pf_start(&ps, pf, nch);
     for (; c + 2 <= nch; c += 2) {
         __m256 D0 = _mm256_load_ps(X->D + 8 * c), D1 = _mm256_load_ps(X->D + 8 * c + 8);
         for (unsigned i = 0; i < R; i++) {
-            a[i][0] = chunk256(f, nv, L, X, &r[i], c, D0, a[i][0]);
-            a[i][1] = chunk256(f, nv, L, X, &r[i], c + 1, D1, a[i][1]);
+            a[i][0] = chunk256(f, nv, L, X, &r[i], c, D0, a[i][0], pf);
+            a[i][1] = chunk256(f, nv, L, X, &r[i], c + 1, D1, a[i][1], pf);
         }
-        pf_step(&ps, c);
-        pf_step(&ps, c + 1);
+        if (f == NF_FMT_NVFP4 && pf->nvs)
+            _mm_prefetch(pf->nvs + 512 * c, _MM_HINT_T0);
     }
     if (c < nch) {
         __m256 D0 = _mm256_load_ps(X->D + 8 * c);
         for (unsigned i = 0; i < R; i++)
-            a[i][0] = chunk256(f, nv, L, X, &r[i], c, D0, a[i][0]);
-        pf_step(&ps, c);
+            a[i][0] = chunk256(f, nv, L, X, &r[i], c, D0, a[i][0], pf);
     }
     for (unsigned i = 0; i < R; i++)
         out[i] = nf_tree16_256(a[i][0], a[i][1]);
@@ -1139,12 +1144,15 @@ static bool row_setup(const ictx *c, uint64_t n, irow *r)
         if (c->isa == NF_ISA_AVX512)
             return nv_scales_512(sb, K, r->sc);
 #endif
-        bool ok = true;
-        for (uint64_t b = 0; b < K / 16; b++) {
-            uint8_t v = sb[nf_nvfp4_scale_col_part(b)];
-            ok &= !nf_e4m3_is_nan(v);
-            r->sc[b] = nf_e4m3_to_f32(v);
-        }
+        pthread_once(&g_e4m3_once, e4m3_init);
+        unsigned bad = 0;
+        for (uint64_t q = 0; q < K / 64; q++)
+            for (unsigned i = 0; i < 4; i++) {
+                uint8_t v = sb[512 * q + i];
+                bad |= (v & 0x7fu) == 0x7fu;
+                r->sc[4 * q + i] = g_e4m3[v];
+            }
+        bool ok = !bad;
         memset(r->sc + K / 16, 0, 16 * sizeof *r->sc);
         return ok;
     }
@@ -1216,7 +1224,7 @@ static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
             all &= ok[i] = row_setup(c, n + i, &r[i]);
         float v[4] = {0, 0, 0, 0};
         pfplan pf;
-        pf_plan(c, n + j->pfd, R, &pf);
+        pf_plan(c, n, j->pfd, R, &pf);
 #if NF_INT_X86
         if (c->isa != NF_ISA_SCALAR) {
             if (all) {
