@@ -632,6 +632,15 @@ T5I NF_INLINE __m512 lanes512(const __m512i *u, unsigned nv, const int8_t *q, un
 #pragma GCC unroll 4
     for (unsigned l = 0; l < L; l++) {
         a[l] = l + 1 == L ? _mm512_load_si512((const void *)corr) : _mm512_setzero_si512();
+        if (nv == 4) { /* two chains of two: vpdpbusd's latency */
+            __m512i b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1],
+                                            _mm512_load_si512((const void *)(q + (l * nv + 1) * 64)));
+            a[l] = _mm512_dpbusd_epi32(a[l], u[0], _mm512_load_si512((const void *)(q + (l * nv) * 64)));
+            b = _mm512_dpbusd_epi32(b, u[3], _mm512_load_si512((const void *)(q + (l * nv + 3) * 64)));
+            a[l] = _mm512_dpbusd_epi32(a[l], u[2], _mm512_load_si512((const void *)(q + (l * nv + 2) * 64)));
+            a[l] = _mm512_add_epi32(a[l], b);
+            continue;
+        }
 #pragma GCC unroll 4
         for (unsigned v = 0; v < nv; v++)
             a[l] = _mm512_dpbusd_epi32(a[l], u[v], _mm512_load_si512((const void *)(q + (l * nv + v) * 64)));
