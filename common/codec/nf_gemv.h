@@ -59,7 +59,12 @@
  *    scales the integer kernels cannot take (a non-finite row_split scale,
  *    an nvfp4 NaN block scale, a divisor outside [2^-60, 2^60]), take the
  *    F order instead.
- *  - G (gguf_* on A8): nf_gemv_gguf.h.
+ *  - G (gguf_* but gguf_f16 on A8): per block b of 16 columns the exact
+ *    integers I_b = sum c_k q_k and J_b = sum q_k (c the format's integer
+ *    code, w = S_b c - M_b), T_b = fl(fl(S_b I_b - M_b J_b) * d_b) in f64
+ *    into slot b % 16 of 16 f64 slots, the tree in f64, then one rounding to
+ *    f32 (nf_gemv_gguf.h); rows with a non-finite f16 field take the F
+ *    order.
  * vdpbf16ps (AVX512_BF16) computes the P order's two roundings exactly
  * where every product is exact and no product or partial sum can be
  * subnormal: bf16 x against bf16 weights whose smallest nonzero exponents
@@ -74,7 +79,8 @@
  *    fp32/int32 (F order) on AVX2 (+FMA, F16C) and AVX-512 (F, BW, VL),
  *    each weight formed in registers equal to the codec's f32 decode bit
  *    for bit;
- *  - the gguf_* formats in nf_gemv_gguf.c (nf_gemv_gguf.h);
+ *  - the gguf_* formats: A16 in nf_gemv_gguf.c (F order, fused decode), A8
+ *    in nf_gemv_gguf8.c (G order, vpdpbusd on AVX-512 VNNI+VBMI, or C);
  *  - the two-pass path (decode a few rows into a cache-resident f32 buffer
  *    with nf_decode_rows_f32, then the F order): the rows and inputs the
  *    others decline (above), and the formats without a kernel of their own.

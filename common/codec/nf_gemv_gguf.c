@@ -200,12 +200,3 @@ int nf_gemv_gguf_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_b
     return nf_gv_run(grows, &j, r0, r1, j.rb, threads);
 }
 
-/* ---- A8 ------------------------------------------------------------------------------ */
-
-int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
-                         uint64_t r0, uint64_t r1, const uint16_t *x, float *y, unsigned threads,
-                         nf_isa isa)
-{
-    (void)t, (void)obj, (void)obj_bytes, (void)r0, (void)r1, (void)x, (void)y, (void)threads, (void)isa;
-    return 1;
-}
