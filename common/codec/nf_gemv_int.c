@@ -1217,7 +1217,9 @@ static float finish(const ictx *c, const irow *r, float v)
 }
 
 /* Rows [a, b): groups of 4 (2, 1 at the end), a row the kernels cannot
- * take on the two-pass path. */
+ * take on the two-pass path. nvfp4 over whole 128-row blocks takes rows
+ * n, n+32, n+64, n+96 together: their block scales share 16-byte pieces
+ * of the scale tiles (nf_layout.h), so each tile line is read once. */
 static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
 {
     const ictx *c = &j->c;
@@ -1226,14 +1228,18 @@ static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
     uint64_t stride = (uint64_t)(c->t->format == NF_FMT_NVFP4 ? c->t->cols / 16 : c->ng) + 64;
     for (unsigned i = 0; i < 4; i++)
         r[i].sc = scb + i * stride;
-    for (uint64_t n = a; n < b;) {
-        unsigned R = b - n >= 4 ? 4 : b - n >= 2 ? 2 : 1;
+    bool tiles = c->t->format == NF_FMT_NVFP4 && a % 128 == 0 && (b - a) % 128 == 0;
+    for (uint64_t k = 0; k < b - a;) {
+        unsigned R = tiles ? 4 : b - a - k >= 4 ? 4 : b - a - k >= 2 ? 2 : 1;
+        uint64_t rows[4];
+        for (unsigned i = 0; i < R; i++)
+            rows[i] = tiles ? a + (k + i) / 128 * 128 + (k % 128) / 4 + 32 * i : a + k + i;
         bool ok[4], all = true;
         for (unsigned i = 0; i < R; i++)
-            all &= ok[i] = row_setup(c, n + i, &r[i]);
+            all &= ok[i] = row_setup(c, rows[i], &r[i]);
         float v[4] = {0, 0, 0, 0};
         pfplan pf;
-        pf_plan(c, n, j->pfd, R, &pf);
+        pf_plan(c, rows[0], j->pfd, R, &pf);
 #if NF_INT_X86
         if (c->isa != NF_ISA_SCALAR) {
             if (all) {
@@ -1252,15 +1258,15 @@ static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
         }
         for (unsigned i = 0; i < R; i++) {
             if (ok[i]) {
-                j->y[n + i - j->r0] = finish(c, &r[i], v[i]);
+                j->y[rows[i] - j->r0] = finish(c, &r[i], v[i]);
                 continue;
             }
-            int rc = nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, n + i, n + i + 1, c->X->xf,
+            int rc = nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, rows[i], rows[i] + 1, c->X->xf,
                                     j->y, j->r0, c->isa);
             if (rc)
                 return rc;
         }
-        n += R;
+        k += R;
     }
     return 0;
 }
@@ -1373,6 +1379,8 @@ int nf_gemv_int_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
     uint64_t grp = 4 * row_bytes;
     j->pfd = 4 * (grp >= 8192 ? 1 : (8192 + grp - 1) / grp);
     j->unit = nf_gv_unit_rows(r1 - r0, row_bytes, n);
+    if (t->format == NF_FMT_NVFP4 && r0 % 128 == 0 && (r1 - r0) % 128 == 0)
+        j->unit = (j->unit + 127) / 128 * 128; /* whole 128-row blocks: irows' scale tiles */
     j->spans = n;
     nf_pool_span_init(j->span, n, (r1 - r0 + j->unit - 1) / j->unit);
     nf_pool_run(ipart, j, n);
