@@ -80,7 +80,8 @@
  *    each weight formed in registers equal to the codec's f32 decode bit
  *    for bit;
  *  - the gguf_* formats: A16 in nf_gemv_gguf.c (F order, fused decode), A8
- *    in nf_gemv_gguf8.c (G order, vpdpbusd on AVX-512 VNNI+VBMI, or C);
+ *    in nf_gemv_gguf8.c (G order, vpdpbusd on AVX-512 VNNI+VBMI, vpmaddubsw
+ *    + vpmaddwd on AVX2, or C);
  *  - the two-pass path (decode a few rows into a cache-resident f32 buffer
  *    with nf_decode_rows_f32, then the F order): the rows and inputs the
  *    others decline (above), and the formats without a kernel of their own.

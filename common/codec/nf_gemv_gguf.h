@@ -46,8 +46,8 @@ int nf_gemv_gguf_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_b
  * M_b J_b) * d_b) into slot b % 16 of 16 f64 slots, the f64 tree, y =
  * f32(tree). A row with a non-finite f16 field (d, dmin, m) or an mxfp4
  * exponent above 252 takes the F order over its decoded weights and x^.
- * The AVX-512 (VNNI, VBMI) kernels and the portable code give the same
- * bits (nf_gemv_gguf8.c). gguf_f16 has no such path: returns 1 (the
+ * The AVX-512 (VNNI, VBMI) and AVX2 kernels and the portable code give
+ * the same bits (nf_gemv_gguf8.c). gguf_f16 has no such path: returns 1 (the
  * caller runs the F order over x^), as for another layout. Returns 0 or a
  * negative NF_CODEC_E* error otherwise. */
 int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,

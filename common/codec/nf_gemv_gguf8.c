@@ -25,7 +25,9 @@
  * one block of 16 columns (the order of the blocks among the lanes is the
  * format's, x's codes are laid out the same way once per call), vpdpbusd
  * against them, the four dwords of each lane summed (I + beta J), then the
- * f64 epilogue 16 blocks at a time; four rows a pass share x's loads.
+ * f64 epilogue 16 blocks at a time, a row at a time. The AVX2 kernel
+ * computes the same integers with vpmaddubsw and vpmaddwd in vectors of 32
+ * bytes (below), and the same epilogue four slots a vector.
  */
 #include "nf_gemv_gguf.h"
 #include "nf_fp.h"
@@ -662,6 +664,370 @@ static grows_fn pick512(nf_format f)
     default: return NULL;
     }
 }
+
+/* ---- AVX2 ------------------------------------------------------------------------- */
+
+/* The same G order on AVX2 (no VNNI needed): the AVX-512 kernel's four
+ * 64-byte code vectors as eight of 32 bytes (vector v holds the lanes 2v
+ * and 2v + 1 of the chunk, x's codes at xq + 32 v as laid out for
+ * AVX-512), vpmaddubsw then vpmaddwd by ones: exact, since u <= 63 where
+ * the code is u = c + beta, and q8_0 and the iq4 tables (|c| <= 128) take
+ * |c| against x with c's sign (vpsignb; |x| <= 127): 2 * 128 * 127 < 2^15.
+ * The lane sums by two rounds of vphaddd; the epilogue as AVX-512's, four
+ * f64 lanes a vector (the same operations on each slot). */
+#define TG2 __attribute__((target("avx2,fma,f16c")))
+
+TG2 G_INLINE __m256i ld256(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
+TG2 G_INLINE __m256i ld128x2(const uint8_t *p0, const uint8_t *p1)
+{
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p0)),
+                                   _mm_loadu_si128((const __m128i *)(const void *)p1), 1);
+}
+TG2 G_INLINE float hc2(const uint8_t *p)
+{
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld16(p))));
+}
+
+/* the f16 fields at off of the 8 blocks of B bytes, as f32; *bad as h8 */
+TG2 G_INLINE __m256 h8_2(const uint8_t *b, unsigned B, unsigned off, unsigned *bad)
+{
+    __m128i h = _mm_setr_epi16((short)ld16(b + off), (short)ld16(b + B + off), (short)ld16(b + 2 * B + off),
+                               (short)ld16(b + 3 * B + off), (short)ld16(b + 4 * B + off),
+                               (short)ld16(b + 5 * B + off), (short)ld16(b + 6 * B + off),
+                               (short)ld16(b + 7 * B + off));
+    const __m128i e = _mm_set1_epi16(0x7c00);
+    *bad |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, e), e));
+    return _mm256_cvtph_ps(h);
+}
+
+/* 8 f32 values a0..a7 to the 16 lanes' f64 S of the nibble order (pnib:
+ * 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7) */
+TG2 G_INLINE void to_d_nib(__m256 v, __m256d *d)
+{
+    d[0] = d[1] = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    d[2] = d[3] = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+}
+/* 16 f32 lanes (two vectors) to four f64 vectors */
+TG2 G_INLINE void to_d2(__m256 lo, __m256 hi, __m256d *d)
+{
+    d[0] = _mm256_cvtps_pd(_mm256_castps256_ps128(lo));
+    d[1] = _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1));
+    d[2] = _mm256_cvtps_pd(_mm256_castps256_ps128(hi));
+    d[3] = _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1));
+}
+
+/* Bytes of 0xff where bit i of m (i = the byte's index) is set. */
+TG2 G_INLINE __m256i bits32(uint32_t m)
+{
+    const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                         3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i r = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)m), idx), bit);
+    return _mm256_cmpeq_epi8(r, bit);
+}
+/* Bytes of 0xff where the byte of Q has bit t set. */
+TG2 G_INLINE __m256i tbit(__m256i Q, unsigned t)
+{
+    const __m256i m = _mm256_set1_epi8((char)t);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(Q, m), m);
+}
+
+/* One 256-column chunk: y[8] (u, or for sgn formats the signed codes c),
+ * S[4], M[4]. */
+TG2 G_INLINE void unpack256(nf_format f, const uint8_t *b, __m256i *y, __m256d *S, __m256d *M,
+                            unsigned *bad)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    switch (f) {
+    case NF_FMT_GGUF_Q8_0: {
+        for (int k = 0; k < 8; k++)
+            y[k] = ld256(b + 34 * k + 2);
+        __m256 d = h8_2(b, 34, 0, bad);
+        __m256 lo = _mm256_permutevar8x32_ps(d, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+        __m256 hi = _mm256_permutevar8x32_ps(d, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
+        to_d2(lo, hi, S);
+        return;
+    }
+    case NF_FMT_GGUF_Q4_0:
+    case NF_FMT_GGUF_Q4_1:
+    case NF_FMT_GGUF_IQ4_NL:
+    case NF_FMT_GGUF_MXFP4:
+    case NF_FMT_GGUF_Q5_0:
+    case NF_FMT_GGUF_Q5_1: {
+        unsigned B = f == NF_FMT_GGUF_Q4_1 ? 20 : f == NF_FMT_GGUF_MXFP4 ? 17 : f == NF_FMT_GGUF_Q5_0 ? 22
+                     : f == NF_FMT_GGUF_Q5_1 ? 24 : 18;
+        unsigned qo = f == NF_FMT_GGUF_Q4_1 ? 4 : f == NF_FMT_GGUF_MXFP4 ? 1 : f == NF_FMT_GGUF_Q5_0 ? 6
+                      : f == NF_FMT_GGUF_Q5_1 ? 8 : 2;
+        /* vector v: lanes 2v, 2v + 1; the blocks' low nibbles 0-1, 2-3, high
+         * nibbles 0-1, 2-3, then the same for blocks 4-7 */
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *p = b + 4 * h * B + qo;
+            __m256i za = ld128x2(p, p + B), zb = ld128x2(p + 2 * B, p + 3 * B);
+            y[4 * h + 0] = _mm256_and_si256(za, m4);
+            y[4 * h + 1] = _mm256_and_si256(zb, m4);
+            y[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(za, 4), m4);
+            y[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(zb, 4), m4);
+        }
+        if (f == NF_FMT_GGUF_IQ4_NL || f == NF_FMT_GGUF_MXFP4) { /* kv (signed), 2 e2m1 + 12 */
+            __m256i L = f == NF_FMT_GGUF_IQ4_NL
+                            ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)kv_iq4nl))
+                            : _mm256_broadcastsi128_si256(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+            for (int v = 0; v < 8; v++)
+                y[v] = _mm256_shuffle_epi8(L, y[v]);
+        }
+        if (f == NF_FMT_GGUF_Q5_0 || f == NF_FMT_GGUF_Q5_1) {
+            unsigned ho = f == NF_FMT_GGUF_Q5_0 ? 2 : 4;
+            const __m256i b4 = _mm256_set1_epi8(0x10);
+            for (int h = 0; h < 2; h++)
+                for (int pr = 0; pr < 2; pr++) { /* blocks 4h + 2pr, 4h + 2pr + 1 */
+                    uint32_t q0 = ld32(b + (4 * h + 2 * pr) * B + ho), q1 = ld32(b + (4 * h + 2 * pr + 1) * B + ho);
+                    uint32_t lo = (q0 & 0xffffu) | q1 << 16, hi = q0 >> 16 | (q1 & 0xffff0000u);
+                    y[4 * h + pr] = _mm256_or_si256(y[4 * h + pr], _mm256_and_si256(bits32(lo), b4));
+                    y[4 * h + 2 + pr] = _mm256_or_si256(y[4 * h + 2 + pr], _mm256_and_si256(bits32(hi), b4));
+                }
+        }
+        if (f == NF_FMT_GGUF_MXFP4) {
+            /* 2^(E - 128) for E <= 252 exactly in f64: the exponent field E + 895 */
+            uint64_t e8 = 0;
+            for (unsigned k = 0; k < 8; k++) {
+                *bad |= b[k * B] > 252;
+                e8 |= (uint64_t)b[k * B] << (8 * k);
+            }
+            __m128i e = _mm_cvtsi64_si128((long long)e8);
+            const __m256i o = _mm256_set1_epi64x(895);
+            __m256d lo = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepu8_epi64(e), o), 52));
+            __m256d hi = _mm256_castsi256_pd(
+                _mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepu8_epi64(_mm_srli_si128(e, 4)), o), 52));
+            S[0] = S[1] = lo;
+            S[2] = S[3] = hi;
+        } else {
+            to_d_nib(h8_2(b, B, 0, bad), S);
+        }
+        if (f == NF_FMT_GGUF_Q4_1 || f == NF_FMT_GGUF_Q5_1)
+            to_d_nib(_mm256_sub_ps(_mm256_setzero_ps(), h8_2(b, B, 2, bad)), M); /* M = -m */
+        return;
+    }
+    case NF_FMT_GGUF_Q4_K:
+    case NF_FMT_GGUF_Q5_K: {
+        bool five = f == NF_FMT_GGUF_Q5_K;
+        const uint8_t *qs = b + (five ? 48 : 16);
+        for (int h = 0; h < 2; h++) {
+            __m256i za = ld256(qs + 64 * h), zb = ld256(qs + 64 * h + 32);
+            y[4 * h + 0] = _mm256_and_si256(za, m4);
+            y[4 * h + 1] = _mm256_and_si256(zb, m4);
+            y[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(za, 4), m4);
+            y[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(zb, 4), m4);
+        }
+        if (five) {
+            __m256i QH = ld256(b + 16);
+            const __m256i b4 = _mm256_set1_epi8(0x10);
+            static const uint8_t bits[4][2] = {{0x01, 0x04}, {0x02, 0x08}, {0x10, 0x40}, {0x20, 0x80}};
+            for (int v = 0; v < 8; v++)
+                y[v] = _mm256_or_si256(y[v], _mm256_and_si256(tbit(QH, bits[v / 2][v % 2]), b4));
+        }
+        const uint8_t *Sb = b + 4;
+        uint32_t w0 = ld32(Sb), w1 = ld32(Sb + 4), w2 = ld32(Sb + 8);
+        uint64_t scb = (uint64_t)(w0 & 0x3f3f3f3fu) | (uint64_t)((w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u)) << 32;
+        uint64_t mb = (uint64_t)(w1 & 0x3f3f3f3fu) | (uint64_t)(((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u)) << 32;
+        const __m256i plo = _mm256_setr_epi32(0, 0, 2, 2, 1, 1, 3, 3), phi = _mm256_setr_epi32(4, 4, 6, 6, 5, 5, 7, 7);
+        __m256i s8 = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)scb));
+        __m256i m8 = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mb));
+        *bad |= hbad(b) | hbad(b + 2);
+        __m256 d = _mm256_set1_ps(hc2(b)), dm = _mm256_set1_ps(hc2(b + 2));
+        to_d2(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_permutevar8x32_epi32(s8, plo))),
+              _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_permutevar8x32_epi32(s8, phi))), S);
+        to_d2(_mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_permutevar8x32_epi32(m8, plo))),
+              _mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_permutevar8x32_epi32(m8, phi))), M);
+        return;
+    }
+    case NF_FMT_GGUF_Q6_K: {
+        const __m256i x30 = _mm256_set1_epi8(0x30);
+        for (int h = 0; h < 2; h++) {
+            __m256i La = ld256(b + 64 * h), Lb = ld256(b + 64 * h + 32), Q = ld256(b + 128 + 32 * h);
+            __m256i Q2 = _mm256_srli_epi16(Q, 2), Q4 = _mm256_srli_epi16(Q, 4), Q6 = _mm256_srli_epi16(Q, 6);
+            y[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(La, m4), _mm256_and_si256(_mm256_slli_epi16(Q, 4), x30));
+            y[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(Lb, m4), _mm256_and_si256(_mm256_slli_epi16(Q2, 4), x30));
+            y[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(La, 4), m4),
+                                           _mm256_and_si256(_mm256_slli_epi16(Q4, 4), x30));
+            y[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Lb, 4), m4),
+                                           _mm256_and_si256(_mm256_slli_epi16(Q6, 4), x30));
+        }
+        __m128i s16 = _mm_loadu_si128((const __m128i *)(const void *)(b + 192));
+        *bad |= hbad(b + 208);
+        __m256 d = _mm256_set1_ps(hc2(b + 208));
+        to_d2(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(s16))),
+              _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(s16, 8)))), S);
+        return;
+    }
+    case NF_FMT_GGUF_Q2_K:
+    case NF_FMT_GGUF_Q3_K: {
+        bool three = f == NF_FMT_GGUF_Q3_K;
+        const uint8_t *qs = b + (three ? 32 : 16);
+        const __m256i m3 = _mm256_set1_epi8(3);
+        for (int h = 0; h < 2; h++) {
+            __m256i Q = ld256(qs + 32 * h);
+            for (int j = 0; j < 4; j++)
+                y[2 * j + h] = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * j), m3);
+        }
+        static const uint8_t pk2[16] = {0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15};
+        int32_t lo[16], hi[16];
+        if (three) {
+            __m256i HM = ld256(b);
+            const __m256i b2 = _mm256_set1_epi8(4);
+            for (int v = 0; v < 8; v++)
+                y[v] = _mm256_or_si256(y[v], _mm256_and_si256(tbit(HM, 1u << (v / 2 + 4 * (v % 2))), b2));
+            const uint8_t *SC = b + 96;
+            uint32_t a0 = ld32(SC), a1 = ld32(SC + 4), a2 = ld32(SC + 8);
+            uint32_t s[4] = {(a0 & 0x0f0f0f0fu) | (a2 & 0x03030303u) << 4,
+                             (a1 & 0x0f0f0f0fu) | ((a2 >> 2) & 0x03030303u) << 4,
+                             ((a0 >> 4) & 0x0f0f0f0fu) | ((a2 >> 4) & 0x03030303u) << 4,
+                             ((a1 >> 4) & 0x0f0f0f0fu) | ((a2 >> 6) & 0x03030303u) << 4};
+            for (unsigned l = 0; l < 16; l++)
+                lo[l] = (int32_t)((s[pk2[l] / 4] >> (8 * (pk2[l] % 4))) & 0xffu) - 32;
+            *bad |= hbad(b + 108);
+            __m256 d = _mm256_set1_ps(hc2(b + 108));
+            to_d2(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)lo))),
+                  _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)(lo + 8)))), S);
+        } else {
+            for (unsigned l = 0; l < 16; l++) {
+                lo[l] = b[pk2[l]] & 15;
+                hi[l] = b[pk2[l]] >> 4;
+            }
+            *bad |= hbad(b + 80) | hbad(b + 82);
+            __m256 d = _mm256_set1_ps(hc2(b + 80)), dm = _mm256_set1_ps(hc2(b + 82));
+            to_d2(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)lo))),
+                  _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)(lo + 8)))), S);
+            to_d2(_mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)hi))),
+                  _mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)(hi + 8)))), M);
+        }
+        return;
+    }
+    default: { /* NF_FMT_GGUF_IQ4_XS: signed table values */
+        __m256i L = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)kv_iq4nl));
+        for (int h = 0; h < 2; h++) {
+            __m256i za = ld256(b + 8 + 64 * h), zb = ld256(b + 8 + 64 * h + 32);
+            y[4 * h + 0] = _mm256_shuffle_epi8(L, _mm256_and_si256(za, m4));
+            y[4 * h + 1] = _mm256_shuffle_epi8(L, _mm256_and_si256(zb, m4));
+            y[4 * h + 2] = _mm256_shuffle_epi8(L, _mm256_and_si256(_mm256_srli_epi16(za, 4), m4));
+            y[4 * h + 3] = _mm256_shuffle_epi8(L, _mm256_and_si256(_mm256_srli_epi16(zb, 4), m4));
+        }
+        const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32(b + 4)), _mm256_slli_epi32(iota, 2)),
+                                      _mm256_set1_epi32(15));
+        __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(ld16(b + 2)), _mm256_slli_epi32(iota, 1)),
+                                      _mm256_set1_epi32(3));
+        __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+        *bad |= hbad(b);
+        to_d_nib(_mm256_mul_ps(_mm256_set1_ps(hc2(b)), _mm256_cvtepi32_ps(ls)), S);
+        return;
+    }
+    }
+}
+
+/* The lane sums of 4 vectors of 8 dwords (vector v: lanes 2v, 2v + 1), in
+ * lane order. */
+TG2 G_INLINE __m256i reduce4x2(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+TG2 G_INLINE float grow256(nf_format f, const gctx *c, const uint8_t *row, uint64_t pfo, bool *rbad)
+{
+    unsigned bad = 0;
+    const bool min = f == NF_FMT_GGUF_Q4_1 || f == NF_FMT_GGUF_Q5_1 || f == NF_FMT_GGUF_Q2_K ||
+                     f == NF_FMT_GGUF_Q4_K || f == NF_FMT_GGUF_Q5_K;
+    const bool sgn = f == NF_FMT_GGUF_Q8_0 || f == NF_FMT_GGUF_IQ4_NL || f == NF_FMT_GGUF_IQ4_XS;
+    const bool beta = c->g.beta != 0 && !sgn;
+    const uint64_t csz = c->g.qk == 256 ? c->g.bb : 8 * (uint64_t)c->g.bb;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256d a[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
+    uint64_t full = c->tailb ? c->nsc - 1 : c->nsc;
+    for (uint64_t sc = 0; sc < c->nsc; sc++) {
+        const uint8_t *xq = c->xq + 256 * sc;
+        for (uint64_t o = 0; o < csz; o += 64)
+            _mm_prefetch((const char *)row + sc * csz + o + pfo, _MM_HINT_T0);
+        __m256i y[8];
+        __m256d S[4], M[4];
+        if (sc >= full) {
+            uint8_t pad[8 * 34];
+            memset(pad, 0, sizeof pad);
+            memcpy(pad, row + sc * csz, c->tailb);
+            unpack256(f, pad, y, S, M, &bad);
+        } else {
+            unpack256(f, row + sc * csz, y, S, M, &bad);
+        }
+        __m256i p[8];
+        for (int v = 0; v < 8; v++) {
+            __m256i xv = ld256(xq + 32 * v), uv = y[v];
+            if (sgn) {
+                xv = _mm256_sign_epi8(xv, uv);
+                uv = _mm256_abs_epi8(uv);
+            }
+            p[v] = _mm256_madd_epi16(_mm256_maddubs_epi16(uv, xv), ones);
+        }
+        __m256i U[2] = {reduce4x2(p[0], p[1], p[2], p[3]), reduce4x2(p[4], p[5], p[6], p[7])};
+        for (int h = 0; h < 2; h++) {
+            if (beta)
+                U[h] = _mm256_sub_epi32(U[h], _mm256_loadu_si256((const __m256i *)(const void *)(c->BJp + 16 * sc + 8 * h)));
+            for (int q = 0; q < 2; q++) {
+                unsigned i = 2 * h + q;
+                __m256d I = _mm256_cvtepi32_pd(q ? _mm256_extracti128_si256(U[h], 1) : _mm256_castsi256_si128(U[h]));
+                __m256d T = _mm256_mul_pd(S[i], I);
+                if (min)
+                    T = _mm256_fnmadd_pd(M[i], _mm256_loadu_pd(c->Jp + 16 * sc + 4 * i), T);
+                a[i] = _mm256_add_pd(a[i], _mm256_mul_pd(T, _mm256_loadu_pd(c->dap + 16 * sc + 4 * i)));
+            }
+        }
+    }
+    double l[16], s[16];
+    for (int i = 0; i < 4; i++)
+        _mm256_storeu_pd(l + 4 * i, a[i]);
+    for (unsigned i = 0; i < 16; i++)
+        s[c->lb[i]] = l[i];
+    *rbad = bad != 0;
+    return (float)tree16d(s);
+}
+
+#define GROWS2(NAME, F)                                                                            \
+    TG2 static float NAME(const gctx *c, const uint8_t *row, uint64_t pfo, bool *bad)               \
+    {                                                                                              \
+        return grow256(F, c, row, pfo, bad);                                                       \
+    }
+GROWS2(g2_q8_0, NF_FMT_GGUF_Q8_0)
+GROWS2(g2_q4_0, NF_FMT_GGUF_Q4_0)
+GROWS2(g2_q4_1, NF_FMT_GGUF_Q4_1)
+GROWS2(g2_q5_0, NF_FMT_GGUF_Q5_0)
+GROWS2(g2_q5_1, NF_FMT_GGUF_Q5_1)
+GROWS2(g2_iq4_nl, NF_FMT_GGUF_IQ4_NL)
+GROWS2(g2_mxfp4, NF_FMT_GGUF_MXFP4)
+GROWS2(g2_q2_k, NF_FMT_GGUF_Q2_K)
+GROWS2(g2_q3_k, NF_FMT_GGUF_Q3_K)
+GROWS2(g2_q4_k, NF_FMT_GGUF_Q4_K)
+GROWS2(g2_q5_k, NF_FMT_GGUF_Q5_K)
+GROWS2(g2_q6_k, NF_FMT_GGUF_Q6_K)
+GROWS2(g2_iq4_xs, NF_FMT_GGUF_IQ4_XS)
+
+static grows_fn pick256(nf_format f)
+{
+    switch (f) {
+    case NF_FMT_GGUF_Q8_0: return g2_q8_0;
+    case NF_FMT_GGUF_Q4_0: return g2_q4_0;
+    case NF_FMT_GGUF_Q4_1: return g2_q4_1;
+    case NF_FMT_GGUF_Q5_0: return g2_q5_0;
+    case NF_FMT_GGUF_Q5_1: return g2_q5_1;
+    case NF_FMT_GGUF_IQ4_NL: return g2_iq4_nl;
+    case NF_FMT_GGUF_MXFP4: return g2_mxfp4;
+    case NF_FMT_GGUF_Q2_K: return g2_q2_k;
+    case NF_FMT_GGUF_Q3_K: return g2_q3_k;
+    case NF_FMT_GGUF_Q4_K: return g2_q4_k;
+    case NF_FMT_GGUF_Q5_K: return g2_q5_k;
+    case NF_FMT_GGUF_Q6_K: return g2_q6_k;
+    case NF_FMT_GGUF_IQ4_XS: return g2_iq4_xs;
+    default: return NULL;
+    }
+}
+
 #endif /* NF_G8_X86 */
 
 /* ---- the rows --------------------------------------------------------------------- */
@@ -755,7 +1121,8 @@ int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
     }
 #endif
 #if NF_G8_X86
-    bool simd = isa >= NF_ISA_AVX512 && nf_gv_cpu_vnni_vbmi();
+    bool k512 = isa >= NF_ISA_AVX512 && nf_gv_cpu_vnni_vbmi();
+    bool simd = k512 || (isa >= NF_ISA_AVX2 && nf_codec_isa_supported(NF_ISA_AVX2));
 #else
     bool simd = false;
 #endif
@@ -807,7 +1174,7 @@ int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
         c->dap = dap;
         c->Jp = Jp;
         c->BJp = BJp;
-        j.fn = pick512(t->format);
+        j.fn = k512 ? pick512(t->format) : pick256(t->format);
     }
 #endif
     uint64_t grp = 4 * c->rb;

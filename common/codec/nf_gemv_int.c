@@ -425,7 +425,10 @@ static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, u
                 unsigned u = x[k], e = (u >> 7) & 0xff;
                 int ee = e ? (int)e : 1, s = ee - E + 13; /* s <= 13 */
                 uint32_t mant = (e ? 128u : 0u) | (u & 127u), N, rb;
-                if (s >= 0) {
+                if (e == 0xff) { /* inf or NaN: s may pass 31; Q = 0 below */
+                    N = 0;
+                    rb = 0;
+                } else if (s >= 0) {
                     N = mant << s;
                     rb = 0;
                 } else {
