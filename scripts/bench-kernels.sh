@@ -113,7 +113,7 @@ run_build() { # BIN LABEL ROUND THR ACT
         # one invocation per hot shape, over the formats that share it
         local hs fs
         for hs in $(for f in $FORMATS; do hot_shape "$f"; done | sort -u); do
-            fs=$(for f in $FORMATS; do [ "$(hot_shape "$f")" = "$hs" ] && echo "$f"; done | tr '\n' , | sed 's/,$//')
+            fs=$(for f in $FORMATS; do if [ "$(hot_shape "$f")" = "$hs" ]; then echo "$f"; fi; done | tr '\n' , | sed 's/,$//')
             "$bin" --csv --hot --format "$fs" --shape "$hs" --threads "$th" --activation "$act" \
                 --iters "$ITERS" --warmup 3 --llc-bytes 64M 2>> "$tmp/err" | norm_new "$label" "$r" hot
         done

@@ -4,7 +4,7 @@
  * multiplied into four accumulators, so the block bytes are read once and
  * nothing is written back. x stays in natural order (every generator
  * produces its weights in element order). One software prefetch per 64
- * bytes, PF_DIST ahead, as the other kernels do.
+ * bytes, PF_DIST ahead.
  */
 #include "nf_gemv_gguf.h"
 #include "nf_fp.h"
@@ -22,7 +22,7 @@
 #define NF_GG_X86 0
 #endif
 
-#define PF_DIST 4096
+#define PF_DIST 8192 /* measured: 4096 left the 4096x14336 cold case ~15% behind */
 
 typedef float (*row_fn)(const uint8_t *row, const float *x, uint64_t nb);
 

@@ -278,6 +278,7 @@ static void sweep(void)
 {
     static const struct shape gen[] = {
         {1, 1, 1}, {5, 7, 1}, {9, 63, 1}, {13, 129, 1}, {6, 300, 1}, {11, 1000, 1}, {3, 4225, 1},
+        {10, 8333, 1}, /* K past 8192: x no longer fits L1 beside the rows */
     };
     static const struct shape nv[] = {{128, 64, 1}, {256, 192, 2}, {128, 320, 1}, {128, 1088, 1}};
     static const struct shape gg[] = {{1, 256, 1}, {7, 512, 1}, {5, 1280, 1}};
