@@ -326,7 +326,7 @@ int nf_gv_run(nf_gv_rows_fn fn, void *ctx, uint64_t r0, uint64_t r1, uint64_t ro
     j->spans = n;
     atomic_store(&j->err, 0);
     nf_pool_span_init(j->span, n, (rows + j->unit - 1) / j->unit);
-    nf_pool_run(gv_part, j, n);
+    nf_pool_run_opt(gv_part, j, n);
     return atomic_load(&j->err);
 }
 

@@ -86,7 +86,9 @@
  *    with nf_decode_rows_f32, then the F order): the rows and inputs the
  *    others decline (above), and the formats without a kernel of their own.
  * Threads: a persistent pool (no thread is started per call); each thread
- * takes a contiguous range of rows, with stealing only at the tail.
+ * takes a contiguous range of rows, with stealing only at the tail, and a
+ * worker the machine has not yet run when the caller has done its own
+ * part is left out (the others take its rows).
  *
  * Choosing the ISA (tests, benchmarks): the kernels use the codec's ISA
  * (nf_codec_set_isa / nf_codec_isa: the best the CPU has by default) capped

@@ -12,9 +12,9 @@
  * remainder), multiplied in f64 and added at the end. On A8 the one limb is
  * nf_a8_quantize's codes and the unit its scale d (a block whose d is
  * outside [2^-60, 2^100] goes to the residuals as q * d). The participants
- * build their own share of the columns (whole chunks), in parallel, into
- * the caller's reused buffers; the residual lists stay per participant, in
- * column order.
+ * build the n shares of the columns (whole chunks), in parallel, into the
+ * caller's reused buffers, each share claimed by whoever comes first; the
+ * residual lists stay per share, in column order.
  *
  * Weights. The codes of a row become unsigned bytes u = c + bias (q4: 8,
  * q5: 16, q6: 32, q8: 128, q2: 1 (its raw code), t2: 2, nvfp4: 2*e2m1 + 12
@@ -1195,12 +1195,13 @@ struct ijob {
     uint64_t r0, r1, unit, pfd; /* pfd: prefetch distance in rows */
     float *y;
     unsigned spans;
-    atomic_uint built;  /* the build phase's barrier */
+    atomic_uint built;  /* build shares done */
     atomic_int declined;
     atomic_int err;
 #if NF_INT_X86
     rows_fn fn;
 #endif
+    atomic_uint bclaim[NF_POOL_MAX]; /* build share i taken */
     nf_pool_span span[NF_POOL_MAX];
 };
 
@@ -1278,12 +1279,20 @@ static void ipart(void *arg, unsigned idx, unsigned n)
 {
     struct ijob *j = arg;
     xint *X = j->X;
-    /* the build: this participant's share of the chunks, its own list */
-    uint64_t c0 = X->nch * idx / n, c1 = X->nch * (idx + 1) / n;
-    if (idx == 0)
-        X->nres = n; /* the lists this job writes (n may be less than asked) */
-    build_range(X, j->x, j->act, &j->c.F, c0, c1, idx, X->W == 64);
-    nf_pool_barrier(&j->built, n);
+    /* the build: n shares of the chunks, each with its own list, each
+     * built by whoever claims it first (its own participant first): a
+     * worker that never starts leaves its share to the others */
+    for (unsigned i = 0; i < n; i++) {
+        unsigned p = (idx + i) % n, free_ = 0;
+        if (!atomic_compare_exchange_strong(&j->bclaim[p], &free_, 1))
+            continue;
+        uint64_t c0 = X->nch * p / n, c1 = X->nch * (p + 1) / n;
+        if (p == 0)
+            X->nres = n; /* the lists this job writes (n may be less than asked) */
+        build_range(X, j->x, j->act, &j->c.F, c0, c1, p, X->W == 64);
+        atomic_fetch_add(&j->built, 1);
+    }
+    nf_pool_wait(&j->built, n);
     uint64_t tot = 0;
     for (unsigned p = 0; p < n; p++)
         tot += X->rn[p];
@@ -1386,7 +1395,7 @@ int nf_gemv_int_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
         j->unit = (j->unit + 127) / 128 * 128; /* whole 128-row blocks: irows' scale tiles */
     j->spans = n;
     nf_pool_span_init(j->span, n, (r1 - r0 + j->unit - 1) / j->unit);
-    nf_pool_run(ipart, j, n);
+    nf_pool_run_opt(ipart, j, n);
     if (atomic_load(&j->declined))
         return 1;
     return atomic_load(&j->err);

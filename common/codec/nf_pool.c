@@ -10,6 +10,14 @@
  * worker runs its job, then decrements `left`; the caller returns when
  * `left` is 0, so nothing of the job is touched after nf_pool_run returns,
  * and a worker that takes no part in a job never reads it.
+ *
+ * Claims. Before bumping a worker's generation g the caller posts
+ * claim = g << 2 | POSTED; the worker, woken, takes the job only by turning
+ * that into RUNNING (a CAS). In an optional job (nf_pool_run_opt) the
+ * caller, its own part done, turns every claim still POSTED into
+ * CANCELLED and counts that worker as done: a worker the scheduler has
+ * not run yet then costs nothing, and when it runs it finds its claim
+ * gone (or a newer job's) and reads nothing of the job.
  */
 #include "nf_pool.h"
 
@@ -36,9 +44,12 @@
 #define CPU_RELAX() ((void)0)
 #endif
 
+enum { POSTED = 1, RUNNING = 2, CANCELLED = 3 };
+
 typedef struct {
     _Alignas(64) _Atomic uint32_t gen;
     _Atomic int sleeping;
+    _Atomic uint64_t claim; /* gen << 2 | POSTED, RUNNING or CANCELLED */
     uint32_t start; /* gen when the worker was created */
     nf_pool_fn fn;
     void *arg;
@@ -113,6 +124,9 @@ static void *worker(void *a)
             }
         }
         seen = atomic_load_explicit(&m->gen, memory_order_acquire);
+        uint64_t want = (uint64_t)seen << 2 | POSTED;
+        if (!atomic_compare_exchange_strong(&m->claim, &want, (uint64_t)seen << 2 | RUNNING))
+            continue; /* cancelled (or a newer job is posted: the loop sees it) */
         m->fn(m->arg, (unsigned)(m - P.mb), m->n);
         atomic_fetch_sub_explicit(&P.left, 1, memory_order_release);
     }
@@ -161,7 +175,7 @@ static unsigned grow(unsigned want)
     return have < want ? have : want;
 }
 
-unsigned nf_pool_run(nf_pool_fn fn, void *arg, unsigned n)
+static unsigned run(nf_pool_fn fn, void *arg, unsigned n, bool optional)
 {
     if (n > NF_POOL_MAX)
         n = NF_POOL_MAX;
@@ -176,16 +190,24 @@ unsigned nf_pool_run(nf_pool_fn fn, void *arg, unsigned n)
         return 1;
     }
     atomic_store_explicit(&P.left, n - 1, memory_order_relaxed);
+    uint32_t g[NF_POOL_MAX];
     for (unsigned w = 1; w < n; w++) {
         mailbox *m = &P.mb[w];
         m->fn = fn;
         m->arg = arg;
         m->n = n;
-        atomic_fetch_add(&m->gen, 1); /* seq_cst: against `sleeping` */
+        g[w] = atomic_load_explicit(&m->gen, memory_order_relaxed) + 1; /* only callers move gen */
+        atomic_store(&m->claim, (uint64_t)g[w] << 2 | POSTED);
+        atomic_store(&m->gen, g[w]); /* seq_cst: against `sleeping` */
         if (atomic_load(&m->sleeping))
             wake(m);
     }
     fn(arg, 0, n);
+    for (unsigned w = 1; optional && w < n; w++) {
+        uint64_t want = (uint64_t)g[w] << 2 | POSTED;
+        if (atomic_compare_exchange_strong(&P.mb[w].claim, &want, (uint64_t)g[w] << 2 | CANCELLED))
+            atomic_fetch_sub_explicit(&P.left, 1, memory_order_relaxed);
+    }
     for (unsigned i = 0; atomic_load_explicit(&P.left, memory_order_acquire); i++) {
         CPU_RELAX();
         if (i > 4096)
@@ -195,10 +217,13 @@ unsigned nf_pool_run(nf_pool_fn fn, void *arg, unsigned n)
     return n;
 }
 
-void nf_pool_barrier(atomic_uint *b, unsigned n)
+unsigned nf_pool_run(nf_pool_fn fn, void *arg, unsigned n) { return run(fn, arg, n, false); }
+
+unsigned nf_pool_run_opt(nf_pool_fn fn, void *arg, unsigned n) { return run(fn, arg, n, true); }
+
+void nf_pool_wait(atomic_uint *c, unsigned n)
 {
-    atomic_fetch_add(b, 1);
-    for (unsigned i = 0; atomic_load(b) < n; i++) {
+    for (unsigned i = 0; atomic_load(c) < n; i++) {
         CPU_RELAX();
         if (i > 4096)
             sched_yield();

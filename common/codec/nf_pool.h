@@ -35,10 +35,16 @@ typedef void (*nf_pool_fn)(void *arg, unsigned idx, unsigned n);
  * every participant has returned. */
 unsigned nf_pool_run(nf_pool_fn fn, void *arg, unsigned n);
 
-/* A spin barrier for the n participants of one job: every participant
- * calls nf_pool_barrier(&b, n) with the same b (zeroed before the job) and
- * returns once all n have arrived. Usable once per b. */
-void nf_pool_barrier(atomic_uint *b, unsigned n);
+/* nf_pool_run for a job that any subset of participants 1..n-1 completes
+ * together with the caller (fn(arg, 0, n) does whatever the others leave:
+ * spans with stealing, parts claimed by whoever comes first): once the
+ * caller's part returns, the workers that have not started yet are told
+ * not to, so a worker the machine has not scheduled does not delay the
+ * call. Returns the n the job was cut for. */
+unsigned nf_pool_run_opt(nf_pool_fn fn, void *arg, unsigned n);
+
+/* Spin (then yield) until the counter *c reaches n. */
+void nf_pool_wait(atomic_uint *c, unsigned n);
 
 /* ---- contiguous spans with stealing at the tail ------------------------- */
 
