@@ -4,8 +4,10 @@
 # 14336x4096 (a Llama-3-8B MLP both ways), cold and hot, on 1 thread and on
 # all, A16 and A8; with BASE an older build run beside this one,
 # interleaved; with LLAMA_CPP llama.cpp's own kernels for the matching ggml
-# types; the aims of issue 21 checked. One command, bounded in time (about
-# a minute a round, two with BASE, plus llama.cpp's quantization).
+# types; the aims of issue 21 checked. One command, bounded in time: with
+# BASE and LLAMA_CPP about 3 minutes a round on 2 quiet cores (4.3 with the
+# machine half busy), so about 10 minutes for the 3 rounds; without them
+# about a minute a round.
 #
 # The method (ninfer-bench(1), METHOD):
 #  - quiet gate: /proc/stat over the whole run: (Δbusy - Δself) / Δtotal
@@ -66,7 +68,7 @@ is_new() { "$1" --help 2> /dev/null | grep -q -- '--rotate-bytes'; }
 LLQ=""
 if [ -n "${LLAMA_CPP:-}" ]; then
     cc -O2 -I"$LLAMA_CPP/ggml/include" "$here/scripts/llama-gemv.c" -L"$LLAMA_CPP/build/bin" \
-        -lggml -lggml-base -lggml-cpu -Wl,-rpath,"$LLAMA_CPP/build/bin" -lm -o "$tmp/llama-gemv" ||
+        -lggml -lggml-base -lggml-cpu -Wl,-rpath,"$LLAMA_CPP/build/bin" -lm -pthread -o "$tmp/llama-gemv" ||
         { echo "bench-kernels: cannot build scripts/llama-gemv.c against LLAMA_CPP=$LLAMA_CPP" >&2; exit 3; }
     LLQ=$tmp/llama-gemv
 fi
@@ -142,7 +144,7 @@ LTYPES=""
 for f in $FORMATS; do
     for t in $(ggml_type "$f"); do [[ " $LTYPES " == *" $t "* ]] || LTYPES="$LTYPES $t"; done
 done
-run_llama() { # ROUND THR
+run_llama() { # ROUND THREADS,... (the weights quantized once for all counts)
     local t s
     for t in $LTYPES; do
         for s in $SHAPES; do
@@ -169,8 +171,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
                 [ -z "$BASEBIN" ] || run_build "$BASEBIN" base "$r" "$th" "$act" >> "$raw"
             fi
         done
-        [ -z "$LLQ" ] || run_llama "$r" "$th" >> "$raw"
     done
+    [ -z "$LLQ" ] || run_llama "$r" "$(echo $THREADS | tr ' ' ,)" >> "$raw"
 done
 s1=$(stat_now)
 read -r others steal verdict <<< "$(quiet_between "$s0" "$s1")"

@@ -9,18 +9,22 @@
  * Built by scripts/bench-kernels.sh when LLAMA_CPP names a llama.cpp tree
  * with a build (its ggml/include and build/bin):
  *   cc -O2 -I$LLAMA_CPP/ggml/include scripts/llama-gemv.c -L$LLAMA_CPP/build/bin \
- *      -lggml -lggml-base -lggml-cpu -Wl,-rpath,$LLAMA_CPP/build/bin -lm -o llama-gemv
+ *      -lggml -lggml-base -lggml-cpu -Wl,-rpath,$LLAMA_CPP/build/bin -lm -pthread -o llama-gemv
  *
  * usage: llama-gemv TYPE NxK THREADS ITERS cold|hot [ROTATE_BYTES]
  * TYPE: a ggml type name (q4_0, q4_K, q5_0, q6_K, q8_0, bf16, f16, nvfp4,
- * ...). Prints one line: "type N K threads bytes p10_us gbps".
+ * ...); THREADS a count or a comma list (the weights are made once, on
+ * every CPU, then timed at each count in turn). Prints one line a count:
+ * "type N K threads bytes p10_us gbps".
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ggml.h"
 #include "ggml-cpu.h"
@@ -36,6 +40,42 @@ static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* ggml's quantization of rows [r0, r1), the rows split among threads */
+typedef struct {
+    enum ggml_type type;
+    const float *src;
+    void *dst;
+    long long N, K, r0, r1;
+} qjob;
+
+static void *quantize_rows(void *a)
+{
+    qjob *j = a;
+    ggml_quantize_chunk(j->type, j->src, j->dst, j->r0 * j->K, j->r1 - j->r0, j->K, NULL);
+    return NULL;
+}
+
+static void quantize_par(enum ggml_type type, const float *src, void *dst, long long N, long long K)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    if (n > 64)
+        n = 64;
+    qjob j[64];
+    pthread_t th[64];
+    ggml_quantize_init(type);
+    for (long i = 0; i < n; i++) {
+        j[i] = (qjob){type, src, dst, N, K, N * i / n, N * (i + 1) / n};
+        if (i && pthread_create(&th[i], NULL, quantize_rows, &j[i]))
+            quantize_rows(&j[i]), j[i].r0 = -1;
+    }
+    quantize_rows(&j[0]);
+    for (long i = 1; i < n; i++)
+        if (j[i].r0 >= 0)
+            pthread_join(th[i], NULL);
 }
 
 int main(int argc, char **argv)
@@ -56,7 +96,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "llama-gemv: bad type '%s' or shape '%s'\n", argv[1], argv[2]);
         return 2;
     }
-    int threads = atoi(argv[3]), iters = atoi(argv[4]);
+    int tlist[16], nt = 0, iters = atoi(argv[4]);
+    for (char *save = NULL, *tok = strtok_r(argv[3], ",", &save); tok && nt < 16; tok = strtok_r(NULL, ",", &save))
+        if ((tlist[nt] = atoi(tok)) > 0)
+            nt++;
+    if (!nt || iters <= 0) {
+        fprintf(stderr, "llama-gemv: bad threads '%s' or iters '%s'\n", argv[3], argv[4]);
+        return 2;
+    }
     int cold = strcmp(argv[5], "hot") != 0;
     double rotate = argc > 6 ? atof(argv[6]) : 256.0 * 1048576;
     if (K % ggml_blck_size(type)) {
@@ -99,7 +146,7 @@ int main(int argc, char **argv)
             if (type == GGML_TYPE_F32)
                 memcpy(w[0]->data, src, (size_t)N * K * 4);
             else
-                ggml_quantize_chunk(type, src, w[0]->data, 0, N, K, NULL);
+                quantize_par(type, src, w[0]->data, N, K);
         } else {
             memcpy(w[c]->data, w[0]->data, wbytes);
         }
@@ -108,31 +155,35 @@ int main(int argc, char **argv)
         ggml_build_forward_expand(g[c], y);
     }
     free(src);
-    struct ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
-    struct ggml_threadpool *tp = ggml_threadpool_new(&tpp);
-    struct ggml_cplan plan = ggml_graph_plan(g[0], threads, tp);
-    void *work = plan.work_size ? malloc(plan.work_size) : NULL;
-    double *t = calloc((size_t)iters, sizeof *t);
-    int warm = 3;
-    for (int i = 0; i < warm + iters; i++) {
-        int c = i % copies;
-        struct ggml_cplan p = ggml_graph_plan(g[c], threads, tp);
-        p.work_data = work;
-        double t0 = now();
-        ggml_graph_compute(g[c], &p);
-        double dt = now() - t0;
-        if (i >= warm)
-            t[i - warm] = dt;
+    for (int ti = 0; ti < nt; ti++) {
+        int threads = tlist[ti];
+        struct ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+        struct ggml_threadpool *tp = ggml_threadpool_new(&tpp);
+        struct ggml_cplan plan = ggml_graph_plan(g[0], threads, tp);
+        void *work = plan.work_size ? malloc(plan.work_size) : NULL;
+        double *t = calloc((size_t)iters, sizeof *t);
+        int warm = 3;
+        for (int i = 0; i < warm + iters; i++) {
+            int c = i % copies;
+            struct ggml_cplan p = ggml_graph_plan(g[c], threads, tp);
+            p.work_data = work;
+            double t0 = now();
+            ggml_graph_compute(g[c], &p);
+            double dt = now() - t0;
+            if (i >= warm)
+                t[i - warm] = dt;
+        }
+        qsort(t, (size_t)iters, sizeof *t, cmp_d);
+        double idx = 0.1 * (iters - 1);
+        int lo = (int)idx;
+        double p10 = lo + 1 < iters ? t[lo] + (t[lo + 1] - t[lo]) * (idx - lo) : t[lo];
+        printf("%s %lld %lld %d %zu %.3f %.3f\n", ggml_type_name(type), N, K, threads, wbytes, p10 * 1e6,
+               (double)wbytes / p10 / 1e9);
+        fflush(stdout);
+        ggml_threadpool_free(tp);
+        free(work);
+        free(t);
     }
-    qsort(t, (size_t)iters, sizeof *t, cmp_d);
-    double idx = 0.1 * (iters - 1);
-    int lo = (int)idx;
-    double p10 = lo + 1 < iters ? t[lo] + (t[lo + 1] - t[lo]) * (idx - lo) : t[lo];
-    printf("%s %lld %lld %d %zu %.3f %.3f\n", ggml_type_name(type), N, K, threads, wbytes, p10 * 1e6,
-           (double)wbytes / p10 / 1e9);
-    ggml_threadpool_free(tp);
-    free(work);
-    free(t);
     free(w);
     free(g);
     ggml_free(ctx);
