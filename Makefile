@@ -51,7 +51,7 @@ LIB_SRC  := $(sort $(wildcard common/*/*.c common/model/arch/*.c))
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC))
 # the public headers `make install` installs: the library's, less its
 # internal ones (the front end cli/ is the commands' own, never installed)
-LIB_INTERNAL_H := nf_catalog_int.h nf_gemv_int.h nf_qsearch.h nf_source_int.h nf_export_int.h
+LIB_INTERNAL_H := nf_catalog_int.h nf_gemv_int.h nf_pool.h nf_qsearch.h nf_source_int.h nf_export_int.h
 LIB_PUBLIC_H := $(filter-out $(addprefix %/,$(LIB_INTERNAL_H)),$(sort $(wildcard common/*/nf_*.h)))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 CLI_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRC))

@@ -8,9 +8,10 @@
 # cache, all threads (ninfer-pack's default). Each format runs REPS times
 # (default 3) and the best wall time counts; the CPU time (user + sys) of
 # the same run is printed beside it, as a figure that a busy machine
-# disturbs less. With NF_BASE_BIN=DIR (the bin/ of another build), that
-# build runs the same pipeline interleaved with this one, and the ratio is
-# printed: on a shared machine only the ratio means much. With
+# disturbs less. With BASE=REV (a git revision, built in a scratch tree) or
+# BASE=DIR (the bin/ of another build; NF_BASE_BIN too), that build runs the
+# same pipeline interleaved with this one (the order alternating), and the
+# ratio is printed: on a shared machine only the ratio means much. With
 # LLAMA_QUANTIZE=PATH (llama.cpp's llama-quantize, built at development time,
 # never part of the build), the same checkpoint converted to an F16 GGUF
 # (nf-mkgguf) is quantized by it to the matching ggml type (q8 Q8_0, q6
@@ -18,18 +19,24 @@
 # all threads, interleaved with ours in every repetition; MB/s counts the
 # GGUF's bytes, and x_llama is our MB/s over its.
 #
+# The quiet gate (scripts/bench-lib.sh): /proc/stat over the whole run,
+# (Δbusy - Δself) / Δtotal <= 3% and steal <= 1%; the readings and the
+# verdict are printed at the end; QUIET_WAIT=S waits up to S seconds for a
+# quiet machine first.
+#
 # Quality: pooled SNR (10 log10 sum x^2 / sum err^2, from ninfer-pack
 # --report) on the real stories260K weights (../shared/realdata, f32), over
 # the tensors ggml quantizes (down_proj excluded, as in tests/codecs.bats).
 #
 # Environment: NF_BIN (default bin/), NF_TOOLS (default build/tools/),
 # NF_BENCH_DIR (scratch, default a new directory under /tmp, removed at the
-# end unless NF_BENCH_KEEP=1), REPS, NF_BASE_BIN, LLAMA_QUANTIZE, LLAMA_TYPES.
+# end unless NF_BENCH_KEEP=1), REPS (>= 3), BASE (or NF_BASE_BIN),
+# LLAMA_QUANTIZE, LLAMA_TYPES, QUIET_WAIT.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${NF_BIN:-$here/bin}
 TOOLS=${NF_TOOLS:-$here/build/tools}
-BASE=${NF_BASE_BIN:-}
+BASE=${BASE:-${NF_BASE_BIN:-}}
 LLQ=${LLAMA_QUANTIZE:-}
 REPS=${REPS:-3}
 REAL=${NF_REALDATA:-$here/../shared/realdata}/stories260K/hf-f32
@@ -37,6 +44,12 @@ formats=${*:-q8_g32_fp16 q6_g64_fp16 q5_g64_fp16 q4_g64_fp16}
 dir=${NF_BENCH_DIR:-$(mktemp -d /tmp/bench-quant.XXXXXX)}
 mkdir -p "$dir"
 [ "${NF_BENCH_KEEP:-0}" = 1 ] || trap 'rm -rf "$dir"' EXIT
+# shellcheck source=scripts/bench-lib.sh
+. "$here/scripts/bench-lib.sh"
+if [ -n "$BASE" ]; then
+    BASE=$(base_bin "$BASE" "$dir" bench-quant ninfer-import ninfer-quant ninfer-pack) || exit $?
+fi
+quiet_wait "${QUIET_WAIT:-0}" bench-quant
 for t in "$BIN/ninfer-import" "$BIN/ninfer-quant" "$BIN/ninfer-pack" "$TOOLS/nf-mkckpt"; do
     [ -x "$t" ] || { echo "bench-quant: $t missing: run make (and make $TOOLS/nf-mkckpt)" >&2; exit 3; }
 done
@@ -91,16 +104,21 @@ printf '%-14s %9s %9s %7s' format MB/s wall_s cpu_s
 [ -z "$LLQ" ] || printf ' | %-5s %9s %9s %7s | %7s' ggml MB/s wall_s cpu_s x_llama
 printf '\n'
 better() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+s0=$(stat_now)
 for f in $formats; do
     best=1e9 bcpu=0 bbest=1e9 bbcpu=0 lbest=1e9 lcpu=0
     t=$(ggml_type "$f")
     for ((r = 0; r < REPS; r++)); do
-        if [ -n "$BASE" ]; then
+        if [ -n "$BASE" ] && [ $((r % 2)) -eq 1 ]; then
             read -r w c < <(run "$BASE" "$f")
             if better "$w" "$bbest"; then bbest=$w bbcpu=$c; fi
         fi
         read -r w c < <(run "$BIN" "$f")
         if better "$w" "$best"; then best=$w bcpu=$c; fi
+        if [ -n "$BASE" ] && [ $((r % 2)) -eq 0 ]; then
+            read -r w c < <(run "$BASE" "$f")
+            if better "$w" "$bbest"; then bbest=$w bbcpu=$c; fi
+        fi
         if [ -n "$LLQ" ]; then
             read -r w c < <(llq "$t")
             if better "$w" "$lbest"; then lbest=$w lcpu=$c; fi
@@ -114,6 +132,11 @@ for f in $formats; do
         printf " | %-5s %9.1f %9.3f %7.2f | %7.2f", t, g / lw / 1e6, lw, lc, (n / w) / (g / lw) }'
     printf '\n'
 done
+
+s1=$(stat_now)
+read -r others steal verdict <<< "$(quiet_between "$s0" "$s1")"
+printf '# quiet gate over the timed runs: others %s%% of the CPU time (<= 3%%), steal %s%% (<= 1%%): %s\n' \
+    "$others" "$steal" "$verdict"
 
 # ---- SNR on real weights ----
 if [ -e "$REAL/model.safetensors" ]; then

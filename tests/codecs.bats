@@ -316,3 +316,22 @@ poke() { # FILE OFFSET HEXBYTES...
         run -0 ninfer-verify --deep m.ninfer
     done
 }
+
+@test "reproducible encoding: every format gives the same object bytes on 1, 2 and 3 encoding threads" {
+    # a source of 4 MiB of f32 (rows cut into blocks differently per thread count)
+    nf_bytes $((600 * 1792 * 4)) w.raw
+    local f l t digests
+    for f in q2_g64_fp16 q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 t2_g128_fp16 nvfp4 fp8_e4m3fn_row_bf16 bf16; do
+        l=$(case $f in nvfp4) echo block_scale_k16_m128x4_v1;; fp8*) echo row_scale_v1;; bf16) echo contiguous_le_v1;;
+            *) echo row_split_k128_v1;; esac)
+        printf '{"components":{"text":{"config":{}}},"objects":[{"id":"w","kind":"tensor","shape":[%s],"format":"%s","layout":"%s","source":{"file":"w.raw","dtype":"i8"}}],"bindings":{},"uses":[]}\n' \
+            "$([ $f = nvfp4 ] && echo 640,6720 || echo 600,7168)" "$f" "$l" > m.json
+        digests=""
+        for t in 1 2 3; do
+            run -0 ninfer-pack -q --no-sync --force --threads $t -o m$t.ninfer m.json
+            digests="$digests $(ninfer-cat --object w m$t.ninfer | sha256sum | cut -c1-64)"
+        done
+        read -r d1 d2 d3 <<< "$digests"
+        [ "$d1" = "$d2" ] && [ "$d1" = "$d3" ] || { echo "$f: $digests" >&2; return 1; }
+    done
+}

@@ -400,7 +400,7 @@ stopped_at() {
         "ninfer-bind a.ninfer" "ninfer-bind --plan a.ninfer" "ninfer-bind --json a.ninfer" \
         "ninfer-bind --extract text/embedding a.ninfer" "ninfer-cat --manifest a.ninfer" \
         "ninfer-run --device cpu --iters 1 --json a.ninfer" \
-        "ninfer-bench --format q4_g64_fp16 --shape 64x128 --iters 100 --warmup 0 --json"; do
+        "ninfer-bench --format q4_g64_fp16,q8_g32_fp16,bf16 --shape 64x128,128x128 --iters 3 --warmup 0 --json"; do
         rm -f s.out
         run -3 --separate-stderr bash -c "ulimit -f 1; exec $cmd > s.out"
         grep -qF ': (stdout): io: write error: File too large' <<< "$stderr"

@@ -189,10 +189,10 @@ emb_digest() {
         gguf_q4_k) b=18432 ;; gguf_q6_k) b=26880 ;; gguf_q8_0) b=34816 ;;
         gguf_q5_0) b=22528 ;; gguf_f16) b=65536 ;;
         esac
-        [[ "${lines[1]}" == "64x512,gemv,cpu,$f,gguf_rows_v1,a16,"*",64,512,$b,"* ]]
+        [[ "${lines[1]}" == "cpu,gemv,a16,$f,gguf_rows_v1,,64,512,"*",$b,"*",ok" ]]
     done
     run -0 --separate-stderr ninfer-bench --format gguf_iq4_xs --shape 64x512 --op decode --iters 2 --csv
-    [[ "${lines[1]}" == "64x512,decode,cpu,gguf_iq4_xs,gguf_rows_v1,"* ]]
+    [[ "${lines[1]}" == "cpu,decode,,gguf_iq4_xs,gguf_rows_v1,,64,512,"* ]]
     run -4 --separate-stderr ninfer-bench --format gguf_q4_k --shape 64x512 --op encode
     expect_code unsupported
     run -1 --separate-stderr ninfer-bench --format gguf_q4_k --shape 64x500

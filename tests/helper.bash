@@ -20,7 +20,9 @@ LC_ALL=C
 # ninfer-bench sizes its rotation and peak buffers at 4x the last-level cache
 # (1 GiB on a 256 MiB L3): the suites pretend to a 2 MiB one to stay small.
 NF_BENCH_LLC_BYTES="${NF_BENCH_LLC_BYTES:-2M}"
-export REPO NF_BIN NF_TOOLS PATH LC_ALL NF_BENCH_LLC_BYTES
+# and its 256 MiB floor of the rotation buffer to 8 MiB
+NF_BENCH_ROTATE_BYTES="${NF_BENCH_ROTATE_BYTES:-8M}"
+export REPO NF_BIN NF_TOOLS PATH LC_ALL NF_BENCH_LLC_BYTES NF_BENCH_ROTATE_BYTES
 
 # The wrapper: ninfer-x → $NF_WRAPPER "$NF_BIN/ninfer-x" "$@". NF_WRAPPER is
 # split on blanks on purpose ("valgrind -q --error-exitcode=99").

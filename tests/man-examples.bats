@@ -534,28 +534,28 @@ json_num() {
 
 # ---- ninfer-bench(1) ----------------------------------------------------------
 
-@test "ninfer-bench(1): q4 GEMV as a table, nvfp4 decode as JSON" {
+@test "ninfer-bench(1): q4 and bf16 GEMV as a table, nvfp4 decode as JSON" {
     run -0 --separate-stderr man_example ninfer-bench.1 1
-    [ "${#lines[@]}" -eq 3 ]
-    [[ "${lines[0]}" =~ ^#\ peak\ [0-9.]+\ GB/s ]]
-    read -r case op act fmt n k bytes rest <<< "${lines[2]}"
-    [ "$case $op $act $fmt $n $k $bytes" = "4096x4096 gemv a16 q4_g64_fp16 4096 4096 8912896" ]
+    [ "${#lines[@]}" -eq 4 ]
+    [[ "${lines[0]}" == "# peak: CPU read-only passes over the "* ]]
+    read -r dev op act fmt lay rows cols thr bytes rest <<< "${lines[2]}"
+    [ "$dev $op $act $fmt $lay $rows $cols $thr $bytes" = "cpu gemv a16 q4_g64_fp16 row_split_k128_v1 4096 4096 1 8912896" ]
+    read -r dev op act fmt lay rows cols thr bytes rest <<< "${lines[3]}"
+    [ "$fmt $rows $cols $bytes ${lines[3]##* }" = "bf16 4096 4096 33554432 ok" ]
     run -0 --separate-stderr man_example ninfer-bench.1 2
     [ "${#lines[@]}" -eq 1 ]
     # 9437188 = 4096 * 4096 / 2 codes + 4096 * 4096 / 16 scales + one divisor
-    [[ "$output" == '{"case":"4096x4096","op":"decode","device":"cpu","format":"nvfp4","layout":"block_scale_k16_m128x4_v1","activation":"-","threads":'[0-9]*',"n":4096,"k":4096,"encoded_bytes":9437188,"iters":3,'* ]]
-    # the three samples
-    [ "$(grep -o '"samples_s":\[[^]]*\]' <<< "$output" | tr ',' '\n' | wc -l)" -eq 3 ]
+    [[ "$output" == '{"device":"cpu","op":"decode","activation":null,"format":"nvfp4","layout":"block_scale_k16_m128x4_v1","object":null,"rows":4096,"cols":4096,"threads":'[0-9]*',"bytes":9437188,"iters":3,'*',"check":"-"}' ]]
 }
 
 @test "ninfer-bench(1): an artifact's own objects as CSV" {
     run -0 man_example ninfer-bench.1 3
     run -0 --separate-stderr man_example ninfer-bench.1 4
     [ "${#lines[@]}" -eq 4 ]
-    [ "${lines[0]}" = "case,op,device,format,layout,activation,threads,n,k,encoded_bytes,median_s,p10_s,p90_s,gbps,peak_gbps,pct_of_peak" ]
-    [[ "${lines[1]}" == model.layers.0.mlp.gate_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,a16,[0-9]*,688,256,93568,* ]]
-    [[ "${lines[2]}" == model.layers.0.mlp.up_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,a16,[0-9]*,688,256,93568,* ]]
-    [[ "${lines[3]}" == model.layers.0.mlp.down_proj.weight,gemv,cpu,q4_g64_fp16,row_split_k128_v1,a16,[0-9]*,256,688,104448,* ]]
+    [ "${lines[0]}" = "device,op,activation,format,layout,object,rows,cols,threads,bytes,iters,min_us,p10_us,med_us,p90_us,gbps,input_mbps,peak_before_gbps,peak_after_gbps,ratio,unstable,max_err,bound,check" ]
+    [[ "${lines[1]}" == cpu,gemv,a16,q4_g64_fp16,row_split_k128_v1,model.layers.0.mlp.gate_proj.weight,688,256,[0-9]*,93568,3,*,ok ]]
+    [[ "${lines[2]}" == cpu,gemv,a16,q4_g64_fp16,row_split_k128_v1,model.layers.0.mlp.up_proj.weight,688,256,[0-9]*,93568,3,*,ok ]]
+    [[ "${lines[3]}" == cpu,gemv,a16,q4_g64_fp16,row_split_k128_v1,model.layers.0.mlp.down_proj.weight,256,688,[0-9]*,104448,3,*,ok ]]
 }
 
 # ---- the pages themselves -----------------------------------------------------

@@ -770,13 +770,37 @@ static uint16_t q_scale(double s)
 #define NF_GRID 4
 #define NF_GRID_STEP 0.2
 
-static uint16_t q_group_(const qrange *q, const float *x, unsigned n, bool absmax_only,
-                         int *codes, double *sse, uint64_t *sat, float m, uint16_t base);
+/* The grid's divisors of a code range (end + NF_GRID_STEP*i for either
+ * end, the same f64 values the search always used), computed once per
+ * call of the encoder. */
+typedef struct {
+    double dv[2 * (2 * NF_GRID + 1)];
+    unsigned nd;
+} qgrid;
+
+static void q_grid_of(const qrange *q, qgrid *g)
+{
+    int ends[2] = {q->qmax, q->qmin};
+    int nends = q->qmin == -q->qmax ? 1 : 2;
+    g->nd = 0;
+    for (int e = 0; e < nends; e++) {
+        for (int i = -NF_GRID; i <= NF_GRID; i++) {
+            double d = ends[e] + NF_GRID_STEP * i;
+            if (d == 0.0 || (d > 0) != (ends[e] > 0))
+                continue;
+            g->dv[g->nd++] = d;
+        }
+    }
+}
+
+static uint16_t q_group_(const qrange *q, const qgrid *qg, const float *x, unsigned n,
+                         bool absmax_only, int *codes, double *sse, uint64_t *sat, float m,
+                         uint16_t base);
 
 /* q_group_ after the group's amax: an all-zero group gets +0.0; the scale
  * counts of nf_encode_stats (saturated: the absmax scale is beyond FP16;
  * zeroed: a nonzero group whose chosen scale is 0). */
-static uint16_t q_group(nf_format f, const qrange *q, const float *x,
+static uint16_t q_group(nf_format f, const qrange *q, const qgrid *qg, const float *x,
                         unsigned n, bool absmax_only, int *codes, nf_encode_stats *st)
 {
     float m;
@@ -790,7 +814,7 @@ static uint16_t q_group(nf_format f, const qrange *q, const float *x,
     st->scales++;
     if (!fp16_finite(nf_f32_to_fp16((float)ideal)))
         st->scales_saturated++;
-    uint16_t sb = q_group_(q, x, n, absmax_only, codes, &st->sse, &st->saturated, m,
+    uint16_t sb = q_group_(q, qg, x, n, absmax_only, codes, &st->sse, &st->saturated, m,
                            q_scale(ideal));
     if ((sb & 0x7fffu) == 0) { /* DESIGN 7.4: +0.0 with zero codes (q2's m < 0 gave -0.0) */
         st->scales_zeroed++;
@@ -808,8 +832,9 @@ static uint16_t q_group(nf_format f, const qrange *q, const float *x,
  * element of the largest magnitude). Returns the scale bits;
  * codes[0..n) receives the codes. The arithmetic is nf_qsearch's, the same
  * bits on every ISA. */
-static uint16_t q_group_(const qrange *q, const float *x, unsigned n, bool absmax_only,
-                         int *codes, double *sse, uint64_t *sat, float m, uint16_t base)
+static uint16_t q_group_(const qrange *q, const qgrid *qg, const float *x, unsigned n,
+                         bool absmax_only, int *codes, double *sse, uint64_t *sat, float m,
+                         uint16_t base)
 {
     nf_isa isa = nf_codec_isa();
     uint16_t best = base;
@@ -824,20 +849,8 @@ static uint16_t q_group_(const qrange *q, const float *x, unsigned n, bool absma
         double err[1 + 2 * (2 * NF_GRID + 1)];
         unsigned nc = 0;
         cand[nc++] = base;
-        int ends[2] = {q->qmax, q->qmin};
-        int nends = q->qmin == -q->qmax ? 1 : 2;
-        double dv[2 * (2 * NF_GRID + 1)];
-        unsigned nd = 0;
-        for (int e = 0; e < nends; e++) {
-            for (int i = -NF_GRID; i <= NF_GRID; i++) {
-                double d = ends[e] + NF_GRID_STEP * i;
-                if (d == 0.0 || (d > 0) != (ends[e] > 0))
-                    continue;
-                dv[nd++] = d;
-            }
-        }
-        nf_qs_grid((double)m, dv, nd, cand + 1, isa); /* q_scale(m / d) */
-        nc += nd;
+        nf_qs_grid((double)m, qg->dv, qg->nd, cand + 1, isa); /* q_scale(m / d) */
+        nc += qg->nd;
         nf_qs_fast(xp, L, q->qmin, q->qmax, cand, nc, err, isa);
         double best_err = err[0];
         for (unsigned j = 1; j < nc; j++)
@@ -920,6 +933,57 @@ static bool all_finite(const float *x, uint64_t n)
     return true;
 }
 
+#if NF_HAVE_X86
+/* One group's codes into the planes, as enc_rowsplit's scalar loops do:
+ * raw = code - off (zero_raw past nv), the low bb bits packed LSB-first
+ * into the base plane, bits 4.. (hb of them) into the high plane. */
+NF_T_AVX512 static void pack512(const int *codes, unsigned nv, unsigned G, int off,
+                                unsigned zero_raw, unsigned bb, unsigned hb, uint8_t *pbb,
+                                uint8_t *ph)
+{
+    uint8_t raw[128] __attribute__((aligned(64)));
+    for (unsigned i = 0; i < G; i += 16) {
+        __mmask16 m = i >= nv ? 0 : nv - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nv - i)) - 1);
+        __m512i c = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, codes + i), _mm512_set1_epi32(off));
+        c = _mm512_mask_mov_epi32(_mm512_set1_epi32((int)zero_raw), m, c);
+        _mm_store_si128((__m128i *)(void *)(raw + i), _mm512_cvtepi32_epi8(c));
+    }
+    for (unsigned i = 0; i < G; i += 64) {
+        unsigned n = G - i < 64 ? G - i : 64; /* G is 32, 64 or 128 */
+        __mmask64 mb = n == 64 ? ~0ull : (1ull << n) - 1;
+        __m512i v = _mm512_maskz_loadu_epi8(mb, raw + i);
+        if (bb == 8) {
+            _mm512_mask_storeu_epi8(pbb + i, mb, v);
+        } else if (bb == 4) { /* u16 lanes: lo | hi << 4 */
+            __m512i w = _mm512_ternarylogic_epi32(_mm512_and_si512(v, _mm512_set1_epi16(0x000f)),
+                                                  _mm512_srli_epi16(v, 4), _mm512_set1_epi16(0x00f0), 0xF8);
+            _mm256_mask_storeu_epi8(pbb + i / 2, (__mmask32)(mb >> 0) & ((n / 2 == 32) ? ~0u : (1u << (n / 2)) - 1),
+                                    _mm512_cvtepi16_epi8(w));
+        } else { /* bb == 2, u32 lanes */
+            __m128i w = _mm512_cvtepi32_epi8(
+                _mm512_or_si512(_mm512_or_si512(_mm512_and_si512(v, _mm512_set1_epi32(3)),
+                                                _mm512_and_si512(_mm512_srli_epi32(v, 6), _mm512_set1_epi32(0xc))),
+                                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(v, 12), _mm512_set1_epi32(0x30)),
+                                                _mm512_and_si512(_mm512_srli_epi32(v, 18), _mm512_set1_epi32(0xc0)))));
+            _mm_mask_storeu_epi8(pbb + i / 4, (__mmask16)(n / 4 == 16 ? 0xffff : (1u << (n / 4)) - 1), w);
+        }
+        if (hb == 1) {
+            uint64_t bits = _mm512_test_epi8_mask(v, _mm512_set1_epi8(0x10)) & mb;
+            memcpy(ph + i / 8, &bits, n / 8);
+        } else if (hb == 2) {
+            __m512i h = _mm512_srli_epi32(v, 4); /* bits 4, 5 of each byte to 0, 1; 6, 7 masked away below */
+            h = _mm512_and_si512(h, _mm512_set1_epi8(0x03));
+            __m128i w = _mm512_cvtepi32_epi8(
+                _mm512_or_si512(_mm512_or_si512(_mm512_and_si512(h, _mm512_set1_epi32(3)),
+                                                _mm512_and_si512(_mm512_srli_epi32(h, 6), _mm512_set1_epi32(0xc))),
+                                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(h, 12), _mm512_set1_epi32(0x30)),
+                                                _mm512_and_si512(_mm512_srli_epi32(h, 18), _mm512_set1_epi32(0xc0)))));
+            _mm_mask_storeu_epi8(ph + i / 4, (__mmask16)(n / 4 == 16 ? 0xffff : (1u << (n / 4)) - 1), w);
+        }
+    }
+}
+#endif
+
 static int enc_rowsplit(const nf_tensor_enc *t, const float *src, uint64_t r0,
                         uint64_t r1, uint8_t *obj, const nf_encode_opts *o,
                         nf_encode_stats *st)
@@ -933,6 +997,11 @@ static int enc_rowsplit(const nf_tensor_enc *t, const float *src, uint64_t r0,
     unsigned zero_raw = t->format == NF_FMT_Q2_G64_FP16 ? 1 : 0;
     unsigned bb = ri.base_bits, hb = ri.high_bits, G = ri.group;
     int off = t->format == NF_FMT_Q2_G64_FP16 ? -1 : 0; /* raw = code - off */
+    qgrid qg;
+    q_grid_of(&q, &qg);
+#if NF_HAVE_X86
+    bool p512 = nf_codec_isa() >= NF_ISA_AVX512;
+#endif
     for (uint64_t n = r0; n < r1; n++) {
         const float *x = src + (n - r0) * K;
         double ssx;
@@ -946,8 +1015,15 @@ static int enc_rowsplit(const nf_tensor_enc *t, const float *src, uint64_t r0,
             unsigned nv = k0 >= K ? 0 : (unsigned)(K - k0 < G ? K - k0 : G);
             uint16_t sb = 0;
             if (nv)
-                sb = q_group(t->format, &q, x + k0, nv, o->absmax_only, codes, st);
+                sb = q_group(t->format, &q, &qg, x + k0, nv, o->absmax_only, codes, st);
             st16(scales + 2 * g, sb);
+#if NF_HAVE_X86
+            if (p512) { /* the same bytes, vectorized */
+                pack512(codes, nv, G, off, zero_raw, bb, hb, base + k0 * bb / 8,
+                        hb ? high + k0 * hb / 8 : NULL);
+                continue;
+            }
+#endif
             /* the group's bytes in each plane (whole bytes: G * bits is a
              * multiple of 8); padding columns get the code of value 0 */
             unsigned char raw[128];

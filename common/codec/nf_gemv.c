@@ -1,70 +1,67 @@
-/* nf_gemv.c — CPU GEMV, decode pass and read-bandwidth kernels.
+/* nf_gemv.c — CPU GEMV (nf_gemv.h): the float kernels, the dispatch, the
+ * reference, the decode pass and the read-bandwidth kernels.
  *
- * The integer path of nf_gemv_int.c serves the quantized formats where
- * the CPU has it (AVX-512 VNNI+VBMI) and the input fits its limbs; what it
- * declines comes here. Two ways to compute y = W x here:
- *  - fused kernels (AVX2+FMA+F16C, AVX-512 F/BW/VL; one per format/layout
- *    and ISA): each row is decoded in registers and multiplied into the
- *    accumulators at once, so the encoded bytes are read once and nothing is
- *    written back;
- *  - the generic two-pass path: nf_decode_rows_f32 into a small buffer, then
- *    dot products. It serves every format on every CPU, the rows the fused
- *    kernels decline (see below), and the decode benchmark.
+ * Every path computes the accumulation order nf_gemv.h states, so that the
+ * portable C code, AVX2 and AVX-512 give the same bits:
+ *  - F order (fp32, int32, gguf_* on A16, and every row decoded first: the
+ *    two-pass path): 64 f32 slots, column k into slot k % 64 with one FMA
+ *    w*x in k order, then the pairwise tree (nf_gv_tree);
+ *  - P order (bf16, fp8): 64 slots of column pairs, pair p = (2p, 2p+1)
+ *    into slot p % 64, the odd column's FMA first, then the even one's;
+ *    then the tree. vdpbf16ps (AVX512_BF16) computes exactly these two
+ *    roundings where every product is exact and no product or partial sum
+ *    is subnormal (its inputs and outputs are flushed to zero): with bf16
+ *    weights w (or e4m3 codes, exact in bf16) and bf16 x, every product is
+ *    a multiple of 2^(ew + ex - 14) (ew, ex the smallest unbiased exponents
+ *    of the row's and x's nonzero values), and so is every partial sum,
+ *    so ew + ex >= -112 with neither side subnormal keeps them all normal;
+ *    elsewhere the same two FMAs run as FMAs.
+ *  - I order (the integer path, nf_gemv_int.c) and G order (gguf_* on A8,
+ *    nf_gemv_gguf.c).
+ * A row's result is then made canonical (nf_gv_canon: +0 for a zero, the
+ * default quiet NaN for a NaN), so neither the sign of a zero sum nor a NaN
+ * payload depends on the ISA.
  *
- * Exactness. Every fused kernel forms each weight with the codec's own
- * operations on the same exact operands, so each decoded weight equals
- * nf_decode_rows_f32's bit for bit; only the order of the f32 sums (and the
- * use of FMA) differs, which keeps the result within nf_gemv_ref_rows's
- * bound. The tricks, and why they are exact:
- *  - row_split: q8 (and q4 on AVX2) convert the code and multiply by s,
- *    as the codec does. q2, t2 (and q4, q5 on AVX-512) make the group's
- *    values for every code a small table, T[c] = (float)c * s (the codec's
- *    product), which the codes index with a permute. q6 (and q5/q6 on AVX2)
- *    splits the code into the base nibble and the high bits: c*s = nib*s +
- *    hi*s, two exact products whose sum c*s is representable (|c| < 64, s
- *    has 11 significant bits), so the f32 sum (or FMA) is exact and equals
- *    (float)c*s, signed zeros included.
- *  - nvfp4: a table per divisor value w of (e2m1(i) * e4m3(b)) / w for all
- *    256 block-scale codes b and all 16 codes i, computed with the same
- *    multiply then divide as the codec.
- *  - fp8: e4m3 bits moved to binary32 position read as e4m3(c) * 2^-120,
- *    multiplied by r * 2^120 (exact while |r| < 2^8): one rounding of the
- *    exact product e4m3(c) * r, like the codec.
- * Rows they decline go through the two-pass path: a row_split row with a
- * non-finite scale (the table's split sum or a padding column would turn it
- * into NaN where the codec gives +-inf), an fp8 row holding a NaN code or
- * with |r| >= 2^8 or r non-finite; nvfp4 objects whose divisor slices hold
- * fewer than 64 blocks (the table would cost more than it saves).
+ * Exactness of the weights: every kernel forms each weight with the
+ * codec's own operations on the same exact operands (bf16 and fp32 words
+ * as they are, int32 converted, e4m3 codes through a table of their exact
+ * bf16 values), so only the summation differs from nf_gemv_ref_rows, and
+ * the order above keeps it inside that bound.
  *
- * Lane order. The kernels take x permuted to the order in which the codes
- * come out of the registers (e.g. for q4 the low nibbles of 16 bytes, i.e.
- * the even columns, then the high nibbles), built once per call; padding
- * columns K..Kp-1 get x = 0, so their codes never contribute.
+ * Threads: nf_pool.h's persistent workers, each on a contiguous range of
+ * rows with stealing at the tail (nf_gv_run); nothing depends on the
+ * thread count.
  *
- * Memory. One software prefetch per 64 bytes of each stream, PF_DIST ahead
- * (the hardware prefetchers alone left these loops waiting on memory).
+ * Memory: rows are streamed in order; one software prefetch per 64 bytes,
+ * PF_DIST ahead (the hardware prefetchers alone left these loops waiting
+ * on memory).
  */
 #include "nf_gemv.h"
 #include "nf_gemv_gguf.h"
+#include "nf_gemv_int.h"
+#include "nf_pool.h"
 
+#include <math.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NF_GEMV_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define NF_GEMV_X86 0
 #endif
 
 #include "nf_fp.h"
-#include "nf_gemv_int.h"
+
+/* software prefetch distance in bytes of a stream */
+#define PF_DIST 4096
 
 unsigned nf_cpu_count(void)
 {
@@ -82,50 +79,7 @@ static inline uint32_t ld32(const uint8_t *p)
            (uint32_t)p[3] << 24;
 }
 
-static float dot_scalar(const float *a, const float *b, uint64_t n)
-{
-    /* eight partial sums, like the SIMD path, so both round alike */
-    float s[8] = {0};
-    uint64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++)
-            s[l] += a[i + l] * b[i + l];
-    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-    for (; i < n; i++)
-        t += a[i] * b[i];
-    return t;
-}
-
-#if NF_GEMV_X86
-#define T256 __attribute__((target("avx2,fma,f16c")))
-#define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
-#define NF_INLINE static inline __attribute__((always_inline))
-
-T256 static float dot_avx2(const float *a, const float *b, uint64_t n)
-{
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    uint64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-    }
-    for (; i + 8 <= n; i += 8)
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    __m256 acc = _mm256_add_ps(acc0, acc1);
-    __m128 lo = _mm256_castps256_ps128(acc), hi = _mm256_extractf128_ps(acc, 1);
-    lo = _mm_add_ps(lo, hi);
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
-    float t = _mm_cvtss_f32(lo);
-    for (; i < n; i++)
-        t += a[i] * b[i];
-    return t;
-}
-#endif
-
-typedef float (*dot_fn)(const float *, const float *, uint64_t);
-
-/* ---- which kernels ------------------------------------------------------- */
+/* ---- which kernels ---------------------------------------------------------- */
 
 static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
 static nf_isa g_env_cap = NF_ISA_AVX512;
@@ -142,9 +96,7 @@ static void read_env(void)
     /* "avx512", "auto", "" or anything else: no cap */
 }
 
-/* The ISA of the fused kernels: the codec's choice (nf_codec_set_isa),
- * capped by NF_GEMV_ISA. NF_ISA_SCALAR means the two-pass path. */
-static nf_isa fused_isa(void)
+nf_isa nf_gv_isa(void)
 {
     pthread_once(&g_env_once, read_env);
     nf_isa c = nf_codec_isa();
@@ -158,1117 +110,753 @@ bool nf_gemv_use_int(bool on)
     return atomic_exchange(&g_use_int, on);
 }
 
-static dot_fn pick_dot(void)
-{
 #if NF_GEMV_X86
-    if (nf_codec_isa() >= NF_ISA_AVX2)
-        return dot_avx2;
-#endif
-    return dot_scalar;
-}
-
-/* ---- fused kernels: shared state ----------------------------------------- */
-
-typedef struct {
-    float *sc;      /* the row's group scales as f32 (row_split) */
-    float *tab;     /* nvfp4: (e2m1(i) * e4m3(b)) / w, 16 (AVX2: 8) per b */
-    uint32_t tab_w; /* the divisor bits the table holds */
-    bool tab_ok;
-} gemv_tls;
-
-struct gemv_ctx;
-/* One row: 0 and *out = the dot product, or 1: the row is declined (use the
- * two-pass path). */
-typedef int (*row_kernel)(const struct gemv_ctx *, gemv_tls *, uint64_t n, float *out);
-
-typedef struct gemv_ctx {
-    const nf_tensor_enc *t;
-    const float *xp;        /* x in kernel lane order, zero padded */
-    uint64_t K;
-    const uint8_t *pl[3];   /* planes: row_split base/high/scales; nvfp4 codes,
-                               block scales, divisors; fp8 codes, row scales;
-                               contiguous data */
-    uint64_t rb[3];         /* their row bytes (row_split) */
-    unsigned ng;            /* row_split groups per row (Kp/G) */
-    uint64_t pf_scl;        /* row_split: prefetch distance in the scales */
-    uint64_t slice;         /* nvfp4 rows per divisor */
-    row_kernel fn;
-} gemv_ctx;
-
-/* Column k of a block of B columns sits at (k%S)*(B/S) + (k%B)/S of the
- * block in xp: S = 2 for nibble pairs (even columns, then odd), 4 for 2-bit
- * codes or byte shuffles, 1 for the natural order. */
-static void build_xp(const float *xf, uint64_t K, uint64_t Kx, unsigned B, unsigned S,
-                     float *xp)
+/* CPUID leaf 7 bits, asked once (in a VM CPUID is a slow exit) */
+static _Atomic int g_cpu7 = -1;
+static int cpu7(void)
 {
-    if (S == 1) {
-        memcpy(xp, xf, K * sizeof *xp);
-        memset(xp + K, 0, (Kx - K) * sizeof *xp);
-        return;
-    }
-    unsigned L = B / S;
-    uint64_t b = 0;
-    for (; b + B <= K; b += B) /* whole blocks: plain strided copies */
-        for (unsigned q = 0; q < S; q++) {
-            const float *src = xf + b + q;
-            float *dst = xp + b + (uint64_t)q * L;
-            for (unsigned j = 0; j < L; j++)
-                dst[j] = src[(uint64_t)j * S];
+    int v = atomic_load_explicit(&g_cpu7, memory_order_relaxed);
+    if (v < 0) {
+        unsigned a, b, c, d, a1 = 0, b1, c1, d1;
+        v = 0;
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+            v |= (c & (1u << 11)) ? 1 : 0; /* AVX512_VNNI */
+            v |= (c & (1u << 1)) ? 2 : 0;  /* AVX512_VBMI */
+            if (a >= 1 && __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1))
+                v |= (a1 & (1u << 5)) ? 4 : 0; /* AVX512_BF16 */
         }
-    memset(xp + b, 0, (Kx - b) * sizeof *xp);
-    for (uint64_t k = b; k < K; k++) /* the last, partial block */
-        xp[b + (k - b) % S * L + (k - b) / S] = xf[k];
+        atomic_store_explicit(&g_cpu7, v, memory_order_relaxed);
+    }
+    return v;
+}
+bool nf_gv_cpu_vnni_vbmi(void) { return (cpu7() & 3) == 3; }
+static bool cpu_bf16(void) { return (cpu7() & 4) != 0; }
+static bool cpu_vbmi(void) { return (cpu7() & 2) != 0; }
+#else
+bool nf_gv_cpu_vnni_vbmi(void) { return false; }
+#endif
+
+/* ---- the contract's reductions ------------------------------------------------ */
+
+float nf_gv_tree(float *s, unsigned n)
+{
+    for (unsigned h = n / 2; h; h /= 2)
+        for (unsigned i = 0; i < h; i++)
+            s[i] = s[i] + s[i + h];
+    return s[0];
 }
 
-/* Software prefetch distance in bytes of a stream (tuned on a 2-core
- * Ice Lake VM: 2-4 KiB gave 10-30% more than none for every format). */
-#define PF_DIST 4096
+float nf_gv_canon(float y)
+{
+    if (y == 0.0f)
+        return 0.0f;
+    if (y != y)
+        return nf_f32_from_bits(0x7fc00000u);
+    return y;
+}
+
+/* F order over f32 arrays: the definition. */
+static float dot64_scalar(const float *w, const float *x, uint64_t K)
+{
+    float a[64] = {0};
+    for (uint64_t k = 0; k < K; k++)
+        a[k & 63] = fmaf(w[k], x[k], a[k & 63]);
+    return nf_gv_tree(a, 64);
+}
+
+/* P order over f32 arrays (w, x natural): the definition. */
+static float pdot_scalar(const float *w, const float *x, uint64_t K)
+{
+    float a[64] = {0};
+    for (uint64_t p = 0; 2 * p < K; p++) {
+        float *s = &a[p & 63];
+        if (2 * p + 1 < K)
+            *s = fmaf(w[2 * p + 1], x[2 * p + 1], *s);
+        *s = fmaf(w[2 * p], x[2 * p], *s);
+    }
+    return nf_gv_tree(a, 64);
+}
 
 #if NF_GEMV_X86
-/* Software prefetch, one per 64 bytes of each stream, PF_DIST bytes ahead:
- * the hardware prefetchers alone leave these compute-heavy loops waiting
- * on memory (rows are contiguous, so running past a row's end fetches the
- * next rows). */
+#define T256 __attribute__((target("avx2,fma,f16c")))
+#define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define T512B __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vbmi,avx2,fma,f16c")))
+#define NF_INLINE static inline __attribute__((always_inline))
+
+#include "nf_gemv_tree.inc"
+
 #define PF(p) _mm_prefetch((const char *)(p) + PF_DIST, _MM_HINT_T0)
 
-T256 static void bf16_to_f32_avx2(const uint16_t *x, uint64_t K, float *xf)
+T512 NF_INLINE __mmask16 mask16(uint64_t left)
 {
-    uint64_t k = 0;
-    for (; k + 8 <= K; k += 8) {
-        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + k)));
-        _mm256_storeu_ps(xf + k, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
-    }
-    for (; k < K; k++)
-        xf[k] = nf_bf16_to_f32(x[k]);
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
-/* ======================= AVX-512 (F, BW, VL) ============================== */
-
-T512 NF_INLINE float hsum512(__m512 a, __m512 b, __m512 c, __m512 d)
+/* F order, AVX-512: a[j] holds slots 16j..16j+15; the tail masked (zeros
+ * add nothing but, at most, a zero's sign, which nf_gv_canon removes). */
+T512 static float dot64_512(const float *w, const float *x, uint64_t K)
 {
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d)));
-}
-
-/* The row's FP16 scales as f32 (exact: vcvtph2ps); false if one is not
- * finite. */
-T512 static bool scales512(const uint8_t *s, unsigned ng, float *out)
-{
-    const __m256i ex = _mm256_set1_epi16(0x7c00);
-    __mmask16 bad = 0;
-    unsigned g = 0;
-    for (; g + 16 <= ng; g += 16) {
-        __m256i h = _mm256_loadu_si256((const __m256i *)(s + 2 * g));
-        bad |= _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, ex), ex);
-        _mm512_storeu_ps(out + g, _mm512_cvtph_ps(h));
-    }
-    if (g < ng) {
-        __mmask16 m = (__mmask16)((1u << (ng - g)) - 1);
-        __m256i h = _mm256_maskz_loadu_epi16(m, s + 2 * g);
-        bad |= _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, ex), ex);
-        _mm512_mask_storeu_ps(out + g, m, _mm512_cvtph_ps(h));
-    }
-    return bad == 0;
-}
-
-/* q2 (u-1) and t2 (2-bit two's complement): 16 bytes hold 64 codes; byte j
- * of them, zero-extended to lane j, carries codes 4j..4j+3; the permute
- * reads index bits 3:0, so the 4-entry table is repeated 4 times and the
- * neighbour's bits above bit 1 do not matter. */
-T512 NF_INLINE void two_bit64(__m512 T, const uint8_t *b, const float *x, __m512 *a)
-{
-    __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b));
-    a[0] = _mm512_fmadd_ps(_mm512_permutexvar_ps(d, T), _mm512_loadu_ps(x), a[0]);
-    a[1] = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(d, 2), T),
-                           _mm512_loadu_ps(x + 16), a[1]);
-    a[2] = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(d, 4), T),
-                           _mm512_loadu_ps(x + 32), a[2]);
-    a[3] = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(d, 6), T),
-                           _mm512_loadu_ps(x + 48), a[3]);
-}
-
-T512 static float q2_512(const uint8_t *base, const float *sc, const float *xp, unsigned ng,
-                         bool t2)
-{
-    const __m512 cv = t2 ? _mm512_setr_ps(0, 1, -2, -1, 0, 1, -2, -1, 0, 1, -2, -1, 0, 1, -2, -1)
-                         : _mm512_setr_ps(-1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2);
-    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                   _mm512_setzero_ps()};
-    if (t2) {
-        for (unsigned g = 0; g < ng; g++) { /* 128 codes, 32 bytes */
-            __m512 T = _mm512_mul_ps(cv, _mm512_set1_ps(sc[g]));
-            if (!(g & 1))
-                PF(base + 32 * g);
-            two_bit64(T, base + 32 * g, xp + 128 * g, a);
-            two_bit64(T, base + 32 * g + 16, xp + 128 * g + 64, a);
-        }
-    } else {
-        for (unsigned g = 0; g < ng; g++) { /* 64 codes, 16 bytes */
-            __m512 T = _mm512_mul_ps(cv, _mm512_set1_ps(sc[g]));
-            if (!(g & 3))
-                PF(base + 16 * g);
-            two_bit64(T, base + 16 * g, xp + 64 * g, a);
-        }
-    }
-    return hsum512(a[0], a[1], a[2], a[3]);
-}
-
-/* q4: byte j -> lane j; the low nibble (even column) indexes the 16-entry
- * table directly (the permute ignores bits 4+), the high nibble after a
- * shift. Table index = raw nibble: 0..7 -> 0..7, 8..15 -> -8..-1. */
-T512 static float q4_512(const uint8_t *base, const float *sc, const float *xp, unsigned ng)
-{
-    const __m512 cv = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (unsigned g = 0; g < ng; g++) { /* 64 codes, 32 bytes */
-        __m512 T = _mm512_mul_ps(cv, _mm512_set1_ps(sc[g]));
-        const uint8_t *b = base + 32 * g;
-        const float *x = xp + 64 * g;
-        if (!(g & 1))
-            PF(b);
-        __m512i d0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b));
-        __m512i d1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 16)));
-        a0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(d0, T), _mm512_loadu_ps(x), a0);
-        a1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(d0, 4), T),
-                             _mm512_loadu_ps(x + 16), a1);
-        a2 = _mm512_fmadd_ps(_mm512_permutexvar_ps(d1, T), _mm512_loadu_ps(x + 32), a2);
-        a3 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(d1, 4), T),
-                             _mm512_loadu_ps(x + 48), a3);
-    }
-    return hsum512(a0, a1, a2, a3);
-}
-
-/* q5: a 32-entry table over two registers (index bit 4 = the high-plane
- * bit). The 32 high bits of 32 codes are broadcast; each lane rotates its
- * code's bit to bit 4 and a bit-select (ternlog 0xD8: C ? B : A) puts it
- * into the nibble's index. */
-T512 static float q5_512(const uint8_t *base, const uint8_t *high, const float *sc,
-                         const float *xp, unsigned ng)
-{
-    const __m512 c0 = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512 c1 = _mm512_setr_ps(-16, -15, -14, -13, -12, -11, -10, -9, -8, -7, -6, -5,
-                                     -4, -3, -2, -1);
-    /* lane j holds columns 2j (low nibble) and 2j+1 (high nibble) */
-    const __m512i rlo = _mm512_setr_epi32(28, 30, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
-                                          24, 26);
-    const __m512i rhi = _mm512_setr_epi32(29, 31, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23,
-                                          25, 27);
-    const __m512i b4 = _mm512_set1_epi32(0x10);
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (unsigned g = 0; g < ng; g++) { /* 64 codes: 32 base bytes, 8 high bytes */
-        __m512 s = _mm512_set1_ps(sc[g]);
-        __m512 T0 = _mm512_mul_ps(c0, s), T1 = _mm512_mul_ps(c1, s);
-        const uint8_t *b = base + 32 * g, *h = high + 8 * g;
-        const float *x = xp + 64 * g;
-        if (!(g & 1))
-            PF(b);
-        if (!(g & 7))
-            PF(h);
-        __m512i d0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b));
-        __m512i d1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 16)));
-        __m512i h0 = _mm512_set1_epi32((int)ld32(h)), h1 = _mm512_set1_epi32((int)ld32(h + 4));
-        __m512i i0 = _mm512_ternarylogic_epi32(d0, _mm512_rorv_epi32(h0, rlo), b4, 0xD8);
-        __m512i i1 = _mm512_ternarylogic_epi32(_mm512_srli_epi32(d0, 4),
-                                               _mm512_rorv_epi32(h0, rhi), b4, 0xD8);
-        __m512i i2 = _mm512_ternarylogic_epi32(d1, _mm512_rorv_epi32(h1, rlo), b4, 0xD8);
-        __m512i i3 = _mm512_ternarylogic_epi32(_mm512_srli_epi32(d1, 4),
-                                               _mm512_rorv_epi32(h1, rhi), b4, 0xD8);
-        a0 = _mm512_fmadd_ps(_mm512_permutex2var_ps(T0, i0, T1), _mm512_loadu_ps(x), a0);
-        a1 = _mm512_fmadd_ps(_mm512_permutex2var_ps(T0, i1, T1), _mm512_loadu_ps(x + 16), a1);
-        a2 = _mm512_fmadd_ps(_mm512_permutex2var_ps(T0, i2, T1), _mm512_loadu_ps(x + 32), a2);
-        a3 = _mm512_fmadd_ps(_mm512_permutex2var_ps(T0, i3, T1), _mm512_loadu_ps(x + 48), a3);
-    }
-    return hsum512(a0, a1, a2, a3);
-}
-
-/* q6: c = nib + 16*hs with hs = the 2 high bits as two's complement
- * (0, 1, -2, -1): w = T[nib] + H[hi], both exact, their sum exact. Lanes
- * 0-7 read the high bits from the first 32-bit word, lanes 8-15 from the
- * second; H is repeated 4 times (index bits 3:2 are the next code's). */
-T512 static float q6_512(const uint8_t *base, const uint8_t *high, const float *sc,
-                         const float *xp, unsigned ng)
-{
-    const __m512 cl = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512 ch = _mm512_setr_ps(0, 16, -32, -16, 0, 16, -32, -16, 0, 16, -32, -16, 0, 16,
-                                     -32, -16);
-    const __m512i rlo = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24,
-                                          28);
-    const __m512i rhi = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 2, 6, 10, 14, 18, 22,
-                                          26, 30);
-    const __m512i sel = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (unsigned g = 0; g < ng; g++) { /* 64 codes: 32 base bytes, 16 high bytes */
-        __m512 s = _mm512_set1_ps(sc[g]);
-        __m512 T = _mm512_mul_ps(cl, s), H = _mm512_mul_ps(ch, s);
-        const uint8_t *b = base + 32 * g, *h = high + 16 * g;
-        const float *x = xp + 64 * g;
-        if (!(g & 1))
-            PF(b);
-        if (!(g & 3))
-            PF(h);
-        __m512i d0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b));
-        __m512i d1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 16)));
-        __m512i h0 = _mm512_permutexvar_epi32(
-            sel, _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)h)));
-        __m512i h1 = _mm512_permutexvar_epi32(
-            sel, _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(h + 8))));
-        __m512 w0 = _mm512_add_ps(_mm512_permutexvar_ps(d0, T),
-                                  _mm512_permutexvar_ps(_mm512_rorv_epi32(h0, rlo), H));
-        __m512 w1 = _mm512_add_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(d0, 4), T),
-                                  _mm512_permutexvar_ps(_mm512_rorv_epi32(h0, rhi), H));
-        __m512 w2 = _mm512_add_ps(_mm512_permutexvar_ps(d1, T),
-                                  _mm512_permutexvar_ps(_mm512_rorv_epi32(h1, rlo), H));
-        __m512 w3 = _mm512_add_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(d1, 4), T),
-                                  _mm512_permutexvar_ps(_mm512_rorv_epi32(h1, rhi), H));
-        a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x), a0);
-        a1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + 16), a1);
-        a2 = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + 32), a2);
-        a3 = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + 48), a3);
-    }
-    return hsum512(a0, a1, a2, a3);
-}
-
-/* q8: sign-extend, convert, times s: the codec's operations; two groups of
- * 32 per step. */
-T512 static float q8_512(const uint8_t *base, const float *sc, const float *xp, unsigned ng)
-{
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (unsigned g = 0; g < ng; g += 2) { /* ng is a multiple of 4 */
-        __m512 s0 = _mm512_set1_ps(sc[g]), s1 = _mm512_set1_ps(sc[g + 1]);
-        const uint8_t *b = base + 32 * g;
-        const float *x = xp + 32 * g;
-        PF(b);
-#define Q8W(o, s) _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32( \
-                      _mm_loadu_si128((const __m128i *)(b + (o))))), s)
-        a0 = _mm512_fmadd_ps(Q8W(0, s0), _mm512_loadu_ps(x), a0);
-        a1 = _mm512_fmadd_ps(Q8W(16, s0), _mm512_loadu_ps(x + 16), a1);
-        a2 = _mm512_fmadd_ps(Q8W(32, s1), _mm512_loadu_ps(x + 32), a2);
-        a3 = _mm512_fmadd_ps(Q8W(48, s1), _mm512_loadu_ps(x + 48), a3);
-#undef Q8W
-    }
-    return hsum512(a0, a1, a2, a3);
-}
-
-T512 static int rs_row512(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out)
-{
-    const uint8_t *base = c->pl[0] + n * c->rb[0];
-    const uint8_t *scl = c->pl[2] + n * c->rb[2];
-    for (uint64_t i = 0; i < c->rb[2]; i += 64)
-        _mm_prefetch((const char *)scl + c->pf_scl + i, _MM_HINT_T0);
-    if (!scales512(scl, c->ng, s->sc))
-        return 1;
-    switch (c->t->format) {
-    case NF_FMT_Q2_G64_FP16: *out = q2_512(base, s->sc, c->xp, c->ng, false); break;
-    case NF_FMT_T2_G128_FP16: *out = q2_512(base, s->sc, c->xp, c->ng, true); break;
-    case NF_FMT_Q4_G64_FP16: *out = q4_512(base, s->sc, c->xp, c->ng); break;
-    case NF_FMT_Q5_G64_FP16:
-        *out = q5_512(base, c->pl[1] + n * c->rb[1], s->sc, c->xp, c->ng);
-        break;
-    case NF_FMT_Q6_G64_FP16:
-        *out = q6_512(base, c->pl[1] + n * c->rb[1], s->sc, c->xp, c->ng);
-        break;
-    case NF_FMT_Q8_G32_FP16: *out = q8_512(base, s->sc, c->xp, c->ng); break;
-    default: return 1;
-    }
-    return 0;
-}
-
-/* nvfp4 table for divisor w: 16 floats per block-scale code b, index = the
- * E2M1 code (bit 3 = sign), value (e2m1(i) * e4m3(b)) / w. */
-T512 static void nv_table512(float *tab, float w)
-{
-    const __m512 e2 = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f,
-                                     -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
-    __m512 wv = _mm512_set1_ps(w);
-    for (unsigned b = 0; b < 256; b++)
-        _mm512_store_ps(tab + 16 * b,
-                        _mm512_div_ps(_mm512_mul_ps(e2, _mm512_set1_ps(nf_e4m3_to_f32((uint8_t)b))),
-                                      wv));
-}
-
-/* nvfp4: 16 code bytes are two blocks; lanes 0-7 belong to the first, 8-15
- * to the second, so a two-register permute over both blocks' tables with
- * index bit 4 set in lanes 8-15 (ternlog 0xEC: (A & C) | B). */
-T512 static int nv_row512(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out)
-{
-    uint64_t K = c->K;
-    uint32_t wb = ld32(c->pl[2] + 4 * (n / c->slice));
-    if (!s->tab_ok || s->tab_w != wb) {
-        nv_table512(s->tab, nf_f32_from_bits(wb));
-        s->tab_w = wb;
-        s->tab_ok = true;
-    }
-    const float *tab = s->tab;
-    const uint8_t *codes = c->pl[0] + n * (K / 2);
-    const uint8_t *sb = c->pl[1] + nf_nvfp4_scale_row_part(n, K);
-    const __m512i blk = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 16, 16, 16, 16, 16, 16, 16, 16);
-    const __m512i m15 = _mm512_set1_epi32(15);
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const float *x = c->xp;
-    for (uint64_t q = 0; q < K / 64; q++, x += 64) { /* 4 blocks */
-        uint32_t b4 = ld32(sb + nf_nvfp4_scale_col_part(4 * q)); /* blocks 4q..4q+3 */
-        const uint8_t *cb = codes + 32 * q;
-        if (!(q & 1))
-            PF(cb);
-        __m512 A = _mm512_load_ps(tab + 16 * (b4 & 0xff));
-        __m512 B = _mm512_load_ps(tab + 16 * ((b4 >> 8) & 0xff));
-        __m512 C = _mm512_load_ps(tab + 16 * ((b4 >> 16) & 0xff));
-        __m512 D = _mm512_load_ps(tab + 16 * (b4 >> 24));
-        __m512i d0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)cb));
-        __m512i d1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(cb + 16)));
-        __m512i i0 = _mm512_ternarylogic_epi32(d0, blk, m15, 0xEC);
-        __m512i i1 = _mm512_or_si512(_mm512_srli_epi32(d0, 4), blk);
-        __m512i i2 = _mm512_ternarylogic_epi32(d1, blk, m15, 0xEC);
-        __m512i i3 = _mm512_or_si512(_mm512_srli_epi32(d1, 4), blk);
-        a0 = _mm512_fmadd_ps(_mm512_permutex2var_ps(A, i0, B), _mm512_loadu_ps(x), a0);
-        a1 = _mm512_fmadd_ps(_mm512_permutex2var_ps(A, i1, B), _mm512_loadu_ps(x + 16), a1);
-        a2 = _mm512_fmadd_ps(_mm512_permutex2var_ps(C, i2, D), _mm512_loadu_ps(x + 32), a2);
-        a3 = _mm512_fmadd_ps(_mm512_permutex2var_ps(C, i3, D), _mm512_loadu_ps(x + 48), a3);
-    }
-    *out = hsum512(a0, a1, a2, a3);
-    return 0;
-}
-
-/* fp8 e4m3 * bf16 row scale. Per 64 codes, four in-lane byte shuffles put
- * byte 4m+q of the 64 into the top byte of lane m of vector q; an
- * arithmetic shift by 4 and a mask give sign | e4m3 bits << 20, the binary32
- * pattern of e4m3(c) * 2^-120 (subnormals included); times r * 2^120 that
- * is one rounding of e4m3(c) * r. NaN codes are caught with a running max
- * of (c | 0x80), which is 0xff only for 0x7f/0xff. */
-T512 NF_INLINE __m512 fp8_w16(__m512i v, __m512i ctl, __m512 R)
-{
-    const __m512i fm = _mm512_set1_epi32((int)0x87f00000);
-    __m512i u = _mm512_shuffle_epi8(v, ctl);
-    return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(u, 4), fm)), R);
-}
-
-/* (written out: a loop over an accumulator array kept them in memory) */
-T512 NF_INLINE void fp8_64(__m512i v, const float *x, __m512 R, __m512 *a0, __m512 *a1,
-                           __m512 *a2, __m512 *a3)
-{
-    const __m512i c0 = _mm512_set4_epi32((int)0x0c808080, (int)0x08808080, (int)0x04808080,
-                                         (int)0x00808080);
-    const __m512i c1 = _mm512_set4_epi32((int)0x0d808080, (int)0x09808080, (int)0x05808080,
-                                         (int)0x01808080);
-    const __m512i c2 = _mm512_set4_epi32((int)0x0e808080, (int)0x0a808080, (int)0x06808080,
-                                         (int)0x02808080);
-    const __m512i c3 = _mm512_set4_epi32((int)0x0f808080, (int)0x0b808080, (int)0x07808080,
-                                         (int)0x03808080);
-    *a0 = _mm512_fmadd_ps(fp8_w16(v, c0, R), _mm512_loadu_ps(x), *a0);
-    *a1 = _mm512_fmadd_ps(fp8_w16(v, c1, R), _mm512_loadu_ps(x + 16), *a1);
-    *a2 = _mm512_fmadd_ps(fp8_w16(v, c2, R), _mm512_loadu_ps(x + 32), *a2);
-    *a3 = _mm512_fmadd_ps(fp8_w16(v, c3, R), _mm512_loadu_ps(x + 48), *a3);
-}
-
-T512 static int fp8_row512(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out)
-{
-    (void)s;
-    uint64_t K = c->K;
-    float r = nf_bf16_to_f32(ld16(c->pl[1] + 2 * n));
-    if (!(fabsf(r) < 256.0f))
-        return 1;
-    __m512 R = _mm512_set1_ps(r * 0x1p120f);
-    const uint8_t *p = c->pl[0] + n * K;
-    const __m512i hi = _mm512_set1_epi8((char)0x80);
-    __m512i mx = _mm512_setzero_si512();
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     uint64_t k = 0;
     for (; k + 64 <= K; k += 64) {
-        __m512i v = _mm512_loadu_si512((const void *)(p + k));
-        PF(p + k);
-        mx = _mm512_max_epu8(mx, _mm512_or_si512(v, hi));
-        fp8_64(v, c->xp + k, R, &a0, &a1, &a2, &a3);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + k), _mm512_loadu_ps(x + k), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + k + 16), _mm512_loadu_ps(x + k + 16), a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w + k + 32), _mm512_loadu_ps(x + k + 32), a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(w + k + 48), _mm512_loadu_ps(x + k + 48), a3);
     }
-    if (k < K) {
-        __m512i v = _mm512_maskz_loadu_epi8(~0ull >> (64 - (K - k)), p + k);
-        mx = _mm512_max_epu8(mx, _mm512_or_si512(v, hi));
-        fp8_64(v, c->xp + k, R, &a0, &a1, &a2, &a3);
+#define DT(A, o)                                                                                   \
+    if (k + (o) < K) {                                                                             \
+        __mmask16 m = mask16(K - k - (o));                                                         \
+        A = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w + k + (o)), _mm512_maskz_loadu_ps(m, x + k + (o)), A); \
     }
-    if (_mm512_cmpeq_epi8_mask(mx, _mm512_set1_epi8((char)0xff)))
-        return 1;
-    *out = hsum512(a0, a1, a2, a3);
-    return 0;
+    DT(a0, 0) DT(a1, 16) DT(a2, 32) DT(a3, 48)
+#undef DT
+    return nf_tree64_512(a0, a1, a2, a3);
 }
 
-/* bf16: a 32-bit word holds columns 2i (low half) and 2i+1 (high half);
- * shifting or masking gives both as f32. fp32, int32: natural order. */
-T512 static int contig_row512(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out)
+/* F order, AVX2: a[j] holds slots 8j..8j+7. */
+T256 static float dot64_256(const float *w, const float *x, uint64_t K)
 {
-    (void)s;
-    uint64_t K = c->K, k = 0;
-    const float *x = c->xp;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    if (c->t->format == NF_FMT_BF16) {
-        const uint8_t *p = c->pl[0] + 2 * n * K;
-        const __m512i hm = _mm512_set1_epi32((int)0xffff0000);
-        for (; k + 64 <= K; k += 64) {
-            __m512i v0 = _mm512_loadu_si512((const void *)(p + 2 * k));
-            __m512i v1 = _mm512_loadu_si512((const void *)(p + 2 * k + 64));
-            PF(p + 2 * k);
-            PF(p + 2 * k + 64);
-            a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v0, 16)),
-                                 _mm512_loadu_ps(x + k), a0);
-            a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v0, hm)),
-                                 _mm512_loadu_ps(x + k + 16), a1);
-            a2 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v1, 16)),
-                                 _mm512_loadu_ps(x + k + 32), a2);
-            a3 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v1, hm)),
-                                 _mm512_loadu_ps(x + k + 48), a3);
-        }
-        for (; k < K; k += 32) {
-            uint64_t m = K - k;
-            __m512i v = _mm512_maskz_loadu_epi16(m >= 32 ? ~0u : (1u << m) - 1, p + 2 * k);
-            a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)),
-                                 _mm512_loadu_ps(x + k), a0);
-            a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, hm)),
-                                 _mm512_loadu_ps(x + k + 16), a1);
-        }
-    } else {
-        const uint8_t *p = c->pl[0] + 4 * n * K;
-        bool i32 = c->t->format == NF_FMT_INT32;
-#define CW(o) (i32 ? _mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(p + 4 * (k + (o))))) \
-                   : _mm512_loadu_ps((const float *)(const void *)(p + 4 * (k + (o)))))
-        for (; k + 64 <= K; k += 64) {
-            for (int i = 0; i < 256; i += 64)
-                PF(p + 4 * k + i);
-            a0 = _mm512_fmadd_ps(CW(0), _mm512_loadu_ps(x + k), a0);
-            a1 = _mm512_fmadd_ps(CW(16), _mm512_loadu_ps(x + k + 16), a1);
-            a2 = _mm512_fmadd_ps(CW(32), _mm512_loadu_ps(x + k + 32), a2);
-            a3 = _mm512_fmadd_ps(CW(48), _mm512_loadu_ps(x + k + 48), a3);
-        }
-#undef CW
-        for (; k < K; k += 16) {
-            uint64_t m = K - k;
-            __m512i v = _mm512_maskz_loadu_epi32(m >= 16 ? 0xffff : (__mmask16)((1u << m) - 1),
-                                                 p + 4 * k);
-            __m512 w = i32 ? _mm512_cvtepi32_ps(v) : _mm512_castsi512_ps(v);
-            a0 = _mm512_fmadd_ps(w, _mm512_loadu_ps(x + k), a0);
-        }
-    }
-    *out = hsum512(a0, a1, a2, a3);
-    return 0;
-}
-
-/* ============================ AVX2 + FMA + F16C =========================== */
-
-T256 NF_INLINE float hsum256(__m256 a, __m256 b, __m256 c, __m256 d)
-{
-    __m256 acc = _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d));
-    __m128 lo = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
-    return _mm_cvtss_f32(lo);
-}
-
-T256 static bool scales256(const uint8_t *s, unsigned ng, float *out)
-{
-    const __m128i ex = _mm_set1_epi16(0x7c00);
-    int bad = 0;
-    unsigned g = 0;
-    for (; g + 8 <= ng; g += 8) {
-        __m128i h = _mm_loadu_si128((const __m128i *)(s + 2 * g));
-        bad |= _mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, ex), ex));
-        _mm256_storeu_ps(out + g, _mm256_cvtph_ps(h));
-    }
-    for (; g < ng; g++) {
-        uint16_t h = ld16(s + 2 * g);
-        bad |= (h & 0x7c00) == 0x7c00;
-        out[g] = nf_fp16_to_f32(h);
-    }
-    return bad == 0;
-}
-
-#define LD64(p) _mm_loadl_epi64((const __m128i *)(const void *)(p))
-
-/* q2/t2: 8 bytes = 32 codes; byte j -> lane j carries codes 4j..4j+3; the
- * 8-entry permute reads index bits 2:0, so the table is repeated twice. */
-T256 static float q2_256(const uint8_t *base, const float *sc, const float *xp, unsigned ng,
-                         bool t2)
-{
-    const __m256 cv = t2 ? _mm256_setr_ps(0, 1, -2, -1, 0, 1, -2, -1)
-                         : _mm256_setr_ps(-1, 0, 1, 2, -1, 0, 1, 2);
-    unsigned per = t2 ? 4 : 2; /* 32-code steps per group */
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const float *x = xp;
-    const uint8_t *b = base;
-    for (unsigned g = 0; g < ng; g++) {
-        __m256 T = _mm256_mul_ps(cv, _mm256_set1_ps(sc[g]));
-        for (unsigned i = 0; i < per; i++, b += 8, x += 32) {
-            if (!(((uintptr_t)b - (uintptr_t)base) & 63))
-                PF(b);
-            __m256i d = _mm256_cvtepu8_epi32(LD64(b));
-            a0 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(T, d), _mm256_loadu_ps(x), a0);
-            a1 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(T, _mm256_srli_epi32(d, 2)),
-                                 _mm256_loadu_ps(x + 8), a1);
-            a2 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(T, _mm256_srli_epi32(d, 4)),
-                                 _mm256_loadu_ps(x + 16), a2);
-            a3 = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(T, _mm256_srli_epi32(d, 6)),
-                                 _mm256_loadu_ps(x + 24), a3);
-        }
-    }
-    return hsum256(a0, a1, a2, a3);
-}
-
-/* q4: 16 bytes = 32 codes; the nibbles become signed bytes with a byte
- * shuffle (port 5, idle otherwise), then sign-extend, convert, times s.
- * Vectors: even columns 0-14, 16-30, odd columns 1-15, 17-31. */
-T256 static float q4_256(const uint8_t *base, const float *sc, const float *xp, unsigned ng)
-{
-    const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
-    const __m128i m4 = _mm_set1_epi8(15);
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (unsigned g = 0; g < ng; g++) {
-        __m256 s = _mm256_set1_ps(sc[g]);
-        const uint8_t *b = base + 32 * g;
-        const float *x = xp + 64 * g;
-        PF(b);
-        for (unsigned i = 0; i < 2; i++, x += 32) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(b + 16 * i));
-            __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(v, m4));
-            __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(v, 4), m4));
-#define Q4W(c8) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c8)), s)
-            a0 = _mm256_fmadd_ps(Q4W(lo), _mm256_loadu_ps(x), a0);
-            a1 = _mm256_fmadd_ps(Q4W(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(x + 8), a1);
-            a2 = _mm256_fmadd_ps(Q4W(hi), _mm256_loadu_ps(x + 16), a2);
-            a3 = _mm256_fmadd_ps(Q4W(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(x + 24), a3);
-#undef Q4W
-        }
-    }
-    return hsum256(a0, a1, a2, a3);
-}
-
-/* q5/q6: w = fma(nib, s, H[hi]) with H[hi] = 16*hs*s (hs the high bits as
- * two's complement: q5 0/-1, q6 0/1/-2/-1): nib*s and H exact, the exact
- * sum c*s representable, so the FMA gives (float)c*s. The high bits of 16
- * codes are one 16-bit (q5) or 32-bit (q6) word, shifted per lane. */
-T256 static float q56_256(const uint8_t *base, const uint8_t *high, const float *sc,
-                          const float *xp, unsigned ng, bool q6)
-{
-    const __m256 ch = q6 ? _mm256_setr_ps(0, 16, -32, -16, 0, 16, -32, -16)
-                         : _mm256_setr_ps(0, -16, 0, -16, 0, -16, 0, -16);
-    const __m256i slo = q6 ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
-                           : _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m256i shi = q6 ? _mm256_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30)
-                           : _mm256_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15);
-    const __m256i m15 = _mm256_set1_epi32(15);
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    unsigned hb = q6 ? 4 : 2; /* high bytes per 16 codes */
-    for (unsigned g = 0; g < ng; g++) {
-        __m256 s = _mm256_set1_ps(sc[g]);
-        __m256 H = _mm256_mul_ps(ch, s);
-        const uint8_t *b = base + 32 * g, *h = high + 4 * hb * g;
-        const float *x = xp + 64 * g;
-        if (!(g & 1))
-            PF(b);
-        if (!(g & (q6 ? 3 : 7)))
-            PF(h);
-        for (unsigned i = 0; i < 4; i += 2) {
-            __m256i d0 = _mm256_cvtepu8_epi32(LD64(b + 8 * i));
-            __m256i d1 = _mm256_cvtepu8_epi32(LD64(b + 8 * i + 8));
-            __m256i h0 = _mm256_set1_epi32(q6 ? (int)ld32(h + hb * i) : ld16(h + hb * i));
-            __m256i h1 = _mm256_set1_epi32(q6 ? (int)ld32(h + hb * i + hb)
-                                              : ld16(h + hb * i + hb));
-#define W56(nib, hw, sh) _mm256_fmadd_ps(_mm256_cvtepi32_ps(nib), s, \
-                _mm256_permutevar8x32_ps(H, _mm256_srlv_epi32(hw, sh)))
-            a0 = _mm256_fmadd_ps(W56(_mm256_and_si256(d0, m15), h0, slo),
-                                 _mm256_loadu_ps(x + 16 * i), a0);
-            a1 = _mm256_fmadd_ps(W56(_mm256_srli_epi32(d0, 4), h0, shi),
-                                 _mm256_loadu_ps(x + 16 * i + 8), a1);
-            a2 = _mm256_fmadd_ps(W56(_mm256_and_si256(d1, m15), h1, slo),
-                                 _mm256_loadu_ps(x + 16 * i + 16), a2);
-            a3 = _mm256_fmadd_ps(W56(_mm256_srli_epi32(d1, 4), h1, shi),
-                                 _mm256_loadu_ps(x + 16 * i + 24), a3);
-#undef W56
-        }
-    }
-    return hsum256(a0, a1, a2, a3);
-}
-
-T256 static float q8_256(const uint8_t *base, const float *sc, const float *xp, unsigned ng)
-{
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (unsigned g = 0; g < ng; g++) {
-        __m256 s = _mm256_set1_ps(sc[g]);
-        const uint8_t *b = base + 32 * g;
-        const float *x = xp + 32 * g;
-        if (!(g & 1))
-            PF(b);
-#define Q8W(o) _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(LD64(b + (o)))), s)
-        a0 = _mm256_fmadd_ps(Q8W(0), _mm256_loadu_ps(x), a0);
-        a1 = _mm256_fmadd_ps(Q8W(8), _mm256_loadu_ps(x + 8), a1);
-        a2 = _mm256_fmadd_ps(Q8W(16), _mm256_loadu_ps(x + 16), a2);
-        a3 = _mm256_fmadd_ps(Q8W(24), _mm256_loadu_ps(x + 24), a3);
-#undef Q8W
-    }
-    return hsum256(a0, a1, a2, a3);
-}
-
-T256 static int rs_row256(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out)
-{
-    const uint8_t *base = c->pl[0] + n * c->rb[0];
-    const uint8_t *scl = c->pl[2] + n * c->rb[2];
-    for (uint64_t i = 0; i < c->rb[2]; i += 64)
-        _mm_prefetch((const char *)scl + c->pf_scl + i, _MM_HINT_T0);
-    if (!scales256(scl, c->ng, s->sc))
-        return 1;
-    switch (c->t->format) {
-    case NF_FMT_Q2_G64_FP16: *out = q2_256(base, s->sc, c->xp, c->ng, false); break;
-    case NF_FMT_T2_G128_FP16: *out = q2_256(base, s->sc, c->xp, c->ng, true); break;
-    case NF_FMT_Q4_G64_FP16: *out = q4_256(base, s->sc, c->xp, c->ng); break;
-    case NF_FMT_Q5_G64_FP16:
-        *out = q56_256(base, c->pl[1] + n * c->rb[1], s->sc, c->xp, c->ng, false);
-        break;
-    case NF_FMT_Q6_G64_FP16:
-        *out = q56_256(base, c->pl[1] + n * c->rb[1], s->sc, c->xp, c->ng, true);
-        break;
-    case NF_FMT_Q8_G32_FP16: *out = q8_256(base, s->sc, c->xp, c->ng); break;
-    default: return 1;
-    }
-    return 0;
-}
-
-/* nvfp4 table for AVX2: the 8 magnitudes per b; the sign is applied by XOR
- * afterwards (IEEE mul/div are sign-symmetric, as in the codec). */
-T256 static void nv_table256(float *tab, float w)
-{
-    const __m256 e2 = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
-    __m256 wv = _mm256_set1_ps(w);
-    for (unsigned b = 0; b < 256; b++)
-        _mm256_store_ps(tab + 8 * b,
-                        _mm256_div_ps(_mm256_mul_ps(e2, _mm256_set1_ps(nf_e4m3_to_f32((uint8_t)b))),
-                                      wv));
-}
-
-T256 static int nv_row256(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out)
-{
-    uint64_t K = c->K;
-    uint32_t wb = ld32(c->pl[2] + 4 * (n / c->slice));
-    if (!s->tab_ok || s->tab_w != wb) {
-        nv_table256(s->tab, nf_f32_from_bits(wb));
-        s->tab_w = wb;
-        s->tab_ok = true;
-    }
-    const float *tab = s->tab;
-    const uint8_t *codes = c->pl[0] + n * (K / 2);
-    const uint8_t *sb = c->pl[1] + nf_nvfp4_scale_row_part(n, K);
-    const __m256i sg = _mm256_set1_epi32((int)0x80000000);
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const float *x = c->xp;
-    for (uint64_t q = 0; q < K / 64; q++) {
-        uint32_t b4 = ld32(sb + nf_nvfp4_scale_col_part(4 * q)); /* blocks 4q..4q+3 */
-        const uint8_t *cb = codes + 32 * q;
-        if (!(q & 1))
-            PF(cb);
-        for (unsigned i = 0; i < 4; i += 2, x += 32) {
-            __m256 A = _mm256_load_ps(tab + 8 * ((b4 >> (8 * i)) & 0xff));
-            __m256 B = _mm256_load_ps(tab + 8 * ((b4 >> (8 * i + 8)) & 0xff));
-            __m256i d0 = _mm256_cvtepu8_epi32(LD64(cb + 8 * i));
-            __m256i d1 = _mm256_cvtepu8_epi32(LD64(cb + 8 * i + 8));
-#define NVW(T, d, idx, sh) _mm256_xor_ps(_mm256_permutevar8x32_ps(T, idx), \
-                _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(d, sh), sg)))
-            a0 = _mm256_fmadd_ps(NVW(A, d0, d0, 28), _mm256_loadu_ps(x), a0);
-            a1 = _mm256_fmadd_ps(NVW(A, d0, _mm256_srli_epi32(d0, 4), 24),
-                                 _mm256_loadu_ps(x + 8), a1);
-            a2 = _mm256_fmadd_ps(NVW(B, d1, d1, 28), _mm256_loadu_ps(x + 16), a2);
-            a3 = _mm256_fmadd_ps(NVW(B, d1, _mm256_srli_epi32(d1, 4), 24),
-                                 _mm256_loadu_ps(x + 24), a3);
-#undef NVW
-        }
-    }
-    *out = hsum256(a0, a1, a2, a3);
-    return 0;
-}
-
-/* fp8 on AVX2: as fp8_64, 32 codes per step, in-lane shuffles (lane m of
- * vector q <- byte 4m+q). */
-T256 NF_INLINE __m256 fp8_w8(__m256i v, __m256i ctl, __m256 R)
-{
-    const __m256i fm = _mm256_set1_epi32((int)0x87f00000);
-    __m256i u = _mm256_shuffle_epi8(v, ctl);
-    return _mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(u, 4), fm)), R);
-}
-
-/* fp8 on AVX2: as fp8_64, 32 codes per step, in-lane shuffles (lane m of
- * vector q <- byte 4m+q). */
-T256 NF_INLINE void fp8_32(__m256i v, const float *x, __m256 R, __m256 *a0, __m256 *a1,
-                           __m256 *a2, __m256 *a3)
-{
-#define FP8C(q) _mm256_setr_epi32((int)0x00808080 + ((q) << 24), (int)0x04808080 + ((q) << 24), \
-                                  (int)0x08808080 + ((q) << 24), (int)0x0c808080 + ((q) << 24), \
-                                  (int)0x00808080 + ((q) << 24), (int)0x04808080 + ((q) << 24), \
-                                  (int)0x08808080 + ((q) << 24), (int)0x0c808080 + ((q) << 24))
-    *a0 = _mm256_fmadd_ps(fp8_w8(v, FP8C(0), R), _mm256_loadu_ps(x), *a0);
-    *a1 = _mm256_fmadd_ps(fp8_w8(v, FP8C(1), R), _mm256_loadu_ps(x + 8), *a1);
-    *a2 = _mm256_fmadd_ps(fp8_w8(v, FP8C(2), R), _mm256_loadu_ps(x + 16), *a2);
-    *a3 = _mm256_fmadd_ps(fp8_w8(v, FP8C(3), R), _mm256_loadu_ps(x + 24), *a3);
-#undef FP8C
-}
-
-T256 static int fp8_row256(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out)
-{
-    (void)s;
-    uint64_t K = c->K;
-    float r = nf_bf16_to_f32(ld16(c->pl[1] + 2 * n));
-    if (!(fabsf(r) < 256.0f))
-        return 1;
-    __m256 R = _mm256_set1_ps(r * 0x1p120f);
-    const uint8_t *p = c->pl[0] + n * K;
-    const __m256i hi = _mm256_set1_epi8((char)0x80);
-    __m256i mx = _mm256_setzero_si256();
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 a[8];
+    for (int i = 0; i < 8; i++)
+        a[i] = _mm256_setzero_ps();
     uint64_t k = 0;
-    for (; k + 32 <= K; k += 32) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(p + k));
-        if (!(k & 32))
-            PF(p + k);
-        mx = _mm256_max_epu8(mx, _mm256_or_si256(v, hi));
-        fp8_32(v, c->xp + k, R, &a0, &a1, &a2, &a3);
+    for (; k + 64 <= K; k += 64)
+        for (int i = 0; i < 8; i++)
+            a[i] = _mm256_fmadd_ps(_mm256_loadu_ps(w + k + 8 * i), _mm256_loadu_ps(x + k + 8 * i), a[i]);
+    for (int i = 0; i < 8 && k + 8 * (uint64_t)i < K; i++) {
+        uint64_t left = K - k - 8 * (uint64_t)i;
+        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left > 8 ? 8 : (int)left),
+                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        a[i] = _mm256_fmadd_ps(_mm256_maskload_ps(w + k + 8 * i, m), _mm256_maskload_ps(x + k + 8 * i, m), a[i]);
     }
-    if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(mx, _mm256_set1_epi8((char)0xff))))
-        return 1;
-    float t = 0.0f;
-    for (; k < K; k++) {
-        if (nf_e4m3_is_nan(p[k]))
-            return 1;
-        t += (nf_e4m3_to_f32(p[k]) * r) * c->xp[k];
-    }
-    *out = hsum256(a0, a1, a2, a3) + t;
-    return 0;
+    return nf_tree64_256(a);
 }
+#endif
 
-T256 static int contig_row256(const gemv_ctx *c, gemv_tls *s, uint64_t n, float *out)
-{
-    (void)s;
-    uint64_t K = c->K, k = 0;
-    const float *x = c->xp;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    float t = 0.0f;
-    if (c->t->format == NF_FMT_BF16) {
-        const uint8_t *p = c->pl[0] + 2 * n * K;
-        const __m256i hm = _mm256_set1_epi32((int)0xffff0000);
-        for (; k + 32 <= K; k += 32) {
-            __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 2 * k));
-            __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 2 * k + 32));
-            PF(p + 2 * k);
-            a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)),
-                                 _mm256_loadu_ps(x + k), a0);
-            a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v0, hm)),
-                                 _mm256_loadu_ps(x + k + 8), a1);
-            a2 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v1, 16)),
-                                 _mm256_loadu_ps(x + k + 16), a2);
-            a3 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v1, hm)),
-                                 _mm256_loadu_ps(x + k + 24), a3);
-        }
-        for (; k < K; k++)
-            t += nf_bf16_to_f32(ld16(p + 2 * k)) * x[k];
-    } else {
-        const uint8_t *p = c->pl[0] + 4 * n * K;
-        bool i32 = c->t->format == NF_FMT_INT32;
-#define CW(o) (i32 ? _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(p + 4 * (k + (o))))) \
-                   : _mm256_loadu_ps((const float *)(const void *)(p + 4 * (k + (o)))))
-        for (; k + 32 <= K; k += 32) {
-            PF(p + 4 * k);
-            PF(p + 4 * k + 64);
-            a0 = _mm256_fmadd_ps(CW(0), _mm256_loadu_ps(x + k), a0);
-            a1 = _mm256_fmadd_ps(CW(8), _mm256_loadu_ps(x + k + 8), a1);
-            a2 = _mm256_fmadd_ps(CW(16), _mm256_loadu_ps(x + k + 16), a2);
-            a3 = _mm256_fmadd_ps(CW(24), _mm256_loadu_ps(x + k + 24), a3);
-        }
-#undef CW
-        for (; k < K; k++) {
-            uint32_t u = ld32(p + 4 * k);
-            float w = i32 ? (float)(int32_t)u : nf_f32_from_bits(u);
-            t += w * x[k];
-        }
-    }
-    *out = hsum256(a0, a1, a2, a3) + t;
-    return 0;
-}
-#undef LD64
-
-#endif /* NF_GEMV_X86 */
-
-static row_kernel pick_kernel_(const nf_tensor_enc *t, nf_isa isa, unsigned *B, unsigned *S,
-                               uint64_t *Kx);
-
-/* Choose the fused kernel for t on isa and the lane order of x it wants:
- * columns in blocks of *B, stride *S (build_xp); *Kx the padded length.
- * Returns NULL where the two-pass path serves. Tails: AVX-512 loads the
- * last partial block masked (zeros), AVX2 finishes it in scalar code with
- * x in natural order, so the AVX2 contiguous/fp8 orders keep whole blocks
- * of 32 permuted and the tail natural. */
-static row_kernel pick_kernel(const nf_tensor_enc *t, nf_isa isa, unsigned *B, unsigned *S,
-                              uint64_t *Kx, uint64_t *Kb)
-{
-    row_kernel fn = pick_kernel_(t, isa, B, S, Kx);
-    /* AVX2 contiguous and fp8 kernels step 32 columns and finish the rest
-     * in natural order; everything else is permuted up to Kx */
-    *Kb = fn && isa == NF_ISA_AVX2 && (t->layout == NF_LAY_CONTIGUOUS_LE_V1 ||
-                                       t->layout == NF_LAY_ROW_SCALE_V1)
-              ? t->cols / 32 * 32
-              : *Kx;
-    return fn;
-}
-
-static row_kernel pick_kernel_(const nf_tensor_enc *t, nf_isa isa, unsigned *B, unsigned *S,
-                               uint64_t *Kx)
+float nf_gv_dot64(const float *w, const float *x, uint64_t K, nf_isa isa)
 {
 #if NF_GEMV_X86
-    if (isa < NF_ISA_AVX2 || t->format < 0 || t->format >= NF_FMT_COUNT_ ||
-        t->enc.nplanes == 0 || t->cols == 0)
-        return NULL;
-    bool z = isa == NF_ISA_AVX512;
-    uint64_t K = t->cols;
-    switch (t->layout) {
-    case NF_LAY_CONTIGUOUS_LE_V1:
-        if (t->format == NF_FMT_BF16) {
-            *B = z ? 32 : 16;
-            *S = 2;
-        } else {
-            *B = 16;
-            *S = 1;
-        }
-        *Kx = z ? (K + 63) / 64 * 64 : K;
-        return z ? contig_row512 : contig_row256;
-    case NF_LAY_ROW_SCALE_V1:
-        if (t->format != NF_FMT_FP8_E4M3FN_ROW_BF16)
-            return NULL;
-        *B = z ? 64 : 32;
-        *S = 4;
-        *Kx = z ? (K + 63) / 64 * 64 : K;
-        return z ? fp8_row512 : fp8_row256;
-    case NF_LAY_ROW_SPLIT_K128_V1:
-        *Kx = (K + 127) / 128 * 128;
-        switch (t->format) {
-        case NF_FMT_Q2_G64_FP16:
-        case NF_FMT_T2_G128_FP16:
-            *B = z ? 64 : 32;
-            *S = 4;
-            break;
-        case NF_FMT_Q4_G64_FP16:
-            *B = 32;
-            *S = 2;
-            break;
-        case NF_FMT_Q5_G64_FP16:
-        case NF_FMT_Q6_G64_FP16:
-            *B = z ? 32 : 16;
-            *S = 2;
-            break;
-        case NF_FMT_Q8_G32_FP16:
-            *B = 16;
-            *S = 1;
-            break;
-        default:
-            return NULL;
-        }
-        return z ? rs_row512 : rs_row256;
-    case NF_LAY_BLOCK_SCALE_K16_M128X4_V1:
-        if (t->format != NF_FMT_NVFP4 || t->divisors == 0 || t->rows % t->divisors)
-            return NULL;
-        /* the table (256 divisions of 8 or 16 lanes) pays off from ~64 blocks */
-        if ((t->rows / t->divisors) * (K / 16) < 64)
-            return NULL;
-        *B = z ? 32 : 16;
-        *S = 2;
-        *Kx = K;
-        return z ? nv_row512 : nv_row256;
-    default:
-        return NULL;
-    }
-#else
-    (void)t;
-    (void)isa;
-    (void)B;
-    (void)S;
-    (void)Kx;
-    return NULL;
+    if (isa >= NF_ISA_AVX512)
+        return dot64_512(w, x, K);
+    if (isa >= NF_ISA_AVX2)
+        return dot64_256(w, x, K);
 #endif
+    (void)isa;
+    return dot64_scalar(w, x, K);
 }
 
-#define PF_DIST_ROWS(rb) ((uint64_t)PF_DIST / (rb) + 1)
+/* ---- running rows on the pool ------------------------------------------------ */
 
-/* ---- the job ---------------------------------------------------------------- */
+/* Below this many weight bytes a participant costs more than it saves
+ * (waking a spinning worker ~0.2 us, a sleeping one several us). */
+#define GV_MIN_BYTES ((uint64_t)64 << 10)
 
-struct job {
-    uint64_t r0, r1;
-    const nf_tensor_enc *t;
-    const uint8_t *obj;
-    uint64_t obj_bytes;
-    const float *x;
-    float *y;
-    uint64_t rows_per, chunk;
-    atomic_uint_fast64_t next;
-    atomic_int err;
-    dot_fn dot;
-    const gemv_ctx *ctx; /* fused kernel, or NULL */
-};
-
-/* The two-pass path for one row (a row a fused kernel declined). */
-static int row_generic(const struct job *j, float *buf, uint64_t n, float *out)
+unsigned nf_gv_participants(uint64_t bytes, unsigned threads)
 {
-    int rc = nf_decode_rows_f32(j->t, j->obj, j->obj_bytes, n, n + 1, buf);
-    if (!rc)
-        *out = j->dot(buf, j->x, j->t->cols);
-    return rc;
-}
-
-static void *worker_fused(struct job *j)
-{
-    const gemv_ctx *c = j->ctx;
-    uint64_t K = j->t->cols, N = j->r1;
-    gemv_tls s;
-    memset(&s, 0, sizeof s);
-    float *row = malloc(K * sizeof *row);
-    s.sc = malloc(((uint64_t)c->ng + 16) * sizeof *s.sc);
-    if (j->t->format == NF_FMT_NVFP4)
-        s.tab = aligned_alloc(64, 256 * 16 * sizeof *s.tab);
-    if (!row || !s.sc || (j->t->format == NF_FMT_NVFP4 && !s.tab)) {
-        atomic_store(&j->err, NF_CODEC_ENOMEM);
-        goto out;
-    }
-    for (;;) {
-        uint64_t ch = atomic_fetch_add(&j->next, 1);
-        uint64_t r0 = j->r0 + ch * j->chunk;
-        if (r0 >= N || atomic_load(&j->err))
-            break;
-        uint64_t r1 = r0 + j->chunk < N ? r0 + j->chunk : N;
-        for (uint64_t n = r0; n < r1; n++) {
-            float v;
-            if (c->fn(c, &s, n, &v)) {
-                int rc = row_generic(j, row, n, &v);
-                if (rc) {
-                    atomic_store(&j->err, rc);
-                    goto out;
-                }
-            }
-            j->y[n - j->r0] = v;
-        }
-    }
-out:
-    free(row);
-    free(s.sc);
-    free(s.tab);
-    return NULL;
-}
-
-static void *worker(void *arg)
-{
-    struct job *j = arg;
-    if (j->ctx)
-        return worker_fused(j);
-    uint64_t K = j->t->cols, N = j->r1;
-    float *buf = malloc(j->rows_per * K * sizeof *buf);
-    if (!buf) {
-        atomic_store(&j->err, NF_CODEC_ENOMEM);
-        return NULL;
-    }
-    for (;;) {
-        uint64_t c = atomic_fetch_add(&j->next, 1);
-        uint64_t r0 = j->r0 + c * j->chunk;
-        if (r0 >= N || atomic_load(&j->err))
-            break;
-        uint64_t r1 = r0 + j->chunk < N ? r0 + j->chunk : N;
-        for (uint64_t r = r0; r < r1; r += j->rows_per) {
-            uint64_t re = r + j->rows_per < r1 ? r + j->rows_per : r1;
-            int rc = nf_decode_rows_f32(j->t, j->obj, j->obj_bytes, r, re, buf);
-            if (rc) {
-                atomic_store(&j->err, rc);
-                break;
-            }
-            if (j->y)
-                for (uint64_t k = r; k < re; k++)
-                    j->y[k - j->r0] = j->dot(buf + (k - r) * K, j->x, K);
-        }
-    }
-    free(buf);
-    return NULL;
-}
-
-static int run(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, uint64_t r0,
-               uint64_t r1, const float *x, float *y, unsigned threads, const gemv_ctx *ctx)
-{
-    if (!t || !obj)
-        return NF_CODEC_EINVAL;
-    if (obj_bytes < t->enc.encoded_bytes)
-        return NF_CODEC_ESHORT;
-    if (r0 > r1 || r1 > t->rows)
-        return NF_CODEC_ERANGE;
-    struct job j;
-    memset(&j, 0, sizeof j);
-    j.r0 = r0;
-    j.r1 = r1;
-    j.t = t;
-    j.obj = obj;
-    j.obj_bytes = obj_bytes;
-    j.x = x;
-    j.y = y;
-    j.dot = pick_dot();
-    j.ctx = y ? ctx : NULL;
-    uint64_t K = t->cols ? t->cols : 1;
-    j.rows_per = (16384 / K) ? 16384 / K : 1; /* <= 64 KiB of f32 per decode */
-    if (j.rows_per > 64)
-        j.rows_per = 64;
     if (!threads)
         threads = nf_cpu_count();
-    /* chunks of rows so threads share the tail evenly */
-    j.chunk = (r1 - r0) / (threads * 16) + 1;
-    if (j.chunk < j.rows_per)
-        j.chunk = j.rows_per;
-    pthread_t tid[64];
-    unsigned started = 0;
-    if (threads > 64)
-        threads = 64;
-    for (unsigned i = 1; i < threads; i++)
-        if (pthread_create(&tid[started], NULL, worker, &j) == 0)
-            started++;
-    worker(&j);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(tid[i], NULL);
-    return atomic_load(&j.err);
+    if (threads > NF_POOL_MAX)
+        threads = NF_POOL_MAX;
+    uint64_t most = bytes / GV_MIN_BYTES;
+    if (most < 1)
+        most = 1;
+    return threads < most ? threads : (unsigned)most;
 }
 
-int nf_gemv(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, const uint16_t *x,
-            float *y, unsigned threads)
+uint64_t nf_gv_unit_rows(uint64_t rows, uint64_t row_bytes, unsigned n)
 {
-    return t ? nf_gemv_rows(t, obj, obj_bytes, 0, t->rows, x, y, threads) : NF_CODEC_EINVAL;
+    /* about 32 KiB a unit, a multiple of 4 rows (the kernels' row groups),
+     * at least 8 units a participant where the rows allow it */
+    uint64_t u = row_bytes ? ((uint64_t)32 << 10) / row_bytes : 64;
+    uint64_t cap = rows / (8 * (uint64_t)n);
+    if (u > cap)
+        u = cap;
+    u = (u + 3) & ~(uint64_t)3;
+    if (u < 4)
+        u = 4;
+    if ((rows + u - 1) / u >= (1ull << 31)) /* nf_pool_span's 32-bit units */
+        u = rows / (1ull << 30) + 4;
+    return u;
 }
+
+typedef struct {
+    nf_gv_rows_fn fn;
+    void *ctx;
+    uint64_t r0, r1, unit;
+    unsigned spans;
+    atomic_int err;
+    nf_pool_span span[NF_POOL_MAX];
+} gvjob;
+
+static void gv_part(void *arg, unsigned idx, unsigned n)
+{
+    gvjob *j = arg;
+    (void)n;
+    for (;;) {
+        uint64_t u = nf_pool_span_take(j->span, j->spans, idx);
+        if (u == UINT64_MAX || atomic_load_explicit(&j->err, memory_order_relaxed))
+            break;
+        uint64_t a = j->r0 + u * j->unit, b = a + j->unit < j->r1 ? a + j->unit : j->r1;
+        int rc = j->fn(j->ctx, a, b);
+        if (rc) {
+            atomic_store(&j->err, rc);
+            break;
+        }
+    }
+}
+
+int nf_gv_run(nf_gv_rows_fn fn, void *ctx, uint64_t r0, uint64_t r1, uint64_t row_bytes,
+              unsigned threads)
+{
+    if (r1 <= r0)
+        return 0;
+    uint64_t rows = r1 - r0, bytes = rows * row_bytes;
+    unsigned n = nf_gv_participants(bytes, threads);
+    if (n <= 1)
+        return fn(ctx, r0, r1);
+    gvjob *j = nf_pool_scratch(2, sizeof *j); /* the caller's: spans of this call */
+    if (!j)
+        return NF_CODEC_ENOMEM;
+    j->fn = fn;
+    j->ctx = ctx;
+    j->r0 = r0;
+    j->r1 = r1;
+    j->unit = nf_gv_unit_rows(rows, row_bytes, n);
+    j->spans = n;
+    atomic_store(&j->err, 0);
+    nf_pool_span_init(j->span, n, (rows + j->unit - 1) / j->unit);
+    nf_pool_run_opt(gv_part, j, n);
+    return atomic_load(&j->err);
+}
+
+/* ---- the float kernels --------------------------------------------------------- */
+
+/* One call's state, shared by the participants (read-only while they run). */
+typedef struct {
+    const nf_tensor_enc *t;
+    const uint8_t *obj;
+    uint64_t obj_bytes, K, r0;
+    const uint8_t *p0, *p1; /* planes: data / codes, fp8 row scales */
+    nf_isa isa;
+    bool vdp;               /* vdpbf16ps for this call (CPU, act, x's exponents) */
+    int ex;                 /* x's smallest biased exponent of a nonzero value (bf16) */
+    const uint16_t *xb;     /* x as given (A16), NULL on A8 */
+    const float *xf;        /* x (A16) or x^ (A8) in f32, natural order */
+    const float *xe, *xo;   /* P order with f32 x: xf's even / odd columns */
+    float *y;               /* y[n - r0] */
+} fctx;
+
+/* Rows [a, b) of any format through the two-pass path in F order: decode a
+ * few rows into this thread's buffer (at most 64 KiB of f32), then dot64. */
+int nf_gv_rows_f32(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, uint64_t a,
+                   uint64_t b, const float *xf, float *y, uint64_t r0, nf_isa isa)
+{
+    uint64_t K = t->cols ? t->cols : 1;
+    uint64_t per = 16384 / K ? 16384 / K : 1;
+    if (per > 64)
+        per = 64;
+    float *buf = nf_pool_scratch(0, per * K * sizeof *buf);
+    if (!buf)
+        return NF_CODEC_ENOMEM;
+    for (uint64_t r = a; r < b; r += per) {
+        uint64_t e = r + per < b ? r + per : b;
+        int rc = nf_decode_rows_f32(t, obj, obj_bytes, r, e, buf);
+        if (rc)
+            return rc;
+        if (y)
+            for (uint64_t n = r; n < e; n++)
+                y[n - r0] = nf_gv_canon(nf_gv_dot64(buf + (n - r) * K, xf, t->cols, isa));
+    }
+    return 0;
+}
+
+static int rows_generic(void *arg, uint64_t a, uint64_t b)
+{
+    const fctx *c = arg;
+    return nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, a, b, c->xf, c->y, c->r0, c->isa);
+}
+
+/* The exact bf16 value of every E4M3FN code's magnitude (0x7f: NaN); the
+ * sign is bit 7 of the code, bit 15 of the bf16. */
+static uint16_t g_e4m3_bf16[128];
+static pthread_once_t g_e4m3_once = PTHREAD_ONCE_INIT;
+static void e4m3_table(void)
+{
+    for (unsigned c = 0; c < 128; c++)
+        g_e4m3_bf16[c] = (uint16_t)(nf_f32_bits(nf_e4m3_to_f32((uint8_t)c)) >> 16);
+}
+
+/* The smallest biased exponent field of a nonzero bf16 of w[0..n) (0 for a
+ * subnormal; 255 when all are zero): part of the vdpbf16ps condition. */
+static int min_exp_bf16(const uint16_t *w, uint64_t n)
+{
+    unsigned m = 0xffff;
+    for (uint64_t k = 0; k < n; k++) {
+        unsigned v = (w[k] & 0x7fffu) - 1u; /* 0 -> 0xffff..: ignored */
+        m = (v & 0xffff) < m ? (v & 0xffff) : m;
+    }
+    return m == 0xffff ? 255 : (int)((m + 1) >> 7);
+}
+
+/* vdpbf16ps is exact for a row whose nonzero weights have the smallest
+ * exponent field ew against x's ex: both normal and ew + ex >= 142 (the
+ * unbiased sum >= -112: every product and partial sum a multiple of
+ * 2^-126). */
+static bool vdp_ok(int ew, int ex)
+{
+    return ew >= 1 && ex >= 1 && ew + ex >= 142;
+}
+
+/* P order, portable: bf16 weights (raw words) or fp8 codes. */
+static float prow_scalar(const fctx *c, uint64_t n, float *w)
+{
+    uint64_t K = c->K;
+    if (c->t->format == NF_FMT_BF16) {
+        const uint8_t *p = c->p0 + 2 * n * K;
+        for (uint64_t k = 0; k < K; k++)
+            w[k] = nf_bf16_to_f32(ld16(p + 2 * k));
+    } else {
+        const uint8_t *p = c->p0 + n * K;
+        for (uint64_t k = 0; k < K; k++)
+            w[k] = nf_e4m3_to_f32(p[k]);
+    }
+    return pdot_scalar(w, c->xf, K);
+}
+
+#if NF_GEMV_X86
+/* P order, AVX-512, on 32 columns in v (16 bf16 pairs): vdpbf16ps, or
+ * the same two FMAs with x from bf16 words (xb) or the even/odd f32
+ * arrays (xe/xo, 16 pairs from pair p). */
+T512B NF_INLINE __m512 p512_vdp(__m512 acc, __m512i v, __m512i xv)
+{
+    return _mm512_dpbf16_ps(acc, (__m512bh)v, (__m512bh)xv);
+}
+T512 NF_INLINE __m512 p512_fma(__m512 acc, __m512i v, __m512 xe, __m512 xo)
+{
+    const __m512i hm = _mm512_set1_epi32((int)0xffff0000);
+    acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, hm)), xo, acc);
+    return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), xe, acc);
+}
+/* x of the 16 pairs from pair p: mp masks pairs (the f32 arrays), mw
+ * words (the bf16 x, whose odd word past K is never read) */
+T512 NF_INLINE void x512_pairs(const fctx *c, uint64_t p, __mmask16 mp, __mmask32 mw, __m512 *xe,
+                               __m512 *xo)
+{
+    if (c->xe) {
+        *xe = _mm512_maskz_loadu_ps(mp, c->xe + p);
+        *xo = _mm512_maskz_loadu_ps(mp, c->xo + p);
+    } else {
+        __m512i u = _mm512_maskz_loadu_epi16(mw, c->xb + 2 * p);
+        *xe = _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+        *xo = _mm512_castsi512_ps(_mm512_and_si512(u, _mm512_set1_epi32((int)0xffff0000)));
+    }
+}
+
+/* The bf16 words of 64 fp8 codes in column order (two vectors of 32), from
+ * the 128-entry tables of the magnitudes' high and low bytes. */
+typedef struct {
+    __m512i l0, l1, h0, h1, ia, ib;
+} fp8tab;
+T512B static void fp8tab_init(fp8tab *T)
+{
+    uint8_t lo[128], hi[128], ia[64], ib[64];
+    for (unsigned i = 0; i < 128; i++) {
+        lo[i] = (uint8_t)g_e4m3_bf16[i];
+        hi[i] = (uint8_t)(g_e4m3_bf16[i] >> 8);
+    }
+    for (unsigned j = 0; j < 32; j++) {
+        ia[2 * j] = (uint8_t)j;
+        ia[2 * j + 1] = (uint8_t)(64 + j);
+        ib[2 * j] = (uint8_t)(32 + j);
+        ib[2 * j + 1] = (uint8_t)(96 + j);
+    }
+    T->l0 = _mm512_loadu_si512(lo);
+    T->l1 = _mm512_loadu_si512(lo + 64);
+    T->h0 = _mm512_loadu_si512(hi);
+    T->h1 = _mm512_loadu_si512(hi + 64);
+    T->ia = _mm512_loadu_si512(ia);
+    T->ib = _mm512_loadu_si512(ib);
+}
+T512B NF_INLINE void fp8_words512(const fp8tab *T, __m512i codes, __m512i *A, __m512i *B)
+{
+    __m512i lo = _mm512_permutex2var_epi8(T->l0, codes, T->l1);
+    __m512i hi = _mm512_permutex2var_epi8(T->h0, codes, T->h1);
+    hi = _mm512_ternarylogic_epi32(hi, codes, _mm512_set1_epi8((char)0x80), 0xF8); /* hi | (c & 0x80) */
+    *A = _mm512_permutex2var_epi8(lo, T->ia, hi);
+    *B = _mm512_permutex2var_epi8(lo, T->ib, hi);
+}
+
+/* One row in P order on AVX-512: bf16 (w words at p) or fp8 (codes at p).
+ * vdp: vdpbf16ps with the bf16 x (the caller checked x; bf16 rows check
+ * their own exponents and are redone with FMAs when they fail). */
+T512B static float prow512(const fctx *c, const uint8_t *p, bool fp8, bool vdp, const fp8tab *T,
+                           bool *redo)
+{
+    uint64_t K = c->K, np = (K + 1) / 2, k = 0;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512i mn = _mm512_set1_epi16(-1);
+    const __m512i m7 = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
+#define PSTEP(A, v, pp, m)                                                                         \
+    do {                                                                                           \
+        if (vdp) {                                                                                 \
+            A = p512_vdp(A, v, _mm512_maskz_loadu_epi32(m, c->xb + 2 * (pp)));                     \
+        } else {                                                                                   \
+            __m512 xe_, xo_;                                                                       \
+            x512_pairs(c, pp, m, ~0u, &xe_, &xo_);                                                 \
+            A = p512_fma(A, v, xe_, xo_);                                                          \
+        }                                                                                          \
+    } while (0)
+    if (!fp8) {
+        for (; k + 128 <= K; k += 128) {
+            const uint8_t *q = p + 2 * k;
+            PF(q);
+            PF(q + 64);
+            PF(q + 128);
+            PF(q + 192);
+            __m512i v0 = _mm512_loadu_si512(q), v1 = _mm512_loadu_si512(q + 64);
+            __m512i v2 = _mm512_loadu_si512(q + 128), v3 = _mm512_loadu_si512(q + 192);
+            if (vdp) {
+                mn = _mm512_min_epu16(mn, _mm512_sub_epi16(_mm512_and_si512(v0, m7), one));
+                mn = _mm512_min_epu16(mn, _mm512_sub_epi16(_mm512_and_si512(v1, m7), one));
+                mn = _mm512_min_epu16(mn, _mm512_sub_epi16(_mm512_and_si512(v2, m7), one));
+                mn = _mm512_min_epu16(mn, _mm512_sub_epi16(_mm512_and_si512(v3, m7), one));
+            }
+            PSTEP(a0, v0, k / 2, 0xffff);
+            PSTEP(a1, v1, k / 2 + 16, 0xffff);
+            PSTEP(a2, v2, k / 2 + 32, 0xffff);
+            PSTEP(a3, v3, k / 2 + 48, 0xffff);
+        }
+        /* the rest: up to 4 vectors of 16 pairs, the last one masked */
+        for (unsigned j = 0; k < K; j++, k += 32) {
+            uint64_t pp = k / 2, left = K - k;
+            __mmask32 mw = left >= 32 ? ~0u : (__mmask32)((1u << left) - 1);
+            __mmask16 mp = mask16(np - pp);
+            __m512i v = _mm512_maskz_loadu_epi16(mw, p + 2 * k);
+            if (vdp)
+                mn = _mm512_mask_min_epu16(mn, mw, mn, _mm512_sub_epi16(_mm512_and_si512(v, m7), one));
+            if (vdp && !c->xe) {
+                /* x's odd word past K (odd K) must be 0 too: load by words */
+                __m512i xv = _mm512_maskz_loadu_epi16(mw, c->xb + k);
+                switch (j) {
+                case 0: a0 = p512_vdp(a0, v, xv); break;
+                case 1: a1 = p512_vdp(a1, v, xv); break;
+                case 2: a2 = p512_vdp(a2, v, xv); break;
+                default: a3 = p512_vdp(a3, v, xv); break;
+                }
+            } else {
+                __m512 xe_, xo_;
+                x512_pairs(c, pp, mp, mw, &xe_, &xo_);
+                switch (j) {
+                case 0: a0 = p512_fma(a0, v, xe_, xo_); break;
+                case 1: a1 = p512_fma(a1, v, xe_, xo_); break;
+                case 2: a2 = p512_fma(a2, v, xe_, xo_); break;
+                default: a3 = p512_fma(a3, v, xe_, xo_); break;
+                }
+            }
+        }
+        if (vdp) {
+            unsigned m = _mm512_reduce_min_epu32(_mm512_min_epu32(_mm512_and_si512(mn, _mm512_set1_epi32(0xffff)),
+                                                                  _mm512_srli_epi32(mn, 16)));
+            int ew = m == 0xffff ? 255 : (int)((m + 1) >> 7);
+            *redo = !vdp_ok(ew, c->ex);
+        }
+    } else {
+        /* fp8: 64 codes make two vectors of 32 bf16 words */
+        for (; k + 128 <= K; k += 128) {
+            PF(p + k);
+            PF(p + k + 64);
+            __m512i A, B, C, D;
+            fp8_words512(T, _mm512_loadu_si512(p + k), &A, &B);
+            fp8_words512(T, _mm512_loadu_si512(p + k + 64), &C, &D);
+            PSTEP(a0, A, k / 2, 0xffff);
+            PSTEP(a1, B, k / 2 + 16, 0xffff);
+            PSTEP(a2, C, k / 2 + 32, 0xffff);
+            PSTEP(a3, D, k / 2 + 48, 0xffff);
+        }
+        for (unsigned j = 0; k < K; j += 2, k += 64) {
+            uint64_t left = K - k;
+            __m512i A, B;
+            fp8_words512(T, _mm512_maskz_loadu_epi8(left >= 64 ? ~0ull : (1ull << left) - 1, p + k), &A, &B);
+            for (unsigned h = 0; h < 2 && k + 32 * h < K; h++) {
+                uint64_t kk = k + 32 * h, pp = kk / 2, l2 = K - kk;
+                __mmask32 mw = l2 >= 32 ? ~0u : (__mmask32)((1u << l2) - 1);
+                __mmask16 mp = mask16(np - pp);
+                __m512i v = h ? B : A;
+                __m512 acc = (j + h) % 4 == 0 ? a0 : (j + h) % 4 == 1 ? a1 : (j + h) % 4 == 2 ? a2 : a3;
+                if (vdp && !c->xe) {
+                    acc = p512_vdp(acc, v, _mm512_maskz_loadu_epi16(mw, c->xb + kk));
+                } else {
+                    __m512 xe_, xo_;
+                    x512_pairs(c, pp, mp, mw, &xe_, &xo_);
+                    acc = p512_fma(acc, v, xe_, xo_);
+                }
+                switch ((j + h) % 4) {
+                case 0: a0 = acc; break;
+                case 1: a1 = acc; break;
+                case 2: a2 = acc; break;
+                default: a3 = acc; break;
+                }
+            }
+        }
+    }
+#undef PSTEP
+    return nf_tree64_512(a0, a1, a2, a3);
+}
+
+/* P order, AVX2: 16 columns (8 pairs) a step, slot group s % 8. w even and
+ * odd columns as f32 (bf16 words split; fp8 codes through the e4m3 bit
+ * trick, exact, NaN codes seen by *nan). */
+T256 static float prow256(const fctx *c, const uint8_t *p, bool fp8, bool *nan)
+{
+    uint64_t K = c->K;
+    __m256 a[8];
+    for (int i = 0; i < 8; i++)
+        a[i] = _mm256_setzero_ps();
+    const __m256i hm = _mm256_set1_epi32((int)0xffff0000);
+    const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    __m128i nanacc = _mm_setzero_si128();
+    for (uint64_t k = 0, s = 0; k < K; k += 16, s++) {
+        uint64_t left = K - k;
+        __m256 we, wo, xe, xo;
+        if (!fp8) {
+            __m256i v;
+            if (left >= 16) {
+                if (!(s & 1))
+                    PF(p + 2 * k);
+                v = _mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * k));
+            } else {
+                uint16_t tmp[16] = {0};
+                memcpy(tmp, p + 2 * k, 2 * left);
+                v = _mm256_loadu_si256((const __m256i *)(const void *)tmp);
+            }
+            we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+            wo = _mm256_castsi256_ps(_mm256_and_si256(v, hm));
+        } else {
+            __m128i v;
+            if (left >= 16) {
+                if (!(s & 3))
+                    PF(p + k);
+                v = _mm_loadu_si128((const __m128i *)(const void *)(p + k));
+            } else {
+                uint8_t tmp[16] = {0};
+                memcpy(tmp, p + k, left);
+                v = _mm_loadu_si128((const __m128i *)(const void *)tmp);
+            }
+            nanacc = _mm_or_si128(nanacc, _mm_cmpeq_epi8(_mm_or_si128(v, _mm_set1_epi8((char)0x80)),
+                                                         _mm_set1_epi8((char)0xff)));
+            __m128i sv = _mm_shuffle_epi8(v, split);
+            const __m256i fm = _mm256_set1_epi32((int)0x87f00000);
+            const __m256 up = _mm256_set1_ps(0x1p120f);
+            __m256i e = _mm256_slli_epi32(_mm256_cvtepi8_epi32(sv), 24);
+            __m256i o = _mm256_slli_epi32(_mm256_cvtepi8_epi32(_mm_srli_si128(sv, 8)), 24);
+            we = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(e, 4), fm)), up);
+            wo = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(o, 4), fm)), up);
+        }
+        uint64_t pp = k / 2, np = (K + 1) / 2;
+        if (c->xe) {
+            if (pp + 8 <= np) {
+                xe = _mm256_loadu_ps(c->xe + pp);
+                xo = _mm256_loadu_ps(c->xo + pp);
+            } else {
+                __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(np - pp)),
+                                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+                xe = _mm256_maskload_ps(c->xe + pp, m);
+                xo = _mm256_maskload_ps(c->xo + pp, m);
+            }
+        } else {
+            __m256i u;
+            if (left >= 16) {
+                u = _mm256_loadu_si256((const __m256i *)(const void *)(c->xb + k));
+            } else {
+                uint16_t tmp[16] = {0};
+                memcpy(tmp, c->xb + k, 2 * left);
+                u = _mm256_loadu_si256((const __m256i *)(const void *)tmp);
+            }
+            xe = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+            xo = _mm256_castsi256_ps(_mm256_and_si256(u, hm));
+        }
+        __m256 *A = &a[s & 7];
+        *A = _mm256_fmadd_ps(wo, xo, *A);
+        *A = _mm256_fmadd_ps(we, xe, *A);
+    }
+    *nan = !_mm_testz_si128(nanacc, nanacc);
+    return nf_tree64_256(a);
+}
+
+/* fp32 / int32 in F order, fused. */
+T512 static float crow512(const uint8_t *p, bool i32, const float *x, uint64_t K)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    uint64_t k = 0;
+#define CW(m, o) (i32 ? _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, p + 4 * (k + (o)))) \
+                      : _mm512_maskz_loadu_ps(m, p + 4 * (k + (o))))
+    for (; k + 64 <= K; k += 64) {
+        for (int i = 0; i < 256; i += 64)
+            PF(p + 4 * k + i);
+        a0 = _mm512_fmadd_ps(CW(0xffff, 0), _mm512_loadu_ps(x + k), a0);
+        a1 = _mm512_fmadd_ps(CW(0xffff, 16), _mm512_loadu_ps(x + k + 16), a1);
+        a2 = _mm512_fmadd_ps(CW(0xffff, 32), _mm512_loadu_ps(x + k + 32), a2);
+        a3 = _mm512_fmadd_ps(CW(0xffff, 48), _mm512_loadu_ps(x + k + 48), a3);
+    }
+#define CT(A, o)                                                                                   \
+    if (k + (o) < K) {                                                                             \
+        __mmask16 m = mask16(K - k - (o));                                                         \
+        A = _mm512_fmadd_ps(CW(m, o), _mm512_maskz_loadu_ps(m, x + k + (o)), A);                   \
+    }
+    CT(a0, 0) CT(a1, 16) CT(a2, 32) CT(a3, 48)
+#undef CT
+#undef CW
+    return nf_tree64_512(a0, a1, a2, a3);
+}
+
+T256 static float crow256(const uint8_t *p, bool i32, const float *x, uint64_t K)
+{
+    __m256 a[8];
+    for (int i = 0; i < 8; i++)
+        a[i] = _mm256_setzero_ps();
+    uint64_t k = 0;
+#define CW(o) (i32 ? _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 4 * (k + (o))))) \
+                   : _mm256_loadu_ps((const float *)(const void *)(p + 4 * (k + (o)))))
+    for (; k + 64 <= K; k += 64) {
+        for (int i = 0; i < 256; i += 64)
+            PF(p + 4 * k + i);
+        for (int i = 0; i < 8; i++)
+            a[i] = _mm256_fmadd_ps(CW(8 * i), _mm256_loadu_ps(x + k + 8 * i), a[i]);
+    }
+#undef CW
+    for (int i = 0; i < 8 && k + 8 * (uint64_t)i < K; i++) {
+        uint64_t left = K - k - 8 * (uint64_t)i;
+        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left > 8 ? 8 : (int)left),
+                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256i wv = _mm256_maskload_epi32((const int *)(const void *)(p + 4 * (k + 8 * i)), m);
+        __m256 w = i32 ? _mm256_cvtepi32_ps(wv) : _mm256_castsi256_ps(wv);
+        a[i] = _mm256_fmadd_ps(w, _mm256_maskload_ps(x + k + 8 * i, m), a[i]);
+    }
+    return nf_tree64_256(a);
+}
+#endif /* NF_GEMV_X86 */
+
+/* fp8: y = r * T, T the P-order sum of e4m3(c) * x, where the row scale
+ * allows it (r = 0, or 2^-100 <= |r| <= 2^100: e4m3(c) * r then is exact,
+ * as the codec's weight); other rows (r tiny, huge or not finite) go
+ * through the two-pass path. */
+static bool fp8_row_ok(float r)
+{
+    float a = fabsf(r);
+    return a == 0.0f || (a >= 0x1p-100f && a <= 0x1p100f);
+}
+
+static int rows_p(void *arg, uint64_t a, uint64_t b)
+{
+    const fctx *c = arg;
+    bool fp8 = c->t->format == NF_FMT_FP8_E4M3FN_ROW_BF16;
+    uint64_t K = c->K;
+#if NF_GEMV_X86
+    fp8tab T;
+    bool vbmi = c->isa >= NF_ISA_AVX512 && cpu_vbmi();
+    if (fp8 && vbmi)
+        fp8tab_init(&T);
+#endif
+    float *w = NULL;
+    for (uint64_t n = a; n < b; n++) {
+        float r = 1.0f, v;
+        if (fp8) {
+            r = nf_bf16_to_f32(ld16(c->p1 + 2 * n));
+            if (!fp8_row_ok(r)) {
+                int rc = nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, n, n + 1, c->xf, c->y, c->r0, c->isa);
+                if (rc)
+                    return rc;
+                continue;
+            }
+        }
+#if NF_GEMV_X86
+        if (c->isa >= NF_ISA_AVX512 && (!fp8 || vbmi)) {
+            const uint8_t *p = c->p0 + (fp8 ? n * K : 2 * n * K);
+            bool redo = false;
+            v = c->vdp ? prow512(c, p, fp8, true, &T, &redo) : prow512(c, p, fp8, false, &T, &redo);
+            if (redo)
+                v = prow512(c, p, fp8, false, &T, &redo);
+        } else if (c->isa >= NF_ISA_AVX2) {
+            bool nan = false;
+            v = prow256(c, c->p0 + (fp8 ? n * K : 2 * n * K), fp8, &nan);
+            if (nan)
+                v = NAN;
+        } else
+#endif
+        {
+            if (!w && !(w = nf_pool_scratch(0, (K ? K : 1) * sizeof *w)))
+                return NF_CODEC_ENOMEM;
+            v = prow_scalar(c, n, w);
+        }
+        c->y[n - c->r0] = nf_gv_canon(fp8 ? r * v : v);
+    }
+    return 0;
+}
+
+static int rows_contig32(void *arg, uint64_t a, uint64_t b)
+{
+    const fctx *c = arg;
+#if NF_GEMV_X86
+    if (c->isa >= NF_ISA_AVX2) {
+        bool i32 = c->t->format == NF_FMT_INT32;
+        for (uint64_t n = a; n < b; n++) {
+            const uint8_t *p = c->p0 + 4 * n * c->K;
+            float v = c->isa >= NF_ISA_AVX512 ? crow512(p, i32, c->xf, c->K) : crow256(p, i32, c->xf, c->K);
+            c->y[n - c->r0] = nf_gv_canon(v);
+        }
+        return 0;
+    }
+#endif
+    return rows_generic(arg, a, b);
+}
+
+/* ---- the dispatch ---------------------------------------------------------------- */
+
+#if NF_GEMV_X86
+/* Nonzero when a bf16 word of x[0 .. K/16*16) is not finite. */
+T256 static uint16_t x_finite256(const uint16_t *x, uint64_t K)
+{
+    const __m256i ex = _mm256_set1_epi16(0x7f80);
+    __m256i bad = _mm256_setzero_si256();
+    for (uint64_t k = 0; k + 16 <= K; k += 16) {
+        __m256i v = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(x + k)), ex);
+        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi16(v, ex));
+    }
+    return (uint16_t)!_mm256_testz_si256(bad, bad);
+}
+#endif
 
 /* True when every bf16 word of x[0..K) is finite (A8 needs it). */
 static bool x_finite(const uint16_t *x, uint64_t K)
 {
-    for (uint64_t k = 0; k < K; k++)
+    uint64_t k = 0;
+#if NF_GEMV_X86
+    if (nf_codec_isa() >= NF_ISA_AVX2) {
+        uint16_t acc = x_finite256(x, K);
+        if (acc)
+            return false;
+        k = K / 16 * 16;
+    }
+#endif
+    for (; k < K; k++)
         if ((x[k] & 0x7f80u) == 0x7f80u)
             return false;
     return true;
 }
 
-/* x (bf16) as f32, and for A8 its quantized values x^ (nf_a8_quantize). */
-static int x_to_f32(const uint16_t *x, uint64_t K, nf_act act, float *xf)
+/* x (bf16) as f32 into xf, or for A8 its quantized values x^ (nf_a8_quantize,
+ * x^ = q * d rounded to f32); q8/d8: room for the codes and scales. */
+static void x_to_f32(const uint16_t *x, uint64_t K, nf_act act, float *xf, int8_t *q8, float *d8)
 {
-    nf_isa isa = fused_isa();
-#if NF_GEMV_X86
-    if (isa >= NF_ISA_AVX2)
-        bf16_to_f32_avx2(x, K, xf);
-    else
-#endif
+    if (act == NF_ACT_A8) {
+        nf_a8_quantize(x, K, q8, d8);
         for (uint64_t k = 0; k < K; k++)
-            xf[k] = nf_bf16_to_f32(x[k]);
-    (void)isa;
-    if (act != NF_ACT_A8 || !x_finite(x, K))
-        return 0;
-    uint64_t nb = (K + NF_A8_BLOCK - 1) / NF_A8_BLOCK;
-    int8_t *q = malloc(nb * NF_A8_BLOCK);
-    float *d = malloc(nb * sizeof *d);
-    if (!q || !d) {
-        free(q);
-        free(d);
-        return NF_CODEC_ENOMEM;
+            xf[k] = (float)q8[k] * d8[k / NF_A8_BLOCK];
+        return;
     }
-    nf_a8_quantize(x, K, q, d);
     for (uint64_t k = 0; k < K; k++)
-        xf[k] = (float)q[k] * d[k / NF_A8_BLOCK];
-    free(q);
-    free(d);
-    return 0;
+        xf[k] = nf_bf16_to_f32(x[k]);
 }
 
 int nf_gemv_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, uint64_t r0,
@@ -1281,90 +869,100 @@ int nf_gemv_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
                      uint64_t r0, uint64_t r1, const uint16_t *x, float *y, unsigned threads,
                      nf_act act)
 {
-    if (!t || !x || !y)
+    if (!t || !x || !y || !obj)
         return NF_CODEC_EINVAL;
     if (act != NF_ACT_A16 && act != NF_ACT_A8)
         return NF_CODEC_EINVAL;
-    if (act == NF_ACT_A8 && !x_finite(x, t->cols))
+    if (obj_bytes < t->enc.encoded_bytes)
+        return NF_CODEC_ESHORT;
+    if (r0 > r1 || r1 > t->rows)
+        return NF_CODEC_ERANGE;
+    if (r0 == r1)
+        return 0;
+    uint64_t K = t->cols;
+    if (act == NF_ACT_A8 && !x_finite(x, K))
         act = NF_ACT_A16;
-    if (atomic_load(&g_use_int) && obj) {
-        nf_isa fi = fused_isa(), ii = NF_ISA_SCALAR;
-        if (fi >= NF_ISA_AVX512 && nf_gemv_int_supported(t, NF_ISA_AVX512))
-            ii = NF_ISA_AVX512;
-        else if (fi >= NF_ISA_AVX2 && nf_gemv_int_supported(t, NF_ISA_AVX2))
-            ii = NF_ISA_AVX2;
-        int ir = ii != NF_ISA_SCALAR ? nf_gemv_int_rows(t, obj, obj_bytes, r0, r1, x, act, y, threads, ii)
-                                     : 1;
-        if (ir != 1)
-            return ir;
+    if (!threads)
+        threads = nf_cpu_count();
+    nf_isa isa = nf_gv_isa();
+    if (atomic_load(&g_use_int) && nf_gemv_int_supported(t, isa)) {
+        int rc = nf_gemv_int_rows(t, obj, obj_bytes, r0, r1, x, act, y, threads, isa);
+        if (rc != 1)
+            return rc;
     }
-    float *xf = malloc((t->cols ? t->cols : 1) * sizeof *xf);
-    if (!xf)
+    if (t->layout == NF_LAY_GGUF_ROWS_V1 && act == NF_ACT_A8) {
+        int rc = nf_gemv_gguf_a8_rows(t, obj, obj_bytes, r0, r1, x, y, threads, isa);
+        if (rc != 1)
+            return rc;
+    }
+    /* x in f32 (and its even / odd columns for the P order on A8), in this
+     * thread's buffer */
+    uint64_t np = (K + 1) / 2, nb = (K + NF_A8_BLOCK - 1) / NF_A8_BLOCK;
+    uint64_t xfb = ((K ? K : 1) * sizeof(float) + 63) & ~(uint64_t)63;
+    uint64_t pb = ((np + 16) * sizeof(float) + 63) & ~(uint64_t)63;
+    uint64_t qb = (nb * NF_A8_BLOCK + 63) & ~(uint64_t)63, db = (nb * sizeof(float) + 63) & ~(uint64_t)63;
+    uint8_t *xbuf = nf_pool_scratch(3, xfb + 2 * pb + qb + db);
+    if (!xbuf)
         return NF_CODEC_ENOMEM;
-    int xrc = x_to_f32(x, t->cols, act, xf);
-    if (xrc) {
-        free(xf);
-        return xrc;
-    }
-    nf_isa isa = fused_isa();
-    if (t->layout == NF_LAY_GGUF_ROWS_V1 && obj) { /* DESIGN 7.5: nf_gemv_gguf.c (xf: x or x^) */
-        int grc = nf_gemv_gguf_rows(t, obj, obj_bytes, r0, r1, xf, y, threads, isa);
-        if (grc <= 0) {
-            free(xf);
-            return grc;
-        }
-    }
-    gemv_ctx c;
+    fctx c;
     memset(&c, 0, sizeof c);
-    unsigned B = 1, S = 1;
-    uint64_t Kx = 0, Kb = 0;
-    float *xp = NULL;
-    c.fn = pick_kernel(t, isa, &B, &S, &Kx, &Kb);
-    if (c.fn && obj && obj_bytes >= t->enc.encoded_bytes) {
-        xp = malloc((Kx + 64) * sizeof *xp);
-        if (!xp) {
-            free(xf);
-            return NF_CODEC_ENOMEM;
-        }
-        build_xp(xf, Kb < t->cols ? Kb : t->cols, Kb, B, S, xp);
-        memcpy(xp + Kb, xf + Kb, (Kx - Kb) * sizeof *xp);
-        c.t = t;
-        c.xp = xp;
-        c.K = t->cols;
-        const nf_plane *p = t->enc.plane;
-        switch (t->layout) {
-        case NF_LAY_ROW_SPLIT_K128_V1: {
-            nf_rowsplit_info ri = nf_rowsplit_info_of(t->format);
-            unsigned last = t->enc.nplanes - 1;
-            c.pl[0] = obj + p[0].offset;
-            c.rb[0] = p[0].row_bytes;
-            if (ri.high_bits) {
-                c.pl[1] = obj + p[1].offset;
-                c.rb[1] = p[1].row_bytes;
+    c.t = t;
+    c.obj = obj;
+    c.obj_bytes = obj_bytes;
+    c.K = K;
+    c.r0 = r0;
+    c.y = y;
+    c.isa = isa;
+    float *xf = (float *)(void *)xbuf;
+    x_to_f32(x, K, act, xf, (int8_t *)(xbuf + xfb + 2 * pb), (float *)(void *)(xbuf + xfb + 2 * pb + qb));
+    c.xf = xf;
+    uint64_t row_bytes = t->rows ? t->enc.encoded_bytes / t->rows : 0;
+    nf_gv_rows_fn fn = rows_generic;
+    if (t->layout == NF_LAY_GGUF_ROWS_V1) {
+        int rc = nf_gemv_gguf_rows(t, obj, obj_bytes, r0, r1, xf, y, threads, isa);
+        if (rc != 1)
+            return rc;
+    } else if (t->layout == NF_LAY_CONTIGUOUS_LE_V1 && t->enc.nplanes &&
+               (t->format == NF_FMT_FP32 || t->format == NF_FMT_INT32)) {
+        c.p0 = obj + t->enc.plane[0].offset;
+        fn = rows_contig32;
+    } else if ((t->layout == NF_LAY_CONTIGUOUS_LE_V1 && t->format == NF_FMT_BF16 && t->enc.nplanes) ||
+               (t->layout == NF_LAY_ROW_SCALE_V1 && t->format == NF_FMT_FP8_E4M3FN_ROW_BF16)) {
+        bool fp8 = t->format == NF_FMT_FP8_E4M3FN_ROW_BF16;
+        c.p0 = obj + t->enc.plane[0].offset;
+        if (fp8)
+            c.p1 = obj + t->enc.plane[1].offset;
+        pthread_once(&g_e4m3_once, e4m3_table);
+        if (act == NF_ACT_A8) {
+            /* P order with f32 x: the even and odd columns apart */
+            float *xe = (float *)(void *)(xbuf + xfb), *xo = (float *)(void *)(xbuf + xfb + pb);
+            for (uint64_t p = 0; p < np; p++) {
+                xe[p] = xf[2 * p];
+                xo[p] = 2 * p + 1 < K ? xf[2 * p + 1] : 0.0f;
             }
-            c.pl[2] = obj + p[last].offset;
-            c.rb[2] = p[last].row_bytes;
-            c.ng = (unsigned)(p[last].row_bytes / 2);
-            /* the scales as many rows ahead as PF_DIST is in the base */
-            c.pf_scl = (PF_DIST_ROWS(p[0].row_bytes)) * p[last].row_bytes;
-            break;
+            c.xe = xe;
+            c.xo = xo;
+        } else {
+            c.xb = x;
+#if NF_GEMV_X86
+            if (isa >= NF_ISA_AVX512 && cpu_bf16() && (!fp8 || cpu_vbmi())) {
+                c.ex = min_exp_bf16(x, K);
+                c.vdp = fp8 ? c.ex >= 17 : c.ex >= 1;
+            }
+#endif
         }
-        case NF_LAY_BLOCK_SCALE_K16_M128X4_V1:
-            c.slice = t->rows / t->divisors;
-            /* fall through */
-        default:
-            for (unsigned i = 0; i < t->enc.nplanes && i < 3; i++)
-                c.pl[i] = obj + p[i].offset;
-            break;
-        }
-    } else {
-        c.fn = NULL;
+        fn = rows_p;
     }
-    int rc = run(t, obj, obj_bytes, r0, r1, xf, y, threads, c.fn ? &c : NULL);
-    free(xp);
-    free(xf);
-    return rc;
+    return nf_gv_run(fn, &c, r0, r1, row_bytes, threads);
 }
+
+int nf_gemv(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, const uint16_t *x,
+            float *y, unsigned threads)
+{
+    return t ? nf_gemv_rows(t, obj, obj_bytes, 0, t->rows, x, y, threads) : NF_CODEC_EINVAL;
+}
+
+/* ---- the reference ----------------------------------------------------------------- */
 
 int nf_gemv_ref(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
                 const uint16_t *x, float *y)
@@ -1433,7 +1031,7 @@ int nf_gemv_ref_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
     return rc;
 }
 
-void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d)
+static void a8q_scalar(const uint16_t *x, uint64_t K, int8_t *q, float *d)
 {
     for (uint64_t b = 0; b * NF_A8_BLOCK < K; b++) {
         uint64_t k0 = b * NF_A8_BLOCK, k1 = k0 + NF_A8_BLOCK < K ? k0 + NF_A8_BLOCK : K;
@@ -1458,10 +1056,115 @@ void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d)
     }
 }
 
+#if NF_GEMV_X86
+/* The same operations lane by lane, a block of 16 a vector. */
+T512 static void a8q_512(const uint16_t *x, uint64_t K, int8_t *q, float *d)
+{
+    const __m512i ex = _mm512_set1_epi32(0x7f800000), ab = _mm512_set1_epi32(0x7fffffff);
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f), mg = _mm512_set1_ps(0x1.8p23f);
+    for (uint64_t b = 0; b * 16 < K; b++) {
+        uint64_t k0 = 16 * b;
+        __mmask16 m = mask16(K - k0);
+        __m512i u = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x + k0)), 16);
+        bool fin = !_mm512_mask_cmpeq_epi32_mask(m, _mm512_and_si512(u, ex), ex);
+        float amax = fin ? _mm512_reduce_max_ps(_mm512_castsi512_ps(_mm512_and_si512(u, ab))) : 0.0f;
+        float db = fin ? amax / 127.0f : 0.0f, id = db != 0.0f ? 127.0f / amax : 0.0f;
+        d[b] = db;
+        if (db == 0.0f) {
+            _mm_storeu_si128((__m128i *)(void *)(q + k0), _mm_setzero_si128());
+            continue;
+        }
+        __m512 v = _mm512_castsi512_ps(u);
+        __m512 t = isfinite(id) ? _mm512_mul_ps(v, _mm512_set1_ps(id)) : _mm512_div_ps(v, _mm512_set1_ps(db));
+        t = _mm512_min_ps(_mm512_max_ps(t, lo), hi);
+        t = _mm512_sub_ps(_mm512_add_ps(t, mg), mg);
+        _mm_storeu_si128((__m128i *)(void *)(q + k0), _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(t)));
+    }
+}
+
+T256 static void a8q_256(const uint16_t *x, uint64_t K, int8_t *q, float *d)
+{
+    const __m256i ex = _mm256_set1_epi32(0x7f800000), ab = _mm256_set1_epi32(0x7fffffff);
+    const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f), mg = _mm256_set1_ps(0x1.8p23f);
+    for (uint64_t b = 0; b * 16 < K; b++) {
+        uint64_t k0 = 16 * b;
+        uint16_t w[16] = {0};
+        if (K - k0 >= 16)
+            memcpy(w, x + k0, 32);
+        else
+            memcpy(w, x + k0, 2 * (K - k0));
+        __m128i wl = _mm_loadu_si128((const __m128i *)(const void *)w);
+        __m128i wh = _mm_loadu_si128((const __m128i *)(const void *)(w + 8));
+        __m256i u0 = _mm256_slli_epi32(_mm256_cvtepu16_epi32(wl), 16);
+        __m256i u1 = _mm256_slli_epi32(_mm256_cvtepu16_epi32(wh), 16);
+        __m256i bad = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(u0, ex), ex),
+                                      _mm256_cmpeq_epi32(_mm256_and_si256(u1, ex), ex));
+        bool fin = _mm256_testz_si256(bad, bad);
+        float amax = 0.0f;
+        if (fin) {
+            __m256 a = _mm256_max_ps(_mm256_castsi256_ps(_mm256_and_si256(u0, ab)),
+                                     _mm256_castsi256_ps(_mm256_and_si256(u1, ab)));
+            __m128 r = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+            r = _mm_max_ps(r, _mm_movehl_ps(r, r));
+            amax = _mm_cvtss_f32(_mm_max_ss(r, _mm_shuffle_ps(r, r, 1)));
+        }
+        float db = fin ? amax / 127.0f : 0.0f, id = db != 0.0f ? 127.0f / amax : 0.0f;
+        d[b] = db;
+        if (db == 0.0f) {
+            memset(q + k0, 0, 16);
+            continue;
+        }
+        bool recip = isfinite(id);
+        __m256 t0 = _mm256_castsi256_ps(u0), t1 = _mm256_castsi256_ps(u1);
+        t0 = recip ? _mm256_mul_ps(t0, _mm256_set1_ps(id)) : _mm256_div_ps(t0, _mm256_set1_ps(db));
+        t1 = recip ? _mm256_mul_ps(t1, _mm256_set1_ps(id)) : _mm256_div_ps(t1, _mm256_set1_ps(db));
+        t0 = _mm256_sub_ps(_mm256_add_ps(_mm256_min_ps(_mm256_max_ps(t0, lo), hi), mg), mg);
+        t1 = _mm256_sub_ps(_mm256_add_ps(_mm256_min_ps(_mm256_max_ps(t1, lo), hi), mg), mg);
+        __m256i p = _mm256_packs_epi32(_mm256_cvttps_epi32(t0), _mm256_cvttps_epi32(t1));
+        p = _mm256_permute4x64_epi64(p, 0xd8);
+        __m128i b8 = _mm_packs_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+        _mm_storeu_si128((__m128i *)(void *)(q + k0), b8);
+    }
+}
+#endif
+
+void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d)
+{
+#if NF_GEMV_X86
+    nf_isa isa = nf_codec_isa();
+    if (isa >= NF_ISA_AVX512) {
+        a8q_512(x, K, q, d);
+        return;
+    }
+    if (isa >= NF_ISA_AVX2) {
+        a8q_256(x, K, q, d);
+        return;
+    }
+#endif
+    a8q_scalar(x, K, q, d);
+}
+
+static int rows_decode(void *arg, uint64_t a, uint64_t b)
+{
+    const fctx *c = arg;
+    return nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, a, b, NULL, NULL, 0, c->isa);
+}
+
 int nf_decode_pass(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
                    unsigned threads)
 {
-    return t ? run(t, obj, obj_bytes, 0, t->rows, NULL, NULL, threads, NULL) : NF_CODEC_EINVAL;
+    if (!t || !obj)
+        return NF_CODEC_EINVAL;
+    if (obj_bytes < t->enc.encoded_bytes)
+        return NF_CODEC_ESHORT;
+    fctx c;
+    memset(&c, 0, sizeof c);
+    c.t = t;
+    c.obj = obj;
+    c.obj_bytes = obj_bytes;
+    c.isa = nf_gv_isa();
+    uint64_t row_bytes = t->rows ? t->enc.encoded_bytes / t->rows : 0;
+    return nf_gv_run(rows_decode, &c, 0, t->rows, row_bytes, threads ? threads : nf_cpu_count());
 }
 
 /* ---- the CPU peak: read-only passes ----------------------------------------- */
@@ -1531,9 +1234,9 @@ uint64_t nf_llc_bytes(void)
 struct rjob {
     const unsigned char *p;
     size_t bytes;
-    unsigned threads, idx, variant;
+    unsigned variant;
     atomic_size_t *next; /* variant 2: the next chunk */
-    uint64_t result;
+    uint64_t result[NF_POOL_MAX];
 };
 
 #define RCHUNK ((size_t)256 << 10)
@@ -1600,7 +1303,7 @@ static uint64_t read_range(const unsigned char *p, size_t b, size_t e, bool pf)
     return s0 ^ s1 ^ s2 ^ s3;
 }
 
-static void *read_worker(void *arg)
+static void read_part(void *arg, unsigned idx, unsigned n)
 {
     struct rjob *r = arg;
     size_t end = r->bytes & ~(size_t)255;
@@ -1612,38 +1315,31 @@ static void *read_worker(void *arg)
                 break;
             x += read_range(r->p, c, c + RCHUNK < end ? c + RCHUNK : end, true);
         }
-        r->result = x;
-        return NULL;
+        r->result[idx] = x;
+        return;
     }
-    size_t per = (end / r->threads) & ~(size_t)255;
-    size_t b = per * r->idx, e = r->idx + 1 == r->threads ? end : b + per;
-    r->result = read_range(r->p, b, e, r->variant == 1);
-    return NULL;
+    size_t per = (end / n) & ~(size_t)255;
+    size_t b = per * idx, e = idx + 1 == n ? end : b + per;
+    r->result[idx] = read_range(r->p, b, e, r->variant == 1);
 }
 
 uint64_t nf_read_pass_variant(const void *buf, size_t bytes, unsigned threads, unsigned variant)
 {
     if (!threads)
         threads = nf_cpu_count();
-    if (threads > 64)
-        threads = 64;
-    struct rjob r[64];
-    pthread_t tid[64];
-    bool started[64] = {false};
+    if (threads > NF_POOL_MAX)
+        threads = NF_POOL_MAX;
     atomic_size_t next = 0;
-    for (unsigned i = 0; i < threads; i++)
-        r[i] = (struct rjob){buf, bytes, threads, i, variant % NF_READ_VARIANTS, &next, 0};
-    for (unsigned i = 1; i < threads; i++)
-        started[i] = pthread_create(&tid[i], NULL, read_worker, &r[i]) == 0;
-    read_worker(&r[0]);
-    uint64_t x = r[0].result;
-    for (unsigned i = 1; i < threads; i++) {
-        if (started[i])
-            pthread_join(tid[i], NULL);
-        else
-            read_worker(&r[i]);
-        x ^= r[i].result;
-    }
+    struct rjob r;
+    memset(&r, 0, sizeof r);
+    r.p = buf;
+    r.bytes = bytes;
+    r.variant = variant % NF_READ_VARIANTS;
+    r.next = &next;
+    unsigned n = nf_pool_run(read_part, &r, threads);
+    uint64_t x = 0;
+    for (unsigned i = 0; i < n; i++)
+        x ^= r.result[i];
     return x;
 }
 

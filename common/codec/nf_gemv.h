@@ -14,52 +14,89 @@
  *    2^-24 |y|), where the weights are the codec's f32 decode;
  *  - A8: the same against nf_gemv_ref_rows_act(..., NF_ACT_A8), the exact
  *    sum over the A8 activations x^ of nf_a8_quantize;
- *  - a row's result does not depend on the thread count or the row range
- *    (bit for bit), and with x = e_k (one column at 1.0) y is column k of
- *    W exactly, as nf_decode_rows_f32 gives it;
- *  - rows holding non-finite weights give what the reference gives where it
- *    is NaN or infinite.
- * Bit-identity with the reference itself is not promised: the sums run in
- * another order.
+ *  - every path computes the accumulation order below, so the portable C
+ *    code (NF_GEMV_ISA=scalar, or nf_codec_set_isa(NF_ISA_SCALAR)), AVX2 and
+ *    AVX-512 give the same bits for the same call, whatever the thread count,
+ *    the row range, and how many rows a kernel takes at a time; with x = e_k
+ *    (one column at 1.0) y is column k of W exactly, as nf_decode_rows_f32
+ *    gives it;
+ *  - a row's result is canonical: a zero is +0, a NaN the default quiet NaN
+ *    (0x7fc00000); rows holding non-finite weights give what the reference
+ *    gives where it is NaN or infinite.
+ * Bit-identity with the reference itself is not promised: its sums run in
+ * f64.
+ *
+ * The accumulation order (per row; fma is one rounding of a*b+c, every
+ * other operation one IEEE f32 rounding to nearest even; "the tree" over
+ * n slots s is t[i] = s[i] + s[i + n/2] for i < n/2, recursively, down to
+ * one value):
+ *  - F (fp32, int32, gguf_* on A16, and the two-pass path: rows decoded to
+ *    f32 first): 64 slots starting at +0; column k, in increasing k, does
+ *    slot[k % 64] = fma(w_k, x_k, slot[k % 64]); then the tree. x is the
+ *    f32 value of x (A16) or fl(q[k] * d[k/16]) (A8).
+ *  - P (bf16, fp8_e4m3fn_row_bf16): 64 slots; pair p = columns (2p, 2p+1),
+ *    in increasing p, does slot[p % 64] = fma(w_2p+1, x_2p+1, slot) then
+ *    fma(w_2p, x_2p, slot) (a missing odd column is skipped); then the
+ *    tree. bf16: w is the weight; fp8: w = e4m3(c) and the row's result is
+ *    fl(r * tree), which needs the row scale r to be 0 or within [2^-100,
+ *    2^100] (then every e4m3(c) * r is exact); rows with another r take the
+ *    F order over the decoded weights. A NaN code makes the row NaN.
+ *  - I (q2/q4/q5/q6/q8/t2 in row_split_k128_v1, nvfp4): the integer path
+ *    (nf_gemv_int.c). x becomes integers Q_k against a power-of-two unit
+ *    D_b per block b of 16 columns (A16: bf16 values as exact multiples of
+ *    2^(E-147), E the block's largest exponent field; A8: Q = q, D = d),
+ *    values that do not fit (more than 2^13 below the block's largest, non-
+ *    finite, or in a block whose unit leaves [2^-80, 2^80] (A16) or whose d
+ *    leaves [2^-60, 2^100] (A8)) set aside as residuals. A lane is 4*nv consecutive columns (nv = 1 for q8, 2 for
+ *    q4/q5/q6/nvfp4, 4 for q2/t2): lane l holds the exact integer
+ *    I_l = sum c_k * Q_k over its columns (c the weight's integer code;
+ *    nvfp4: 2 * e2m1), and 16 slots take slot[l % 16] = fma(f32(I_l),
+ *    fl(D_l * S_l), slot[l % 16]) in increasing l, D_l the lane's unit
+ *    (nvfp4: D/2), S_l its group scale (nvfp4: the e4m3 block scale); then
+ *    the tree; nvfp4 divides that by the slice's divisor; where residuals
+ *    exist, y = f32(f64(y) + the f64 sum of w_k * remainder_k in column
+ *    order). An input with more than 16 + K/256 residuals, and rows whose
+ *    scales the integer kernels cannot take (a non-finite row_split scale,
+ *    an nvfp4 NaN block scale, a divisor outside [2^-60, 2^60]), take the
+ *    F order instead.
+ *  - G (gguf_* but gguf_f16 on A8): per block b of 16 columns the exact
+ *    integers I_b = sum c_k q_k and J_b = sum q_k (c the format's integer
+ *    code, w = S_b c - M_b), T_b = fl(fl(S_b I_b - M_b J_b) * d_b) in f64
+ *    into slot b % 16 of 16 f64 slots, the tree in f64, then one rounding to
+ *    f32 (nf_gemv_gguf.h); rows with a non-finite f16 field take the F
+ *    order.
+ * vdpbf16ps (AVX512_BF16) computes the P order's two roundings exactly
+ * where every product is exact and no product or partial sum can be
+ * subnormal: bf16 x against bf16 weights whose smallest nonzero exponents
+ * sum to at least -112 (none subnormal), or e4m3 codes against x with no
+ * nonzero value below 2^-110; elsewhere the same FMAs run.
  *
  * Kernels, chosen at run time:
- *  - the integer path (nf_gemv_int.c) for q2/q4/q5/q6/q8/t2 and nvfp4 on
- *    AVX-512 with VNNI and VBMI (vpdpbusd), else on AVX2 (vpmaddubsw +
- *    vpmaddwd; q8 there only on A8): x is cut into blocks of 16 and held as
- *    signed 7-bit limbs against a power-of-two unit per block (A16: three
- *    limbs, exact for every value within 2^13 of its block's largest; the
- *    few others, and non-finite values, are kept aside and added in f64;
- *    an input with more than 16 + K/256 of them goes to the float kernels)
- *    or as nf_a8_quantize's codes (A8: one limb). The weight codes become
- *    unsigned bytes with bit operations, the dot products are exact int32
- *    sums, and each lane's sum meets the group scale and the
- *    block unit once in f32: a few roundings per lane and per group, inside
- *    the bound above. Rows it cannot take (a non-finite row_split scale, an
- *    nvfp4 NaN block scale or a divisor outside [2^-60, 2^60]) are decoded
- *    and multiplied in f32.
- *  - fused float kernels for every format/layout on AVX2 (+FMA, F16C) and
- *    AVX-512 (F, BW, VL): each row is decoded in registers and multiplied
- *    into f32 accumulators; each decoded weight equals the codec's f32
- *    decode bit for bit, only the order of the f32 sums differs.
- *  - the generic two-pass path (decode a few rows into a cache-resident f32
- *    buffer with nf_decode_rows_f32, then dot products): CPUs without AVX2,
- *    and the rows a fused kernel declines (a row_split row with a
- *    non-finite group scale, an fp8 row with a NaN code or a row scale
- *    |r| >= 2^8 or not finite, nvfp4 objects whose divisor slices hold
- *    fewer than 64 blocks).
- * The gguf_* formats (DESIGN 7.5) have their own fused kernels, under the
- * same contract, in nf_gemv_gguf.c (nf_gemv_gguf.h); they decline no row.
- * Both A16 and A8 are exact in their integer part; A8 differs from A16 by
- * the quantization of x (at most sum_k |w_nk| d[k/16] / 2).
+ *  - the integer path (I order) for q2/q4/q5/q6/q8/t2 and nvfp4 on
+ *    AVX-512 with VNNI and VBMI (vpdpbusd), on AVX2 (vpmaddubsw +
+ *    vpmaddwd), or in C;
+ *  - fused kernels for bf16 and fp8 (P order: vdpbf16ps where exact) and
+ *    fp32/int32 (F order) on AVX2 (+FMA, F16C) and AVX-512 (F, BW, VL),
+ *    each weight formed in registers equal to the codec's f32 decode bit
+ *    for bit;
+ *  - the gguf_* formats: A16 in nf_gemv_gguf.c (F order, fused decode), A8
+ *    in nf_gemv_gguf8.c (G order, vpdpbusd on AVX-512 VNNI+VBMI, vpmaddubsw
+ *    + vpmaddwd on AVX2, or C);
+ *  - the two-pass path (decode a few rows into a cache-resident f32 buffer
+ *    with nf_decode_rows_f32, then the F order): the rows and inputs the
+ *    others decline (above), and the formats without a kernel of their own.
+ * Threads: a persistent pool (no thread is started per call); each thread
+ * takes a contiguous range of rows, with stealing only at the tail, and a
+ * worker the machine has not yet run when the caller has done its own
+ * part is left out (the others take its rows).
  *
- * Choosing the ISA (tests, benchmarks): the fused kernels use the codec's
- * ISA (nf_codec_set_isa / nf_codec_isa: the best the CPU has by default)
- * capped by the environment variable NF_GEMV_ISA, read once per process:
- *   NF_GEMV_ISA=scalar   the two-pass path only (decode still uses the
- *                        codec's ISA);
- *   NF_GEMV_ISA=avx2     fused AVX2 kernels at most;
+ * Choosing the ISA (tests, benchmarks): the kernels use the codec's ISA
+ * (nf_codec_set_isa / nf_codec_isa: the best the CPU has by default) capped
+ * by the environment variable NF_GEMV_ISA, read once per process:
+ *   NF_GEMV_ISA=scalar   the portable C code throughout;
+ *   NF_GEMV_ISA=avx2     AVX2 kernels at most;
  *   NF_GEMV_ISA=avx512   (or auto, or unset) no cap.
- * nf_codec_set_isa(NF_ISA_SCALAR) gives the portable path throughout.
+ * All give the same bits.
  */
 #ifndef NF_GEMV_H
 #define NF_GEMV_H
@@ -166,8 +203,9 @@ uint64_t nf_read_pass(const void *buf, size_t bytes, unsigned threads); /* varia
 uint64_t nf_llc_bytes(void);
 
 /* Tests and benchmarks: whether the integer kernels may serve (the
- * default); false keeps every format on the float kernels. Process-wide;
- * returns the previous setting. */
+ * default); false computes the I-order formats in the F order instead (a
+ * different, still ISA-independent result). Process-wide; returns the
+ * previous setting. */
 bool nf_gemv_use_int(bool on);
 
 /* Number of online CPUs (>= 1). */

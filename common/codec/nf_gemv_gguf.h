@@ -36,6 +36,24 @@ extern "C" {
 int nf_gemv_gguf_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes, uint64_t r0,
                       uint64_t r1, const float *x, float *y, unsigned threads, nf_isa isa);
 
+/* The A8 path of the gguf_* formats: y[0 .. r1-r0) = rows [r0, r1) times
+ * the A8 activations of x (bf16, all finite; nf_a8_quantize's codes q and
+ * scales d per block of 16 columns), in the G order of nf_gemv.h: each
+ * format's weights are w = S_b c - M_b over block b of 16 columns (c the
+ * integer code, S_b and M_b exact products of the block's fields; M = 0
+ * where the format has no offset); per block, in increasing b, the exact
+ * integers I_b = sum c q and J_b = sum q, then in f64 T_b = fl(fl(S_b I_b -
+ * M_b J_b) * d_b) into slot b % 16 of 16 f64 slots, the f64 tree, y =
+ * f32(tree). A row with a non-finite f16 field (d, dmin, m) or an mxfp4
+ * exponent above 252 takes the F order over its decoded weights and x^.
+ * The AVX-512 (VNNI, VBMI) and AVX2 kernels and the portable code give
+ * the same bits (nf_gemv_gguf8.c). gguf_f16 has no such path: returns 1 (the
+ * caller runs the F order over x^), as for another layout. Returns 0 or a
+ * negative NF_CODEC_E* error otherwise. */
+int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
+                         uint64_t r0, uint64_t r1, const uint16_t *x, float *y, unsigned threads,
+                         nf_isa isa);
+
 #ifdef __cplusplus
 }
 #endif

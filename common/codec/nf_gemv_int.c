@@ -1,4 +1,5 @@
-/* nf_gemv_int.c — the integer GEMV path (nf_gemv_int.h; DESIGN 11).
+/* nf_gemv_int.c — the integer GEMV path (nf_gemv_int.h; DESIGN 11), in the
+ * I order of nf_gemv.h.
  *
  * Activations. x is taken per block of 16 consecutive columns. On A16 each
  * bf16 value is an integer multiple of the block's unit 2^(E-147) (E the
@@ -10,48 +11,55 @@
  * leave the normal f32 range) go to a short residual list (column, exact
  * remainder), multiplied in f64 and added at the end. On A8 the one limb is
  * nf_a8_quantize's codes and the unit its scale d (a block whose d is
- * outside [2^-60, 2^100] goes to the residuals as q * d).
+ * outside [2^-60, 2^100] goes to the residuals as q * d). The participants
+ * build the n shares of the columns (whole chunks), in parallel, into the
+ * caller's reused buffers, each share claimed by whoever comes first; the
+ * residual lists stay per share, in column order.
  *
  * Weights. The codes of a row become unsigned bytes u = c + bias (q4: 8,
  * q5: 16, q6: 32, q8: 128, q2: 1 (its raw code), t2: 2, nvfp4: 2*e2m1 + 12
  * so bias 12 and a unit halved), with bit operations only: nibble masks,
  * and for the high planes of q5/q6 a per-byte bit gather (vpmultishiftqb).
  *
- * Dot products. For each "lane" (4 consecutive bytes of a vector) the
- * kernel forms sum u*q over the lane's codes in int32 with vpdpbusd, one
- * limb after the other with the accumulator shifted left by 7 in between,
- * then adds the precomputed -bias * sum(Q) of the lane: the exact integer
- * sum of c * Q (it fits: |c| <= 128, |Q| < 2^21, at most 16 codes a lane;
- * wrap-around in between cancels). That integer meets f32 once: converted
- * (one rounding), multiplied by unit * scale (exact on A16: a power of two
- * times an FP16 or E4M3 value; one rounding on A8) and accumulated with an
- * FMA. The float error is therefore a handful of roundings per lane and
- * per group, well inside the reference bound of nf_gemv_ref_rows.
+ * Dot products. For each lane (4 consecutive bytes of a vector: 4*nv
+ * consecutive columns, nv the code vectors of a chunk) the kernel forms
+ * sum u*q over the lane's codes in int32 with vpdpbusd, one limb after the
+ * other, the limbs combined with shifts, then adds the precomputed -bias *
+ * sum(Q) of the lane: the exact integer sum of c * Q over the lane (it
+ * fits: |c| <= 128, |Q| < 2^21, at most 16 codes a lane; wrap-around in
+ * between cancels). That integer meets f32 once (converted, one
+ * rounding), multiplied by unit * scale (rounded once) with an FMA into
+ * the row's accumulator slot (lane index) % 16; then the tree. The portable
+ * code computes the same integers directly from Q.
  *
- * Lane order. A chunk is B = nv * W consecutive columns (W = 64 bytes of a
- * vector, nv = code vectors per chunk: 2 for nibble formats, where vector
- * 0 holds the low nibbles (even columns) and vector 1 the high ones, 1 for
- * q8, 4 for 2-bit codes); column k of a chunk sits in vector k % nv at
- * byte k / nv, so a lane covers 4*nv consecutive columns, inside one block
- * of 16 and one group. The limbs are laid out in that order per chunk.
+ * Lane order. A chunk is B = nv * W consecutive columns (W = 64 bytes on
+ * AVX-512, 32 on AVX2; nv = 2 for nibble formats, where vector 0 holds
+ * the low nibbles (even columns) and vector 1 the high ones, 1 for q8, 4
+ * for 2-bit codes); column k of a chunk sits in vector k % nv at byte
+ * k / nv, so a lane covers 4*nv consecutive columns, inside one block of
+ * 16 and one group, and lane i of chunk c is lane c*W/4 + i of the row.
  * Codes past K (padding, or the masked half chunk at the end) meet limbs
  * that are 0 and add exactly 0, whatever their bits.
  *
- * Rows go in pairs, so the activation limbs are loaded once for two rows.
+ * Rows go four at a time (two or one at the end of a unit), so the
+ * activation limbs are loaded once for four rows, and a linear prefetch
+ * stream runs over the row group after next (base plane, high plane,
+ * scales) spread over the chunks of the current one.
  */
 #include "nf_gemv_int.h"
 
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nf_fp.h"
+#include "nf_pool.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NF_INT_X86 1
-#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define NF_INT_X86 0
@@ -85,22 +93,6 @@ static bool fmt_of(nf_format f, nf_layout l, ifmt *o)
     return false;
 }
 
-/* ---- CPU features -------------------------------------------------------------- */
-
-#if NF_INT_X86
-static bool cpu_vnni_vbmi(void)
-{
-    static _Atomic int known = -1; /* CPUID once: in a VM it is slow */
-    int v = atomic_load_explicit(&known, memory_order_relaxed);
-    if (v < 0) {
-        unsigned a, b, c, d;
-        v = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) && (c & (1u << 1));
-        atomic_store_explicit(&known, v, memory_order_relaxed); /* AVX512_VNNI, AVX512_VBMI */
-    }
-    return v;
-}
-#endif
-
 bool nf_gemv_int_supported(const nf_tensor_enc *t, nf_isa isa)
 {
     ifmt F;
@@ -108,39 +100,106 @@ bool nf_gemv_int_supported(const nf_tensor_enc *t, nf_isa isa)
         return false;
     if (t->format == NF_FMT_NVFP4 && (t->divisors == 0 || t->rows % t->divisors))
         return false;
+    switch (isa) {
+    case NF_ISA_SCALAR: return true;
 #if NF_INT_X86
-    if (isa == NF_ISA_AVX512)
-        return nf_codec_isa_supported(NF_ISA_AVX512) && cpu_vnni_vbmi();
-    if (isa == NF_ISA_AVX2)
-        return nf_codec_isa_supported(NF_ISA_AVX2);
+    case NF_ISA_AVX512: return nf_codec_isa_supported(NF_ISA_AVX512) && nf_gv_cpu_vnni_vbmi();
+    case NF_ISA_AVX2: return nf_codec_isa_supported(NF_ISA_AVX2);
 #endif
-    (void)isa;
-    return false;
+    default: return false;
+    }
 }
 
-/* ---- the activations in limbs --------------------------------------------------- */
+/* ---- the activations ----------------------------------------------------------- */
 
 typedef struct {
-    unsigned L, W, nv, lanes;
-    uint64_t B, nch, K;
+    unsigned L, W, nv, lanes; /* W 0: the portable code (Q and Db only) */
+    uint64_t B, nch, K, nb, bpc; /* bpc: blocks of 16 a chunk */
     bool half;     /* the last chunk holds only B/2 columns of the row bytes */
     int8_t *q;     /* [nch][L][nv][W] */
     int32_t *corr; /* [nch][lanes]: -bias * sum of Q over the lane */
     float *D;      /* [nch][lanes]: the lane's unit (nvfp4: halved) */
-    uint64_t nr;   /* residuals */
-    uint32_t *rk;
-    double *rv;
-    float *xf;     /* [K]: x (A16) or x^ (A8) in f32, for the rows done in f32 */
+    int32_t *Q;    /* [K]: the integer activations */
+    float *Db;     /* [nb]: the block units (0: the block is all residuals) */
+    float *xf;     /* [K]: x (A16) or x^ (A8) in f32, for the rows done on the two-pass path */
+    int8_t *qa;    /* [nb * 16]: A8 codes */
+    uint64_t maxr; /* residuals a list may hold (and all lists together) */
+    unsigned nres; /* residual lists, one per builder */
+    uint32_t *rk;  /* [nres][maxr] columns */
+    double *rv;    /* [nres][maxr] exact remainders */
+    unsigned *rn;  /* [nres] counts (maxr + 1: overflowed) */
 } xint;
 
-static void xint_free(xint *X)
+/* Carve X's arrays out of the caller's buffer (nf_pool_scratch slot 3). */
+static int xint_alloc(xint *X, uint64_t K, uint64_t Kc, nf_act act, const ifmt *F, unsigned W,
+                      unsigned nres)
 {
-    free(X->q);
-    free(X->corr);
-    free(X->D);
-    free(X->rk);
-    free(X->rv);
-    free(X->xf);
+    memset(X, 0, sizeof *X);
+    X->L = act == NF_ACT_A8 ? 1 : 3;
+    X->W = W;
+    X->nv = F->nv;
+    X->K = K;
+    X->nb = (K + 15) / 16;
+    if (W) {
+        X->lanes = W / 4;
+        X->B = (uint64_t)F->nv * W;
+        X->nch = (Kc + X->B - 1) / X->B;
+        X->half = X->nch * X->B != Kc;
+    } else {
+        X->lanes = 0;
+        X->B = 16;
+        X->nch = X->nb;
+    }
+    X->bpc = X->B / 16;
+    /* the residuals cost a scalar decode each per row: at most about a
+     * quarter of the kernel's work */
+    X->maxr = 16 + K / 256;
+    X->nres = nres;
+#define A64(n) (((uint64_t)(n) + 63) & ~(uint64_t)63)
+    uint64_t sq = W ? A64(X->nch * X->L * X->B) : 0;
+    uint64_t sl = W ? A64(X->nch * X->lanes * 4) : 0;
+    uint64_t sQ = A64(X->nb * 16 * 4), sD = A64(X->nb * 4 + 64), sx = A64(K * 4);
+    uint64_t sa = act == NF_ACT_A8 ? A64(X->nb * 16) : 0;
+    uint64_t sk = A64(nres * X->maxr * 4), sv = A64(nres * X->maxr * 8), sn = A64(nres * 4);
+    uint64_t tot = sq + 2 * sl + sQ + sD + sx + sa + sk + sv + sn;
+    uint8_t *p = nf_pool_scratch(3, tot ? tot : 64);
+    if (!p)
+        return NF_CODEC_ENOMEM;
+    X->q = (int8_t *)p;
+    p += sq;
+    X->corr = (int32_t *)(void *)p;
+    p += sl;
+    X->D = (float *)(void *)p;
+    p += sl;
+    X->Q = (int32_t *)(void *)p;
+    p += sQ;
+    X->Db = (float *)(void *)p;
+    p += sD;
+    X->xf = (float *)(void *)p;
+    p += sx;
+    X->qa = act == NF_ACT_A8 ? (int8_t *)p : NULL;
+    p += sa;
+    X->rk = (uint32_t *)(void *)p;
+    p += sk;
+    X->rv = (double *)(void *)p;
+    p += sv;
+    X->rn = (unsigned *)(void *)p;
+#undef A64
+    return 0;
+}
+
+/* Note a residual of list part; false when the list is full. */
+static bool resid(xint *X, unsigned part, uint64_t k, double v)
+{
+    unsigned *n = &X->rn[part];
+    if (*n >= X->maxr) {
+        *n = (unsigned)X->maxr + 1;
+        return false;
+    }
+    X->rk[part * X->maxr + *n] = (uint32_t)k;
+    X->rv[part * X->maxr + *n] = v;
+    (*n)++;
+    return true;
 }
 
 #if NF_INT_X86
@@ -218,30 +277,47 @@ T5P static void scatter_block512(const int32_t *Q, unsigned n, unsigned nv, unsi
             }
         }
     }
-    /* lanes: 4*nv columns each */
-    int32_t qs[16];
-    _mm512_storeu_si512((void *)qs, Qv);
+    /* lanes: 4*nv columns each; their sums by a reduction tree in the
+     * register (exact integers), lane j of the block at element j*per */
     unsigned per = 4 * nv, lanes = 16 / per, l0 = 16 * bi / per;
-    for (unsigned ln = 0; ln < lanes && per * ln < n; ln++) {
-        int32_t sum = 0;
-        for (unsigned t = 0; t < per; t++)
-            sum += qs[per * ln + t];
-        co[l0 + ln] = -bias * sum;
-        dc[l0 + ln] = Db;
-    }
+    __m512i t = _mm512_add_epi32(Qv, _mm512_shuffle_epi32(Qv, (_MM_PERM_ENUM)0xb1)); /* pairs */
+    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0x4e));           /* fours */
+    if (per >= 8)
+        t = _mm512_add_epi32(t, _mm512_shuffle_i32x4(t, t, 0xb1));                   /* eights */
+    if (per >= 16)
+        t = _mm512_add_epi32(t, _mm512_shuffle_i32x4(t, t, 0x4e));                   /* all */
+    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i pick8 = _mm512_setr_epi32(0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512i sums = _mm512_permutexvar_epi32(per == 4 ? pick : pick8, t);
+    unsigned valid = (n + per - 1) / per;
+    __mmask16 lm = (__mmask16)((1u << (valid < lanes ? valid : lanes)) - 1);
+    _mm512_mask_storeu_epi32(co + l0, lm, _mm512_mullo_epi32(sums, _mm512_set1_epi32(-bias)));
+    _mm512_mask_storeu_ps(dc + l0, lm, _mm512_set1_ps(Db));
 }
 #endif
 
-/* Scatter the integer activations Q (and the block scales Db) into the
- * kernel's order, lane by lane: lane ln of chunk c holds columns
- * c*B + 4*nv*ln + t, t < 4*nv, column t at vector t % nv, byte 4*ln + t / nv;
- * with the lane's bias correction and scale (the portable path). */
-static void scatter_scalar(xint *X, const int32_t *Q, const float *Db, const ifmt *F, uint64_t K,
-                           unsigned W)
+#if NF_INT_X86
+/* A8, one block of n <= 16 columns: Q = q, xf = q * d. */
+T5P static void a8_fill512(const int8_t *q, float d, int32_t *Q, float *xf, unsigned n)
 {
-    unsigned nv = X->nv, sh = nv == 1 ? 0 : nv == 2 ? 1 : 2, L = X->L, per = 4 * nv;
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+    __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)q));
+    _mm512_mask_storeu_epi32(Q, m, v);
+    _mm512_mask_storeu_ps(xf, m, _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(d)));
+}
+#endif
+
+/* Scatter the integer activations Q (and the block units Db) of chunks
+ * [c0, c1) into the kernel's order, lane by lane: lane ln of chunk c holds
+ * columns c*B + 4*nv*ln + t, t < 4*nv, column t at vector t % nv, byte
+ * 4*ln + t / nv; with the lane's bias correction and unit. */
+static void scatter_scalar(xint *X, const ifmt *F, uint64_t c0, uint64_t c1)
+{
+    unsigned nv = X->nv, sh = nv == 1 ? 0 : nv == 2 ? 1 : 2, L = X->L, per = 4 * nv, W = X->W;
     float half = F->half_unit ? 0.5f : 1.0f;
-    for (uint64_t c = 0, k0 = 0; k0 < K; c++, k0 += X->B) {
+    uint64_t K = X->K;
+    for (uint64_t c = c0; c < c1; c++) {
+        uint64_t k0 = c * X->B;
         int8_t *qc = X->q + c * L * X->B;
         for (unsigned ln = 0; ln < X->lanes; ln++) {
             uint64_t kl = k0 + (uint64_t)per * ln;
@@ -250,7 +326,7 @@ static void scatter_scalar(xint *X, const int32_t *Q, const float *Db, const ifm
             unsigned n = K - kl < per ? (unsigned)(K - kl) : per;
             int32_t sum = 0;
             for (unsigned t = 0; t < n; t++) {
-                int32_t qq = Q[kl + t];
+                int32_t qq = X->Q[kl + t];
                 unsigned pos = (t & (nv - 1)) * W + 4 * ln + (t >> sh);
                 sum += qq;
                 if (L == 1) {
@@ -263,106 +339,80 @@ static void scatter_scalar(xint *X, const int32_t *Q, const float *Db, const ifm
                 }
             }
             X->corr[c * X->lanes + ln] = -F->bias * sum;
-            X->D[c * X->lanes + ln] = Db[kl / 16] * half;
+            X->D[c * X->lanes + ln] = X->Db[kl / 16] * half;
         }
     }
 }
 
-/* Build the limbs of x for a format of F, vectors of W bytes, over
- * columns [0, Kc) of the encoded rows (Kc = the padded width). Returns 0,
- * 1 (too many residuals: decline) or ENOMEM. */
-static int xint_build(xint *X, const uint16_t *x, uint64_t K, uint64_t Kc, nf_act act,
-                      const ifmt *F, unsigned W)
+/* Build chunks [c0, c1) of X from x (participant `part`'s share, its own
+ * residual list). simd: the AVX-512 builders. */
+static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, uint64_t c0,
+                        uint64_t c1, unsigned part, bool simd)
 {
-    memset(X, 0, sizeof *X);
-    X->L = act == NF_ACT_A8 ? 1 : 3;
-    X->W = W;
-    X->nv = F->nv;
-    X->lanes = W / 4;
-    X->B = (uint64_t)F->nv * W;
-    X->K = K;
-    X->nch = (Kc + X->B - 1) / X->B;
-    X->half = X->nch * X->B != Kc;
-    /* the residuals cost a scalar decode each per row: at most about a
-     * quarter of the kernel's work */
-    uint64_t nb = (K + 15) / 16, maxr = 16 + K / 256;
-    /* (aligned_alloc wants a multiple of the alignment) */
-    X->q = aligned_alloc(64, (X->nch * X->L * X->B + 127) & ~(uint64_t)63);
-    X->corr = aligned_alloc(64, (X->nch * X->lanes * sizeof *X->corr + 127) & ~(uint64_t)63);
-    X->D = aligned_alloc(64, (X->nch * X->lanes * sizeof *X->D + 127) & ~(uint64_t)63);
-    X->rk = malloc(maxr * sizeof *X->rk);
-    X->rv = malloc(maxr * sizeof *X->rv);
-    X->xf = malloc(K * sizeof *X->xf);
-    int32_t *Q = malloc(K * sizeof *Q);
-    float *Db = malloc(nb * sizeof *Db);
-    int8_t *qa = act == NF_ACT_A8 ? malloc(nb * 16) : NULL;
-    if (!X->q || !X->corr || !X->D || !X->rk || !X->rv || !X->xf || !Q || !Db ||
-        (act == NF_ACT_A8 && !qa)) {
-        free(Q), free(Db), free(qa);
-        xint_free(X);
-        return NF_CODEC_ENOMEM;
+    uint64_t K = X->K, L = X->L;
+    uint64_t b0 = c0 * X->bpc, b1 = c1 * X->bpc < X->nb ? c1 * X->bpc : X->nb;
+    X->rn[part] = 0;
+    if (X->W && c1 > c0) {
+        memset(X->q + c0 * L * X->B, 0, (c1 - c0) * L * X->B);
+        memset(X->corr + c0 * X->lanes, 0, (c1 - c0) * X->lanes * sizeof *X->corr);
+        memset(X->D + c0 * X->lanes, 0, (c1 - c0) * X->lanes * sizeof *X->D);
     }
-    memset(X->q, 0, X->nch * X->L * X->B);
-    memset(X->corr, 0, X->nch * X->lanes * sizeof *X->corr);
-    memset(X->D, 0, X->nch * X->lanes * sizeof *X->D);
-    int rc = 0;
-#if NF_INT_X86
-    bool simd = W == 64;
-#else
-    bool simd = false;
-#endif
-#define RESID(k, v)                                                                                \
-    do {                                                                                           \
-        if (X->nr == maxr) {                                                                       \
-            rc = 1;                                                                                \
-            goto out;                                                                              \
-        }                                                                                          \
-        X->rk[X->nr] = (uint32_t)(k);                                                              \
-        X->rv[X->nr++] = (v);                                                                      \
-    } while (0)
+    if (b0 >= b1)
+        return;
+    uint64_t k0 = 16 * b0, k1 = 16 * b1 < K ? 16 * b1 : K;
+    int32_t *Q = X->Q;
+    float *Db = X->Db;
     if (act == NF_ACT_A8) {
-        nf_a8_quantize(x, K, qa, Db);
-        for (uint64_t b = 0; b < nb; b++) {
+        nf_a8_quantize(x + k0, k1 - k0, X->qa + k0, Db + b0);
+        for (uint64_t b = b0; b < b1; b++) {
             float d = Db[b];
             bool aside = d != 0.0f && !(d >= 0x1p-60f && d <= 0x1p100f);
+#if NF_INT_X86
+            if (simd && !aside) {
+                a8_fill512(X->qa + 16 * b, d, Q + 16 * b, X->xf + 16 * b,
+                           K - 16 * b < 16 ? (unsigned)(K - 16 * b) : 16);
+                continue;
+            }
+#endif
             for (uint64_t k = 16 * b; k < 16 * b + 16 && k < K; k++) {
-                X->xf[k] = (float)qa[k] * d;
-                Q[k] = aside ? 0 : qa[k];
-                if (aside && qa[k])
-                    RESID(k, (double)qa[k] * (double)d);
+                int8_t qk = X->qa[k];
+                X->xf[k] = (float)qk * d;
+                Q[k] = aside ? 0 : qk;
+                if (aside && qk && !resid(X, part, k, (double)qk * (double)d))
+                    return;
             }
             if (aside)
                 Db[b] = 0.0f;
         }
     } else if (simd) {
 #if NF_INT_X86
-        for (uint64_t b = 0; b < nb; b++) {
-            uint64_t k0 = 16 * b;
-            unsigned n = K - k0 < 16 ? (unsigned)(K - k0) : 16;
-            __mmask16 fix = a16_block512(x + k0, n, Q + k0, X->xf + k0, &Db[b]);
+        for (uint64_t b = b0; b < b1; b++) {
+            uint64_t kb = 16 * b;
+            unsigned n = K - kb < 16 ? (unsigned)(K - kb) : 16;
+            __mmask16 fix = a16_block512(x + kb, n, Q + kb, X->xf + kb, &Db[b]);
             for (unsigned t = 0; fix; t++, fix >>= 1) {
                 if (!(fix & 1))
                     continue;
-                uint64_t k = k0 + t;
+                uint64_t k = kb + t;
                 unsigned u = x[k], e = (u >> 7) & 0xff;
+                double v = (double)nf_bf16_to_f32((uint16_t)u);
                 if (e == 0xff || Db[b] == 0.0f) {
                     Q[k] = 0;
-                    RESID(k, (double)nf_bf16_to_f32((uint16_t)u));
-                } else {
-                    /* the bits below the unit */
-                    double v = (double)nf_bf16_to_f32((uint16_t)u);
-                    RESID(k, v - (double)Q[k] * (double)Db[b]);
+                    if (!resid(X, part, k, v))
+                        return;
+                } else if (!resid(X, part, k, v - (double)Q[k] * (double)Db[b])) {
+                    return; /* the bits below the unit */
                 }
             }
         }
 #endif
     } else {
-        for (uint64_t k = 0; k < K; k++)
+        for (uint64_t k = k0; k < k1; k++)
             X->xf[k] = nf_bf16_to_f32(x[k]);
-        for (uint64_t b = 0; b < nb; b++) {
-            uint64_t k0 = 16 * b, k1 = k0 + 16 < K ? k0 + 16 : K;
+        for (uint64_t b = b0; b < b1; b++) {
+            uint64_t kb = 16 * b, ke = kb + 16 < K ? kb + 16 : K;
             int E = 0;
-            for (uint64_t k = k0; k < k1; k++) {
+            for (uint64_t k = kb; k < ke; k++) {
                 unsigned u = x[k], e = (u >> 7) & 0xff;
                 if (e == 0xff || !(u & 0x7fff))
                     continue;
@@ -371,11 +421,14 @@ static int xint_build(xint *X, const uint16_t *x, uint64_t K, uint64_t Kc, nf_ac
             }
             bool ok = E >= 127 - 60 && E <= 127 + 100;
             Db[b] = ok ? nf_f32_from_bits((uint32_t)(E - 20) << 23) : 0.0f; /* 2^(E-147) */
-            for (uint64_t k = k0; k < k1; k++) {
+            for (uint64_t k = kb; k < ke; k++) {
                 unsigned u = x[k], e = (u >> 7) & 0xff;
                 int ee = e ? (int)e : 1, s = ee - E + 13; /* s <= 13 */
                 uint32_t mant = (e ? 128u : 0u) | (u & 127u), N, rb;
-                if (s >= 0) {
+                if (e == 0xff) { /* inf or NaN: s may pass 31; Q = 0 below */
+                    N = 0;
+                    rb = 0;
+                } else if (s >= 0) {
                     N = mant << s;
                     rb = 0;
                 } else {
@@ -385,46 +438,59 @@ static int xint_build(xint *X, const uint16_t *x, uint64_t K, uint64_t Kc, nf_ac
                 }
                 Q[k] = (u & 0x8000) ? -(int32_t)N : (int32_t)N;
                 if (__builtin_expect(rb != 0 || !ok || e == 0xff, 0) && (u & 0x7fff)) {
+                    bool fits;
                     if (e == 0xff || !ok) {
                         Q[k] = 0;
-                        RESID(k, (double)nf_bf16_to_f32((uint16_t)u));
+                        fits = resid(X, part, k, (double)nf_bf16_to_f32((uint16_t)u));
                     } else {
-                        RESID(k, ldexp((u & 0x8000) ? -(double)rb : (double)rb, ee - 134));
+                        fits = resid(X, part, k, ldexp((u & 0x8000) ? -(double)rb : (double)rb, ee - 134));
                     }
+                    if (!fits)
+                        return;
                 }
             }
         }
     }
+    if (!X->W)
+        return;
 #if NF_INT_X86
-    if (simd) {
-        unsigned bpc = (unsigned)(X->B / 16); /* blocks a chunk */
+    if (simd && X->W == 64) {
         float half = F->half_unit ? 0.5f : 1.0f;
-        for (uint64_t b = 0; b < nb; b++) {
-            uint64_t c = b / bpc;
+        for (uint64_t b = b0; b < b1; b++) {
+            uint64_t c = b / X->bpc;
             unsigned n = K - 16 * b < 16 ? (unsigned)(K - 16 * b) : 16;
-            scatter_block512(Q + 16 * b, n, X->nv, X->L, (unsigned)(b % bpc), X->q + c * X->L * X->B,
+            scatter_block512(Q + 16 * b, n, X->nv, X->L, (unsigned)(b % X->bpc), X->q + c * X->L * X->B,
                              X->corr + c * X->lanes, X->D + c * X->lanes, Db[b] * half, F->bias);
         }
-        goto out;
+        return;
     }
 #endif
-    scatter_scalar(X, Q, Db, F, K, W);
-#undef RESID
-out:
-    free(Q);
-    free(Db);
-    free(qa);
-    if (rc)
-        xint_free(X);
-    return rc;
+    scatter_scalar(X, F, c0, c1);
 }
 
-/* ---- one weight, for the residuals ---------------------------------------------- */
+/* ---- rows --------------------------------------------------------------------------- */
+
+static inline int ld32s(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return (int)v;
+}
+
+/* E4M3FN codes as f32 (exact; 0x7f/0xff: NaN), for nvfp4's block scales */
+static float g_e4m3[256];
+static pthread_once_t g_e4m3_once = PTHREAD_ONCE_INIT;
+static void e4m3_init(void)
+{
+    for (unsigned c = 0; c < 256; c++)
+        g_e4m3[c] = nf_e4m3_to_f32((uint8_t)c);
+}
 
 typedef struct {
-    const uint8_t *base, *high, *sb; /* row_split planes; nvfp4: codes, scale row base */
-    float *sc;                       /* row_split: the row's scales (f32, tail zeroed) */
-    float wdiv;                      /* nvfp4 divisor */
+    const uint8_t *base, *high; /* row_split planes; nvfp4: codes */
+    float *sc;                  /* row_split: the row's scales (f32, 32 zeros after);
+                                   nvfp4: its block scales (f32, 16 zeros after) */
+    float wdiv;                 /* nvfp4 divisor */
     uint64_t n;
 } irow;
 
@@ -433,12 +499,13 @@ typedef struct {
     const uint8_t *obj;
     uint64_t obj_bytes;
     const xint *X;
+    ifmt F;
     nf_rowsplit_info ri;
-    bool w512; /* the AVX-512 kernels (else AVX2) */
+    nf_isa isa;
     const uint8_t *pl[3];
-    uint64_t rb[3];
-    unsigned ng;
-    uint64_t slice;
+    uint64_t rb[3];  /* row bytes of the planes (nvfp4: codes only) */
+    unsigned ng;     /* row_split groups a row */
+    uint64_t slice;  /* nvfp4 rows per divisor */
 } ictx;
 
 static int rs_code(nf_format f, unsigned raw)
@@ -453,38 +520,102 @@ static int rs_code(nf_format f, unsigned raw)
     }
 }
 
-/* w(n, k) as the codec decodes it (nf_codec.h: one rounding per product or
- * quotient, no FMA). */
-static float elem(const ictx *c, const irow *r, uint64_t k)
+/* The integer code of column k of row r: row_split c; nvfp4 2 * e2m1. */
+static int icode(const ictx *c, const irow *r, uint64_t k)
 {
     if (c->t->format == NF_FMT_NVFP4) {
-        unsigned code = (r->base[k / 2] >> (4 * (k & 1))) & 15;
-        uint8_t b = c->pl[1][nf_nvfp4_scale_index(r->n, k / 16, c->t->cols)];
-        return (nf_e2m1_to_f32((uint8_t)code) * nf_e4m3_to_f32(b)) / r->wdiv;
+        static const int8_t e2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+        return e2[(r->base[k / 2] >> (4 * (k & 1))) & 15];
     }
     unsigned bb = c->ri.base_bits, hb = c->ri.high_bits;
     unsigned raw = (r->base[k * bb / 8] >> (k * bb % 8)) & ((1u << bb) - 1);
     if (hb)
         raw |= ((r->high[k * hb / 8] >> (k * hb % 8)) & ((1u << hb) - 1)) << 4;
-    return (float)rs_code(c->t->format, raw) * r->sc[k / c->ri.group];
+    return rs_code(c->t->format, raw);
 }
 
+/* w(n, k) as the codec decodes it (nf_codec.h: one rounding per product or
+ * quotient, no FMA), for the residuals. */
+static float elem(const ictx *c, const irow *r, uint64_t k)
+{
+    if (c->t->format == NF_FMT_NVFP4)
+        return ((float)icode(c, r, k) * 0.5f * r->sc[k / 16]) / r->wdiv;
+    return (float)icode(c, r, k) * r->sc[k / c->ri.group];
+}
+
+/* The row's residual sum in f64, the lists in column order. */
 static double residual(const ictx *c, const irow *r)
 {
     const xint *X = c->X;
     double s = 0;
-    for (uint64_t j = 0; j < X->nr; j++)
-        s += (double)elem(c, r, X->rk[j]) * X->rv[j];
+    for (unsigned p = 0; p < X->nres; p++)
+        for (unsigned j = 0; j < X->rn[p]; j++)
+            s += (double)elem(c, r, X->rk[p * X->maxr + j]) * X->rv[p * X->maxr + j];
     return s;
 }
 
-/* ---- AVX-512 VNNI + VBMI kernels ------------------------------------------------- */
+/* The I order, portable: lane l = columns [4*nv*l, 4*nv*(l+1)), its exact
+ * integer, converted, times fl(unit * scale), into slot l % 16. */
+static float row_portable(const ictx *c, const irow *r)
+{
+    const xint *X = c->X;
+    unsigned per = 4 * c->F.nv;
+    uint64_t K = X->K;
+    bool nv4 = c->t->format == NF_FMT_NVFP4;
+    float half = c->F.half_unit ? 0.5f : 1.0f;
+    float acc[16] = {0};
+    for (uint64_t l = 0, k0 = 0; k0 < K; l++, k0 += per) {
+        uint64_t k1 = k0 + per < K ? k0 + per : K;
+        int64_t s = 0;
+        for (uint64_t k = k0; k < k1; k++)
+            s += (int64_t)icode(c, r, k) * X->Q[k];
+        float S = nv4 ? r->sc[k0 / 16] : r->sc[k0 / c->ri.group];
+        float D = X->Db[k0 / 16] * half;
+        acc[l & 15] = fmaf((float)s, D * S, acc[l & 15]);
+    }
+    return nf_gv_tree(acc, 16);
+}
+
+/* A row's setup: pointers and scales; false when the integer kernels
+ * cannot take it (a non-finite row_split scale; an nvfp4 NaN block scale
+ * or a divisor outside [2^-60, 2^60]). */
+static bool row_setup(const ictx *c, uint64_t n, irow *r);
+
+/* Prefetching the row group pfd rows ahead: each row's base-plane (and
+ * high-plane) bytes at the same offset pfd rows later, one line per chunk
+ * as the kernel goes, so that the next group streams in linearly behind
+ * the current one; nvfp4's block scales of that group (two tile lines a
+ * chunk, shared by the four rows); row_split scales at the group's start. */
+typedef struct {
+    uint64_t off0, off1; /* bytes from a row's base / high plane to row n+pfd's */
+    const char *nvs;     /* nvfp4: the scale tiles' line of row n+pfd, or NULL */
+} pfplan;
+
+static void pf_plan(const ictx *c, uint64_t n, uint64_t pfd, unsigned R, pfplan *pf)
+{
+    memset(pf, 0, sizeof *pf);
+    uint64_t ahead = n + pfd;
+    if (ahead >= c->t->rows)
+        return; /* past the end: prefetch nothing */
+    pf->off0 = pfd * c->rb[0];
+    pf->off1 = pfd * c->rb[1];
+    if (c->t->format == NF_FMT_NVFP4) {
+        pf->nvs = (const char *)c->pl[1] + nf_nvfp4_scale_row_part(ahead, c->t->cols) / 64 * 64;
+        return;
+    }
+    uint64_t m = ahead + R <= c->t->rows ? R : c->t->rows - ahead;
+    const char *sc = (const char *)c->pl[2] + ahead * c->rb[2];
+    for (uint64_t i = 0; i < m * c->rb[2]; i += 64)
+        __builtin_prefetch(sc + i);
+}
 
 #if NF_INT_X86
-#define T5I __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")))
 #define NF_INLINE static inline __attribute__((always_inline))
-#define PF_DIST 4096
-#define PF(p) _mm_prefetch((const char *)(p) + PF_DIST, _MM_HINT_T0)
+#include "nf_gemv_tree.inc"
+
+/* ---- AVX-512 VNNI + VBMI kernels ------------------------------------------------- */
+
+#define T5I __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")))
 #ifdef NF_MCA /* llvm-mca regions: make NF_MCA=1 analysis only */
 #define MCA_BEGIN() __asm__ volatile("# LLVM-MCA-BEGIN")
 #define MCA_END() __asm__ volatile("# LLVM-MCA-END")
@@ -504,6 +635,15 @@ T5I NF_INLINE __m512 lanes512(const __m512i *u, unsigned nv, const int8_t *q, un
 #pragma GCC unroll 4
     for (unsigned l = 0; l < L; l++) {
         a[l] = l + 1 == L ? _mm512_load_si512((const void *)corr) : _mm512_setzero_si512();
+        if (nv == 4) { /* two chains of two: vpdpbusd's latency */
+            __m512i b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1],
+                                            _mm512_load_si512((const void *)(q + (l * nv + 1) * 64)));
+            a[l] = _mm512_dpbusd_epi32(a[l], u[0], _mm512_load_si512((const void *)(q + (l * nv) * 64)));
+            b = _mm512_dpbusd_epi32(b, u[3], _mm512_load_si512((const void *)(q + (l * nv + 3) * 64)));
+            a[l] = _mm512_dpbusd_epi32(a[l], u[2], _mm512_load_si512((const void *)(q + (l * nv + 2) * 64)));
+            a[l] = _mm512_add_epi32(a[l], b);
+            continue;
+        }
 #pragma GCC unroll 4
         for (unsigned v = 0; v < nv; v++)
             a[l] = _mm512_dpbusd_epi32(a[l], u[v], _mm512_load_si512((const void *)(q + (l * nv + v) * 64)));
@@ -594,96 +734,90 @@ T5I NF_INLINE void codes512(nf_format f, const irow *r, uint64_t c, bool half, _
 }
 
 /* The scale of each lane of chunk c (lane i covers columns 4*nv*i ..). */
-T5I NF_INLINE __m512 scales512c(nf_format f, const irow *r, uint64_t c, bool half,
-                                __mmask16 *nan)
+
+/* The scale of each lane of chunk c (lane i covers columns 4*nv*i ..). */
+T5I NF_INLINE __m512 scales512c(nf_format f, const irow *r, uint64_t c)
 {
     switch (f) {
     case NF_FMT_Q2_G64_FP16: /* 4 groups of 4 lanes */
         return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
                                      _mm512_castps128_ps512(_mm_loadu_ps(r->sc + 4 * c)));
-    case NF_FMT_NVFP4: {
-        /* blocks 8c .. 8c+7: two 4-byte runs (nf_layout.h's tiles); lane i <-
-         * block i/2, its E4M3 byte in the top byte of the lane, shifted down
-         * to f32 */
-        uint32_t b0, b1 = 0;
-        memcpy(&b0, r->sb + nf_nvfp4_scale_col_part(8 * c), 4);
-        if (!half)
-            memcpy(&b1, r->sb + nf_nvfp4_scale_col_part(8 * c + 4), 4);
-        __m128i b = _mm_set_epi32(0, 0, (int)b1, (int)b0);
-        *nan |= _mm_cmpeq_epi8_mask(_mm_and_si128(b, _mm_set1_epi8(0x7f)), _mm_set1_epi8(0x7f));
-        const __m512i idx = _mm512_set_epi32(7 << 24, 7 << 24, 6 << 24, 6 << 24, 5 << 24, 5 << 24,
-                                             4 << 24, 4 << 24, 3 << 24, 3 << 24, 2 << 24, 2 << 24,
-                                             1 << 24, 1 << 24, 0, 0);
-        __m512i t = _mm512_maskz_permutexvar_epi8(0x8888888888888888ull, idx, _mm512_castsi128_si512(b));
-        t = _mm512_and_si512(_mm512_srai_epi32(t, 4), _mm512_set1_epi32((int)0x87f00000));
-        return _mm512_mul_ps(_mm512_castsi512_ps(t), _mm512_set1_ps(0x1p120f));
-    }
+    case NF_FMT_NVFP4: /* 8 blocks of 2 lanes */
+        return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                                     _mm512_castps256_ps512(_mm256_loadu_ps(r->sc + 8 * c)));
     default: /* q4/q5/q6 (G64, B128), q8 (G32, B64), t2 (G128, B256): two groups of 8 lanes */
-        return _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(r->sc[2 * c]),
-                                    _mm512_set1_ps(r->sc[2 * c + 1]));
+        return _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(r->sc[2 * c]), _mm512_set1_ps(r->sc[2 * c + 1]));
     }
 }
 
-/* One chunk of one row: tot += (lane sums) * unit * scale. */
+/* One chunk of one row: tot += (lane sums) * fl(unit * scale). */
 T5I NF_INLINE __m512 chunk512(nf_format f, unsigned nv, unsigned L, const xint *X, const irow *r,
-                              uint64_t c, bool half, __m512 D, __m512 tot, __mmask16 *nan)
+                              uint64_t c, bool half, __m512 D, __m512 tot, const pfplan *pf)
 {
     __m512i u[4];
-    PF(r->base + 64 * c);
+    _mm_prefetch((const char *)r->base + 64 * c + pf->off0, _MM_HINT_T0);
     if ((f == NF_FMT_Q5_G64_FP16 && !(c & 3)) || (f == NF_FMT_Q6_G64_FP16 && !(c & 1)))
-        PF(r->high + (f == NF_FMT_Q5_G64_FP16 ? 16 : 32) * c);
+        _mm_prefetch((const char *)r->high + (f == NF_FMT_Q5_G64_FP16 ? 16 : 32) * c + pf->off1, _MM_HINT_T0);
     codes512(f, r, c, half, u);
     __m512 F = lanes512(u, nv, X->q + c * L * nv * 64, L, X->corr + 16 * c);
-    __m512 S = scales512c(f, r, c, half, nan);
-    return _mm512_fmadd_ps(F, _mm512_mul_ps(D, S), tot);
+    return _mm512_fmadd_ps(F, _mm512_mul_ps(D, scales512c(f, r, c)), tot);
 }
 
-/* R rows (1 or 2) of format f with L limbs: out[i] = the row's sum. The
- * rows whose nvfp4 block scales hold a NaN get bit i in *nanrows. Two
- * accumulators a row (even and odd chunks), in registers. */
+/* R rows (1, 2 or 4) of format f with L limbs: out[i] = the tree of row
+ * i's 16 slots. */
 T5I NF_INLINE void rows512(nf_format f, const xint *X, const irow *r, unsigned R, unsigned L,
-                           float *out, unsigned *nanrows)
+                           float *out, const pfplan *pf)
 {
     const unsigned nv = f == NF_FMT_Q8_G32_FP16 ? 1
                         : (f == NF_FMT_Q2_G64_FP16 || f == NF_FMT_T2_G128_FP16) ? 4 : 2;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
-    __mmask16 na = 0, nb = 0;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     uint64_t nch = X->nch, full = X->half ? nch - 1 : nch, c = 0;
-    for (; c + 2 <= full; c += 2) {
+    for (; c < full; c++) {
         MCA_BEGIN();
-        __m512 D0 = _mm512_load_ps(X->D + 16 * c), D1 = _mm512_load_ps(X->D + 16 * c + 16);
-        a0 = chunk512(f, nv, L, X, &r[0], c, false, D0, a0, &na);
-        a1 = chunk512(f, nv, L, X, &r[0], c + 1, false, D1, a1, &na);
-        if (R == 2) {
-            b0 = chunk512(f, nv, L, X, &r[1], c, false, D0, b0, &nb);
-            b1 = chunk512(f, nv, L, X, &r[1], c + 1, false, D1, b1, &nb);
+        __m512 D = _mm512_load_ps(X->D + 16 * c);
+        a0 = chunk512(f, nv, L, X, &r[0], c, false, D, a0, pf);
+        if (R >= 2)
+            a1 = chunk512(f, nv, L, X, &r[1], c, false, D, a1, pf);
+        if (R >= 4) {
+            a2 = chunk512(f, nv, L, X, &r[2], c, false, D, a2, pf);
+            a3 = chunk512(f, nv, L, X, &r[3], c, false, D, a3, pf);
+        }
+        if (f == NF_FMT_NVFP4 && pf->nvs) {
+            _mm_prefetch(pf->nvs + 1024 * c, _MM_HINT_T0);
+            _mm_prefetch(pf->nvs + 1024 * c + 512, _MM_HINT_T0);
         }
         MCA_END();
     }
-    for (; c < nch; c++) {
-        bool half = c >= full;
-        __m512 D0 = _mm512_load_ps(X->D + 16 * c);
-        a0 = chunk512(f, nv, L, X, &r[0], c, half, D0, a0, &na);
-        if (R == 2)
-            b0 = chunk512(f, nv, L, X, &r[1], c, half, D0, b0, &nb);
+    if (c < nch) {
+        __m512 D = _mm512_load_ps(X->D + 16 * c);
+        a0 = chunk512(f, nv, L, X, &r[0], c, true, D, a0, pf);
+        if (R >= 2)
+            a1 = chunk512(f, nv, L, X, &r[1], c, true, D, a1, pf);
+        if (R >= 4) {
+            a2 = chunk512(f, nv, L, X, &r[2], c, true, D, a2, pf);
+            a3 = chunk512(f, nv, L, X, &r[3], c, true, D, a3, pf);
+        }
     }
-    out[0] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-    *nanrows |= na ? 1u : 0u;
-    if (R == 2) {
-        out[1] = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
-        *nanrows |= nb ? 2u : 0u;
+    out[0] = nf_tree16_512(a0);
+    if (R >= 2)
+        out[1] = nf_tree16_512(a1);
+    if (R >= 4) {
+        out[2] = nf_tree16_512(a2);
+        out[3] = nf_tree16_512(a3);
     }
 }
 
-typedef void (*rows_fn)(const xint *, const irow *, unsigned R, float *, unsigned *);
+typedef void (*rows_fn)(const xint *, const irow *, unsigned R, float *, const pfplan *);
 
 #define ROWS512(NAME, FMT, L)                                                                      \
-    T5I static void NAME(const xint *X, const irow *r, unsigned R, float *out, unsigned *nan)      \
+    T5I static void NAME(const xint *X, const irow *r, unsigned R, float *out, const pfplan *pf)   \
     {                                                                                              \
-        if (R == 2)                                                                                \
-            rows512(FMT, X, r, 2, L, out, nan);                                                    \
+        if (R == 4)                                                                                \
+            rows512(FMT, X, r, 4, L, out, pf);                                                     \
+        else if (R == 2)                                                                           \
+            rows512(FMT, X, r, 2, L, out, pf);                                                     \
         else                                                                                       \
-            rows512(FMT, X, r, 1, L, out, nan);                                                    \
+            rows512(FMT, X, r, 1, L, out, pf);                                                     \
     }
 ROWS512(q2_512_1, NF_FMT_Q2_G64_FP16, 1)
 ROWS512(q2_512_3, NF_FMT_Q2_G64_FP16, 3)
@@ -717,13 +851,13 @@ static rows_fn pick512(nf_format f, unsigned L)
 
 /* The row's FP16 scales as f32 (vcvtph2ps, exact), the 32 after them 0;
  * false if one is not finite. */
-T5I static bool scales_f32(const uint8_t *s, unsigned ng, float *out)
+T5I static bool scales_f32_512(const uint8_t *s, unsigned ng, float *out)
 {
     const __m256i ex = _mm256_set1_epi16(0x7c00);
     __mmask16 bad = 0;
     unsigned g = 0;
     for (; g + 16 <= ng; g += 16) {
-        __m256i h = _mm256_loadu_si256((const __m256i *)(s + 2 * g));
+        __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(s + 2 * g));
         bad |= _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, ex), ex);
         _mm512_storeu_ps(out + g, _mm512_cvtph_ps(h));
     }
@@ -739,6 +873,27 @@ T5I static bool scales_f32(const uint8_t *s, unsigned ng, float *out)
     return bad == 0;
 }
 
+/* nvfp4: the row's K/16 E4M3 block scales as f32 (exact), 16 zeros after;
+ * false if one is a NaN. The scales of blocks 4q..4q+3 are 4 bytes of
+ * tile q (nf_layout.h). */
+T5I static bool nv_scales_512(const uint8_t *sb, uint64_t K, float *out)
+{
+    uint64_t nq = K / 64, q = 0;
+    __mmask16 bad = 0;
+    const __m512i fm = _mm512_set1_epi32((int)0x87f00000);
+    for (; q < nq; q += 4) {
+        unsigned m = nq - q >= 4 ? 4 : (unsigned)(nq - q);
+        /* built in registers (a store then a wider load would stall) */
+        __m128i b = _mm_setr_epi32(ld32s(sb + q * 512), m > 1 ? ld32s(sb + (q + 1) * 512) : 0,
+                                   m > 2 ? ld32s(sb + (q + 2) * 512) : 0, m > 3 ? ld32s(sb + (q + 3) * 512) : 0);
+        bad |= _mm_cmpeq_epi8_mask(_mm_and_si128(b, _mm_set1_epi8(0x7f)), _mm_set1_epi8(0x7f));
+        __m512i t = _mm512_slli_epi32(_mm512_cvtepu8_epi32(b), 24);
+        t = _mm512_and_si512(_mm512_srai_epi32(t, 4), fm);
+        _mm512_storeu_ps(out + 4 * q, _mm512_mul_ps(_mm512_castsi512_ps(t), _mm512_set1_ps(0x1p120f)));
+    }
+    _mm512_storeu_ps(out + 4 * q, _mm512_setzero_ps());
+    return bad == 0;
+}
 /* ---- AVX2 kernels (vpmaddubsw + vpmaddwd in place of vpdpbusd) ------------------
  *
  * The same scheme on 32-byte vectors: a chunk is nv * 32 columns, a lane 4
@@ -864,91 +1019,73 @@ T2I NF_INLINE void codes256(nf_format f, const irow *r, uint64_t c, bool half, _
 }
 
 /* The scale of each lane of chunk c (lane i: columns 4*nv*i ..). */
-T2I NF_INLINE __m256 scales256c(nf_format f, const irow *r, uint64_t c, int *nan)
+
+/* The scale of each lane of chunk c (lane i: columns 4*nv*i ..). */
+T2I NF_INLINE __m256 scales256c(nf_format f, const irow *r, uint64_t c)
 {
     switch (f) {
     case NF_FMT_Q2_G64_FP16: /* B 128: two groups of 4 lanes */
         return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)(const void *)(r->sc + 2 * c)))),
                                         _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-    case NF_FMT_NVFP4: {
-        /* blocks 4c .. 4c+3: one 4-byte run; lane i <- block i/2 */
-        uint32_t b;
-        memcpy(&b, r->sb + nf_nvfp4_scale_col_part(4 * c), 4);
-        *nan |= (((b & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u) != 0; /* a byte & 0x7f == 0x7f */
-        __m256i t = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b),
-                                        _mm256_setr_epi8(-1, -1, -1, 0, -1, -1, -1, 0, -1, -1, -1, 1, -1, -1, -1, 1,
-                                                         -1, -1, -1, 2, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1, 3));
-        t = _mm256_and_si256(_mm256_srai_epi32(t, 4), _mm256_set1_epi32((int)0x87f00000));
-        return _mm256_mul_ps(_mm256_castsi256_ps(t), _mm256_set1_ps(0x1p120f));
-    }
-    case NF_FMT_T2_G128_FP16: /* B 128: one group */
-        return _mm256_set1_ps(r->sc[c]);
-    default: /* q4/q5/q6 (B 64 = G), q8 (B 32 = G): one group */
+    case NF_FMT_NVFP4: /* blocks 4c .. 4c+3: lane i <- block i/2 */
+        return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(r->sc + 4 * c)),
+                                        _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+    default: /* q4/q5/q6 (B 64 = G), q8 (B 32 = G), t2 (B 128 = G): one group */
         return _mm256_set1_ps(r->sc[c]);
     }
 }
 
 T2I NF_INLINE __m256 chunk256(nf_format f, unsigned nv, unsigned L, const xint *X, const irow *r,
-                              uint64_t c, bool half, __m256 D, __m256 tot, int *nan)
+                              uint64_t c, __m256 D, __m256 tot, const pfplan *pf)
 {
     __m256i u[4], sg[4];
-    PF(r->base + 32 * c);
+    if (!(c & 1))
+        _mm_prefetch((const char *)r->base + 32 * c + pf->off0, _MM_HINT_T0);
     if ((f == NF_FMT_Q5_G64_FP16 && !(c & 7)) || (f == NF_FMT_Q6_G64_FP16 && !(c & 3)))
-        PF(r->high + (f == NF_FMT_Q5_G64_FP16 ? 8 : 16) * c);
-    codes256(f, r, c, half, u, sg);
+        _mm_prefetch((const char *)r->high + (f == NF_FMT_Q5_G64_FP16 ? 8 : 16) * c + pf->off1, _MM_HINT_T0);
+    codes256(f, r, c, false, u, sg);
     __m256 F = lanes256(u, f == NF_FMT_Q8_G32_FP16 ? sg : NULL, nv, X->q + c * L * nv * 32, L,
                         X->corr + 8 * c);
-    __m256 S = scales256c(f, r, c, nan);
-    return _mm256_fmadd_ps(F, _mm256_mul_ps(D, S), tot);
+    return _mm256_fmadd_ps(F, _mm256_mul_ps(D, scales256c(f, r, c)), tot);
 }
 
-T2I NF_INLINE float hsum8(__m256 a)
-{
-    __m128 l = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    l = _mm_add_ps(l, _mm_movehl_ps(l, l));
-    l = _mm_add_ss(l, _mm_shuffle_ps(l, l, 1));
-    return _mm_cvtss_f32(l);
-}
-
+/* R rows (1, 2 or 4): chunk c's 8 lanes are slots 8 * (c % 2) .. + 7. */
 T2I NF_INLINE void rows256(nf_format f, const xint *X, const irow *r, unsigned R, unsigned L,
-                           float *out, unsigned *nanrows)
+                           float *out, const pfplan *pf)
 {
     const unsigned nv = f == NF_FMT_Q8_G32_FP16 ? 1
                         : (f == NF_FMT_Q2_G64_FP16 || f == NF_FMT_T2_G128_FP16) ? 4 : 2;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
-    int na = 0, nb = 0;
-    uint64_t nch = X->nch, full = X->half ? nch - 1 : nch, c = 0;
-    for (; c + 2 <= full; c += 2) {
+    __m256 a[4][2];
+    for (unsigned i = 0; i < 4; i++)
+        a[i][0] = a[i][1] = _mm256_setzero_ps();
+    uint64_t nch = X->nch, c = 0;
+    for (; c + 2 <= nch; c += 2) {
         __m256 D0 = _mm256_load_ps(X->D + 8 * c), D1 = _mm256_load_ps(X->D + 8 * c + 8);
-        a0 = chunk256(f, nv, L, X, &r[0], c, false, D0, a0, &na);
-        a1 = chunk256(f, nv, L, X, &r[0], c + 1, false, D1, a1, &na);
-        if (R == 2) {
-            b0 = chunk256(f, nv, L, X, &r[1], c, false, D0, b0, &nb);
-            b1 = chunk256(f, nv, L, X, &r[1], c + 1, false, D1, b1, &nb);
+        for (unsigned i = 0; i < R; i++) {
+            a[i][0] = chunk256(f, nv, L, X, &r[i], c, D0, a[i][0], pf);
+            a[i][1] = chunk256(f, nv, L, X, &r[i], c + 1, D1, a[i][1], pf);
         }
+        if (f == NF_FMT_NVFP4 && pf->nvs)
+            _mm_prefetch(pf->nvs + 512 * c, _MM_HINT_T0);
     }
-    for (; c < nch; c++) {
-        bool half = c >= full;
+    if (c < nch) {
         __m256 D0 = _mm256_load_ps(X->D + 8 * c);
-        a0 = chunk256(f, nv, L, X, &r[0], c, half, D0, a0, &na);
-        if (R == 2)
-            b0 = chunk256(f, nv, L, X, &r[1], c, half, D0, b0, &nb);
+        for (unsigned i = 0; i < R; i++)
+            a[i][0] = chunk256(f, nv, L, X, &r[i], c, D0, a[i][0], pf);
     }
-    out[0] = hsum8(_mm256_add_ps(a0, a1));
-    *nanrows |= na ? 1u : 0u;
-    if (R == 2) {
-        out[1] = hsum8(_mm256_add_ps(b0, b1));
-        *nanrows |= nb ? 2u : 0u;
-    }
+    for (unsigned i = 0; i < R; i++)
+        out[i] = nf_tree16_256(a[i][0], a[i][1]);
 }
 
 #define ROWS256(NAME, FMT, L)                                                                      \
-    T2I static void NAME(const xint *X, const irow *r, unsigned R, float *out, unsigned *nan)      \
+    T2I static void NAME(const xint *X, const irow *r, unsigned R, float *out, const pfplan *pf)   \
     {                                                                                              \
-        if (R == 2)                                                                                \
-            rows256(FMT, X, r, 2, L, out, nan);                                                    \
+        if (R == 4)                                                                                \
+            rows256(FMT, X, r, 4, L, out, pf);                                                     \
+        else if (R == 2)                                                                           \
+            rows256(FMT, X, r, 2, L, out, pf);                                                     \
         else                                                                                       \
-            rows256(FMT, X, r, 1, L, out, nan);                                                    \
+            rows256(FMT, X, r, 1, L, out, pf);                                                     \
     }
 ROWS256(q2_256_1, NF_FMT_Q2_G64_FP16, 1)
 ROWS256(q2_256_3, NF_FMT_Q2_G64_FP16, 3)
@@ -980,15 +1117,13 @@ static rows_fn pick256(nf_format f, unsigned L)
     }
 }
 
-/* The row's FP16 scales as f32 (vcvtph2ps), 32 zeros after; false if one
- * is not finite. */
 T2I static bool scales_f32_256(const uint8_t *s, unsigned ng, float *out)
 {
     const __m128i ex = _mm_set1_epi16(0x7c00);
     int bad = 0;
     unsigned g = 0;
     for (; g + 8 <= ng; g += 8) {
-        __m128i h = _mm_loadu_si128((const __m128i *)(s + 2 * g));
+        __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * g));
         bad |= _mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, ex), ex));
         _mm256_storeu_ps(out + g, _mm256_cvtph_ps(h));
     }
@@ -1003,128 +1138,186 @@ T2I static bool scales_f32_256(const uint8_t *s, unsigned ng, float *out)
 }
 #endif /* NF_INT_X86 */
 
-/* ---- the rows ------------------------------------------------------------------- */
+/* ---- the job ------------------------------------------------------------------------- */
+
+static bool row_setup(const ictx *c, uint64_t n, irow *r)
+{
+    r->n = n;
+    uint64_t K = c->t->cols;
+    if (c->t->format == NF_FMT_NVFP4) {
+        r->base = c->pl[0] + n * (K / 2);
+        uint32_t wb;
+        memcpy(&wb, c->pl[2] + 4 * (n / c->slice), 4);
+        r->wdiv = nf_f32_from_bits(wb);
+        if (!(r->wdiv >= 0x1p-60f && r->wdiv <= 0x1p60f))
+            return false;
+        const uint8_t *sb = c->pl[1] + nf_nvfp4_scale_row_part(n, K);
+#if NF_INT_X86
+        if (c->isa == NF_ISA_AVX512)
+            return nv_scales_512(sb, K, r->sc);
+#endif
+        pthread_once(&g_e4m3_once, e4m3_init);
+        unsigned bad = 0;
+        for (uint64_t q = 0; q < K / 64; q++)
+            for (unsigned i = 0; i < 4; i++) {
+                uint8_t v = sb[512 * q + i];
+                bad |= (v & 0x7fu) == 0x7fu;
+                r->sc[4 * q + i] = g_e4m3[v];
+            }
+        bool ok = !bad;
+        memset(r->sc + K / 16, 0, 16 * sizeof *r->sc);
+        return ok;
+    }
+    r->base = c->pl[0] + n * c->rb[0];
+    r->high = c->ri.high_bits ? c->pl[1] + n * c->rb[1] : NULL;
+    const uint8_t *s = c->pl[2] + n * c->rb[2];
+#if NF_INT_X86
+    if (c->isa == NF_ISA_AVX512)
+        return scales_f32_512(s, c->ng, r->sc);
+    if (c->isa == NF_ISA_AVX2)
+        return scales_f32_256(s, c->ng, r->sc);
+#endif
+    bool ok = true;
+    for (unsigned g = 0; g < c->ng; g++) {
+        uint16_t h = (uint16_t)(s[2 * g] | s[2 * g + 1] << 8);
+        ok &= (h & 0x7c00) != 0x7c00;
+        r->sc[g] = nf_fp16_to_f32(h);
+    }
+    memset(r->sc + c->ng, 0, 32 * sizeof *r->sc);
+    return ok;
+}
 
 struct ijob {
     ictx c;
-    uint64_t r0, r1, chunk;
+    xint *X;
+    const uint16_t *x;
+    nf_act act;
+    uint64_t r0, r1, unit, pfd; /* pfd: prefetch distance in rows */
     float *y;
-    atomic_uint_fast64_t next;
+    unsigned spans;
+    atomic_uint built;  /* build shares done */
+    atomic_int declined;
     atomic_int err;
 #if NF_INT_X86
     rows_fn fn;
 #endif
+    atomic_uint bclaim[NF_POOL_MAX]; /* build share i taken */
+    nf_pool_span span[NF_POOL_MAX];
 };
 
-static float dot_f32(const float *a, const float *b, uint64_t n)
+/* Finish row r's value v: nvfp4's divisor, the residuals, canonical. */
+static float finish(const ictx *c, const irow *r, float v)
 {
-    float s[8] = {0};
-    uint64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++)
-            s[l] += a[i + l] * b[i + l];
-    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-    for (; i < n; i++)
-        t += a[i] * b[i];
-    return t;
-}
-
-/* A row the integer kernels do not take: decoded and multiplied in f32. */
-static int row_f32(const struct ijob *j, float *buf, uint64_t n, float *out)
-{
-    int rc = nf_decode_rows_f32(j->c.t, j->c.obj, j->c.obj_bytes, n, n + 1, buf);
-    if (!rc)
-        *out = dot_f32(buf, j->c.X->xf, j->c.t->cols);
-    return rc;
-}
-
-/* Set up row n: pointers, scales; false when the integer kernels cannot
- * take it. */
-static bool row_setup(const ictx *c, uint64_t n, irow *r)
-{
-    r->n = n;
-    if (c->t->format == NF_FMT_NVFP4) {
-        uint64_t K = c->t->cols;
-        r->base = c->pl[0] + n * (K / 2);
-        r->sb = c->pl[1] + nf_nvfp4_scale_row_part(n, K);
-        uint32_t wb;
-        memcpy(&wb, c->pl[2] + 4 * (n / c->slice), 4);
-        r->wdiv = nf_f32_from_bits(wb);
-        return r->wdiv >= 0x1p-60f && r->wdiv <= 0x1p60f;
+    if (c->t->format == NF_FMT_NVFP4)
+        v /= r->wdiv; /* the residuals' weights are divided already */
+    if (c->X->nres) {
+        bool any = false;
+        for (unsigned p = 0; p < c->X->nres && !any; p++)
+            any = c->X->rn[p] != 0;
+        if (any)
+            v = (float)((double)v + residual(c, r));
     }
-    r->base = c->pl[0] + n * c->rb[0];
-    r->high = c->ri.high_bits ? c->pl[1] + n * c->rb[1] : NULL;
-#if NF_INT_X86
-    return c->w512 ? scales_f32(c->pl[2] + n * c->rb[2], c->ng, r->sc)
-                   : scales_f32_256(c->pl[2] + n * c->rb[2], c->ng, r->sc);
-#else
-    return false;
-#endif
+    return nf_gv_canon(v);
 }
 
-static void *iworker(void *arg)
+/* Rows [a, b): groups of 4 (2, 1 at the end), a row the kernels cannot
+ * take on the two-pass path. nvfp4 over whole 128-row blocks takes rows
+ * n, n+32, n+64, n+96 together: their block scales share 16-byte pieces
+ * of the scale tiles (nf_layout.h), so each tile line is read once. */
+static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
 {
-    struct ijob *j = arg;
     const ictx *c = &j->c;
-    uint64_t K = c->t->cols;
-    float *buf = malloc(K * sizeof *buf);
-    float *sc = malloc(2 * ((uint64_t)c->ng + 64) * sizeof *sc);
-    if (!buf || !sc) {
-        atomic_store(&j->err, NF_CODEC_ENOMEM);
-        goto out;
-    }
-    irow r[2];
+    irow r[4];
     memset(r, 0, sizeof r);
-    r[0].sc = sc;
-    r[1].sc = sc + c->ng + 64;
-    for (;;) {
-        uint64_t ch = atomic_fetch_add(&j->next, 1);
-        uint64_t a = j->r0 + ch * j->chunk;
-        if (a >= j->r1 || atomic_load(&j->err))
-            break;
-        uint64_t e = a + j->chunk < j->r1 ? a + j->chunk : j->r1;
-        for (uint64_t n = a; n < e;) {
-            unsigned R = n + 1 < e ? 2 : 1;
-            bool ok[2] = {false, false};
-            for (unsigned i = 0; i < R; i++)
-                ok[i] = row_setup(c, n + i, &r[i]);
-            float v[2] = {0, 0};
-            unsigned nan = 0;
+    uint64_t stride = (uint64_t)(c->t->format == NF_FMT_NVFP4 ? c->t->cols / 16 : c->ng) + 64;
+    for (unsigned i = 0; i < 4; i++)
+        r[i].sc = scb + i * stride;
+    bool tiles = c->t->format == NF_FMT_NVFP4 && a % 128 == 0 && (b - a) % 128 == 0;
+    for (uint64_t k = 0; k < b - a;) {
+        unsigned R = tiles ? 4 : b - a - k >= 4 ? 4 : b - a - k >= 2 ? 2 : 1;
+        uint64_t rows[4];
+        for (unsigned i = 0; i < R; i++)
+            rows[i] = tiles ? a + (k + i) / 128 * 128 + (k % 128) / 4 + 32 * i : a + k + i;
+        bool ok[4], all = true;
+        for (unsigned i = 0; i < R; i++)
+            all &= ok[i] = row_setup(c, rows[i], &r[i]);
+        float v[4] = {0, 0, 0, 0};
+        pfplan pf;
+        pf_plan(c, rows[0], j->pfd, R, &pf);
 #if NF_INT_X86
-            if (R == 2 && ok[0] && ok[1]) {
-                j->fn(c->X, r, 2, v, &nan);
+        if (c->isa != NF_ISA_SCALAR) {
+            if (all) {
+                j->fn(c->X, r, R, v, &pf);
             } else {
                 for (unsigned i = 0; i < R; i++)
-                    if (ok[i]) {
-                        unsigned nn = 0;
-                        j->fn(c->X, &r[i], 1, &v[i], &nn);
-                        nan |= nn << i;
-                    }
+                    if (ok[i])
+                        j->fn(c->X, &r[i], 1, &v[i], &pf);
             }
+        } else
 #endif
-            for (unsigned i = 0; i < R; i++) {
-                int rc = 0;
-                if (!ok[i] || (nan >> i & 1)) {
-                    rc = row_f32(j, buf, n + i, &v[i]);
-                } else {
-                    if (c->t->format == NF_FMT_NVFP4)
-                        v[i] /= r[i].wdiv; /* the residuals' weights are divided already */
-                    if (c->X->nr)
-                        v[i] = (float)((double)v[i] + residual(c, &r[i]));
-                }
-                if (rc) {
-                    atomic_store(&j->err, rc);
-                    goto out;
-                }
-                j->y[n + i - j->r0] = v[i];
+        {
+            for (unsigned i = 0; i < R; i++)
+                if (ok[i])
+                    v[i] = row_portable(c, &r[i]);
+        }
+        for (unsigned i = 0; i < R; i++) {
+            if (ok[i]) {
+                j->y[rows[i] - j->r0] = finish(c, &r[i], v[i]);
+                continue;
             }
-            n += R;
+            int rc = nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, rows[i], rows[i] + 1, c->X->xf,
+                                    j->y, j->r0, c->isa);
+            if (rc)
+                return rc;
+        }
+        k += R;
+    }
+    return 0;
+}
+
+static void ipart(void *arg, unsigned idx, unsigned n)
+{
+    struct ijob *j = arg;
+    xint *X = j->X;
+    /* the build: n shares of the chunks, each with its own list, each
+     * built by whoever claims it first (its own participant first): a
+     * worker that never starts leaves its share to the others */
+    for (unsigned i = 0; i < n; i++) {
+        unsigned p = (idx + i) % n, free_ = 0;
+        if (!atomic_compare_exchange_strong(&j->bclaim[p], &free_, 1))
+            continue;
+        uint64_t c0 = X->nch * p / n, c1 = X->nch * (p + 1) / n;
+        if (p == 0)
+            X->nres = n; /* the lists this job writes (n may be less than asked) */
+        build_range(X, j->x, j->act, &j->c.F, c0, c1, p, X->W == 64);
+        atomic_fetch_add(&j->built, 1);
+    }
+    nf_pool_wait(&j->built, n);
+    uint64_t tot = 0;
+    for (unsigned p = 0; p < n; p++)
+        tot += X->rn[p];
+    if (tot > X->maxr) {
+        if (idx == 0)
+            atomic_store(&j->declined, 1);
+        return;
+    }
+    uint64_t stride = (uint64_t)(j->c.t->format == NF_FMT_NVFP4 ? j->c.t->cols / 16 : j->c.ng) + 64;
+    float *scb = nf_pool_scratch(1, 4 * stride * sizeof *scb);
+    if (!scb) {
+        atomic_store(&j->err, NF_CODEC_ENOMEM);
+        return;
+    }
+    for (;;) {
+        uint64_t u = nf_pool_span_take(j->span, j->spans, idx);
+        if (u == UINT64_MAX || atomic_load_explicit(&j->err, memory_order_relaxed))
+            break;
+        uint64_t a = j->r0 + u * j->unit, b = a + j->unit < j->r1 ? a + j->unit : j->r1;
+        int rc = irows(j, a, b, scb);
+        if (rc) {
+            atomic_store(&j->err, rc);
+            break;
         }
     }
-out:
-    free(buf);
-    free(sc);
-    return NULL;
 }
 
 int nf_gemv_int_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_bytes,
@@ -1139,22 +1332,23 @@ int nf_gemv_int_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
         return NF_CODEC_ESHORT;
     if (r0 > r1 || r1 > t->rows)
         return NF_CODEC_ERANGE;
-    ifmt F;
-    fmt_of(t->format, t->layout, &F);
-    unsigned W = isa == NF_ISA_AVX512 ? 64 : 32;
-    if (W == 32 && t->format == NF_FMT_Q8_G32_FP16) {
-        if (act != NF_ACT_A8)
-            return 1; /* AVX2 q8 on A16: the float kernel is faster (3 limbs of 1-byte codes) */
-        F.bias = 0;   /* |c| against the limbs with c's sign */
-    }
-    struct ijob j;
-    memset(&j, 0, sizeof j);
-    ictx *c = &j.c;
+    if (r0 == r1)
+        return 0;
+    struct ijob *j = nf_pool_scratch(2, sizeof *j);
+    if (!j)
+        return NF_CODEC_ENOMEM;
+    memset(j, 0, offsetof(struct ijob, span));
+    ictx *c = &j->c;
+    fmt_of(t->format, t->layout, &c->F);
+    unsigned W = isa == NF_ISA_AVX512 ? 64 : isa == NF_ISA_AVX2 ? 32 : 0;
+    if (W == 32 && t->format == NF_FMT_Q8_G32_FP16)
+        c->F.bias = 0; /* |c| against the limbs with c's sign */
     c->t = t;
     c->obj = obj;
     c->obj_bytes = obj_bytes;
+    c->isa = isa;
     const nf_plane *p = t->enc.plane;
-    uint64_t Kc;
+    uint64_t Kc, row_bytes;
     if (t->layout == NF_LAY_ROW_SPLIT_K128_V1) {
         c->ri = nf_rowsplit_info_of(t->format);
         unsigned last = t->enc.nplanes - 1;
@@ -1168,39 +1362,41 @@ int nf_gemv_int_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
         c->rb[2] = p[last].row_bytes;
         c->ng = (unsigned)(p[last].row_bytes / 2);
         Kc = p[0].row_bytes * 8 / c->ri.base_bits;
+        row_bytes = c->rb[0] + c->rb[1] + c->rb[2];
     } else {
         for (unsigned i = 0; i < 3; i++)
             c->pl[i] = obj + p[i].offset;
+        c->rb[0] = t->cols / 2;
         c->slice = t->rows / t->divisors;
         Kc = t->cols;
+        row_bytes = t->cols / 2 + t->cols / 16;
     }
-    if (r0 == r1)
-        return 0;
+    unsigned n = nf_gv_participants((r1 - r0) * row_bytes, threads);
     xint X;
-    int rc = xint_build(&X, x, t->cols, Kc, act, &F, W);
+    int rc = xint_alloc(&X, t->cols, Kc, act, &c->F, W, n);
     if (rc)
         return rc;
     c->X = &X;
+    j->X = &X;
+    j->x = x;
+    j->act = act;
 #if NF_INT_X86
-    j.fn = W == 64 ? pick512(t->format, X.L) : pick256(t->format, X.L);
-    c->w512 = W == 64;
+    if (W)
+        j->fn = W == 64 ? pick512(t->format, X.L) : pick256(t->format, X.L);
 #endif
-    j.r0 = r0;
-    j.r1 = r1;
-    j.y = y;
-    if (!threads)
-        threads = nf_cpu_count();
-    if (threads > 64)
-        threads = 64;
-    j.chunk = ((r1 - r0) / (threads * 16) + 2) & ~(uint64_t)1;
-    pthread_t tid[64];
-    unsigned started = 0;
-    for (unsigned i = 1; i < threads && (uint64_t)i * j.chunk < r1 - r0; i++)
-        if (pthread_create(&tid[started], NULL, iworker, &j) == 0)
-            started++;
-    iworker(&j);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(tid[i], NULL);
-    xint_free(&X);
-    return atomic_load(&j.err);
+    j->r0 = r0;
+    j->r1 = r1;
+    j->y = y;
+    /* prefetch the group after next, at least ~8 KiB ahead */
+    uint64_t grp = 4 * row_bytes;
+    j->pfd = 4 * (grp >= 8192 ? 1 : (8192 + grp - 1) / grp);
+    j->unit = nf_gv_unit_rows(r1 - r0, row_bytes, n);
+    if (t->format == NF_FMT_NVFP4 && r0 % 128 == 0 && (r1 - r0) % 128 == 0)
+        j->unit = (j->unit + 127) / 128 * 128; /* whole 128-row blocks: irows' scale tiles */
+    j->spans = n;
+    nf_pool_span_init(j->span, n, (r1 - r0 + j->unit - 1) / j->unit);
+    nf_pool_run_opt(ipart, j, n);
+    if (atomic_load(&j->declined))
+        return 1;
+    return atomic_load(&j->err);
 }

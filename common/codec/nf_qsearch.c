@@ -498,6 +498,97 @@ TQ5 static double exact_avx512(const float *x, unsigned n, int qmin, int qmax, u
         *sat += ns;
     return combine8d(a);
 }
+
+/* refit, fast_refit and amax on AVX-512: 16 elements a step, taken as two
+ * halves of 8 in order, so each of the eight lane sums sees its elements
+ * in the scalar order. */
+TQ5 NF_QS_INLINE void refit_step512(__m512 xv, __m512 I, __m512 LO, __m512 HI, __m512 M,
+                                    __m512 *c, __m512d *lx, __m512i *c2)
+{
+    __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(xv, I), LO), HI);
+    *c = _mm512_sub_ps(_mm512_add_ps(t, M), M);
+    *lx = _mm512_add_pd(*lx, _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(*c)),
+                                           _mm512_cvtps_pd(_mm512_castps512_ps256(xv))));
+    *lx = _mm512_add_pd(*lx, _mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(*c, 1)),
+                                           _mm512_cvtps_pd(_mm512_extractf32x8_ps(xv, 1))));
+    __m512i ci = _mm512_cvtps_epi32(*c);
+    *c2 = _mm512_add_epi32(*c2, _mm512_mullo_epi32(ci, ci));
+}
+
+TQ5 static void refit_512(const float *x, unsigned L, float lo, float hi, uint16_t sb, double *err,
+                          double *cx, int64_t *cc)
+{
+    float s = nf_fp16_to_f32(sb);
+    float inv = s != 0.0f ? 1.0f / s : 0.0f;
+    const __m512 S = _mm512_set1_ps(s), I = _mm512_set1_ps(inv), LO = _mm512_set1_ps(lo),
+                 HI = _mm512_set1_ps(hi), M = _mm512_set1_ps(MAGIC23);
+    __m256 acc = _mm256_setzero_ps();
+    __m512d lx = _mm512_setzero_pd();
+    __m512i c2 = _mm512_setzero_si512();
+    unsigned i = 0;
+    for (; i + 16 <= L; i += 16) {
+        __m512 xv = _mm512_loadu_ps(x + i), c;
+        refit_step512(xv, I, LO, HI, M, &c, &lx, &c2);
+        if (err) {
+            __m512 d = _mm512_sub_ps(xv, _mm512_mul_ps(c, S));
+            __m512 d2 = _mm512_mul_ps(d, d);
+            acc = _mm256_add_ps(acc, _mm512_castps512_ps256(d2));
+            acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(d2, 1));
+        }
+    }
+    if (i < L) { /* L % 16 == 8: one half */
+        __m512 xv = _mm512_maskz_loadu_ps(0xff, x + i), c;
+        __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(xv, I), LO), HI);
+        c = _mm512_sub_ps(_mm512_add_ps(t, M), M);
+        lx = _mm512_add_pd(lx, _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(c)),
+                                             _mm512_cvtps_pd(_mm512_castps512_ps256(xv))));
+        __m512i ci = _mm512_maskz_cvtps_epi32(0xff, c);
+        c2 = _mm512_add_epi32(c2, _mm512_mullo_epi32(ci, ci));
+        if (err) {
+            __m512 d = _mm512_sub_ps(xv, _mm512_mul_ps(c, S));
+            acc = _mm256_add_ps(acc, _mm512_castps512_ps256(_mm512_mul_ps(d, d)));
+        }
+    }
+    if (err) {
+        float a[8];
+        _mm256_storeu_ps(a, acc);
+        *err = combine8f(a);
+    }
+    double l[8];
+    _mm512_storeu_pd(l, lx);
+    *cx = combine8d(l);
+    int32_t q[16];
+    _mm512_storeu_si512((void *)q, c2);
+    int64_t tq = 0;
+    for (int j = 0; j < 16; j++)
+        tq += q[j];
+    *cc = tq;
+}
+
+TQ5 static float amax_512(const float *x, unsigned n, float *first)
+{
+    const __m512 ab = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    __m512 m = _mm512_setzero_ps();
+    unsigned i = 0;
+    for (; i + 16 <= n; i += 16)
+        m = _mm512_max_ps(m, _mm512_and_ps(_mm512_loadu_ps(x + i), ab));
+    if (i < n)
+        m = _mm512_max_ps(m, _mm512_and_ps(_mm512_maskz_loadu_ps((__mmask16)((1u << (n - i)) - 1), x + i), ab));
+    float a = _mm512_reduce_max_ps(m);
+    *first = 0.0f;
+    if (a == 0.0f)
+        return a;
+    const __m512 A = _mm512_set1_ps(a);
+    for (unsigned k = 0; k < n; k += 16) {
+        __mmask16 lm = n - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - k)) - 1);
+        __mmask16 hit = _mm512_mask_cmp_ps_mask(lm, _mm512_and_ps(_mm512_maskz_loadu_ps(lm, x + k), ab), A, _CMP_EQ_OQ);
+        if (hit) {
+            *first = x[k + (unsigned)__builtin_ctz(hit)];
+            break;
+        }
+    }
+    return a;
+}
 #endif /* NF_QS_X86 */
 
 /* ---- dispatch ---------------------------------------------------------------------- */
@@ -527,6 +618,10 @@ void nf_qs_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t sb, do
                  int64_t *cc, nf_isa isa)
 {
 #if NF_QS_X86
+    if (isa >= NF_ISA_AVX512) {
+        refit_512(x, L, (float)qmin, (float)qmax, sb, NULL, cx, cc);
+        return;
+    }
     if (isa >= NF_ISA_AVX2) {
         refit_avx2(x, L, (float)qmin, (float)qmax, sb, cx, cc);
         return;
@@ -540,6 +635,10 @@ void nf_qs_fast_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t s
                       double *cx, int64_t *cc, nf_isa isa)
 {
 #if NF_QS_X86
+    if (isa >= NF_ISA_AVX512) {
+        refit_512(x, L, (float)qmin, (float)qmax, sb, err, cx, cc);
+        return;
+    }
     if (isa >= NF_ISA_AVX2) {
         fast_refit_avx2(x, L, (float)qmin, (float)qmax, sb, err, cx, cc);
         return;
@@ -600,6 +699,8 @@ void nf_qs_grid(double m, const double *d, unsigned n, uint16_t *out, nf_isa isa
 float nf_qs_amax(const float *x, unsigned n, float *first, nf_isa isa)
 {
 #if NF_QS_X86
+    if (isa >= NF_ISA_AVX512)
+        return amax_512(x, n, first);
     if (isa >= NF_ISA_AVX2)
         return amax_avx2(x, n, first);
 #endif

@@ -565,11 +565,6 @@ static void int_path_on(nf_isa isa)
                 nf_act act = a ? NF_ACT_A8 : NF_ACT_A16;
                 int rc = nf_gemv_int_rows(&o.t, o.obj, o.bytes, 0, N, x, act, y, 2, isa);
                 int rr = nf_gemv_ref_rows_act(&o.t, o.obj, o.bytes, 0, N, x, yr, bd, act);
-                if (isa == NF_ISA_AVX2 && cs[i].f == NF_FMT_Q8_G32_FP16 && !a) {
-                    /* AVX2 q8 on A16 stays on the (faster) float kernel */
-                    CHECK(rc == 1, "int path (%s) %s A16: declined, the float kernel serves", in, fn);
-                    continue;
-                }
                 long bad = rc || rr ? -1 : 0;
                 for (uint64_t n = 0; !bad && n < N; n++)
                     if (!(fabs((double)y[n] - yr[n]) <= bd[n]) && bad++ < 3)

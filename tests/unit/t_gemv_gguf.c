@@ -56,15 +56,15 @@ static void fill_x(uint16_t *x, uint64_t K)
 }
 
 /* y against the reference with its bound; returns the rows that fail */
-static long check_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t r0, uint64_t r1,
-                       const uint16_t *x, unsigned threads, float *y_out)
+static long check_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t r0, uint64_t r1,
+                           const uint16_t *x, unsigned threads, float *y_out, nf_act act)
 {
     uint64_t n = r1 - r0;
     float *y = malloc(n * sizeof *y), *ref = malloc(n * sizeof *ref);
     double *bound = malloc(n * sizeof *bound);
     long bad = 0;
-    if (nf_gemv_rows(t, obj, t->enc.encoded_bytes, r0, r1, x, y, threads) ||
-        nf_gemv_ref_rows(t, obj, t->enc.encoded_bytes, r0, r1, x, ref, bound))
+    if (nf_gemv_rows_act(t, obj, t->enc.encoded_bytes, r0, r1, x, y, threads, act) ||
+        nf_gemv_ref_rows_act(t, obj, t->enc.encoded_bytes, r0, r1, x, ref, bound, act))
         bad = -1;
     for (uint64_t i = 0; bad >= 0 && i < n; i++) {
         bool ok = isfinite(ref[i]) ? fabs((double)y[i] - ref[i]) <= bound[i] : same(y[i], ref[i]);
@@ -82,6 +82,12 @@ static long check_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t r0, 
     free(ref);
     free(bound);
     return bad;
+}
+
+static long check_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t r0, uint64_t r1,
+                       const uint16_t *x, unsigned threads, float *y_out)
+{
+    return check_rows_act(t, obj, r0, r1, x, threads, y_out, NF_ACT_A16);
 }
 
 static void one(nf_format f, bool hostile)
@@ -111,6 +117,9 @@ static void one(nf_format f, bool hostile)
         long bad = check_rows(&t, obj, 0, N, x, 1, yi[ii]);
         CHECK(bad == 0, "%s %s [%llu,%llu] on %s: within the reference's bound (%ld rows)", fn,
               what, (unsigned long long)N, (unsigned long long)K, nf_isa_name(isa), bad);
+        bad = check_rows_act(&t, obj, 0, N, x, 2, NULL, NF_ACT_A8);
+        CHECK(bad == 0, "%s %s on %s: A8 within the A8 reference's bound (%ld rows)", fn, what,
+              nf_isa_name(isa), bad);
         float *y3 = malloc(N * sizeof *y3);
         bad = check_rows(&t, obj, 5, N, x, 3, y3);
         size_t diff = 0;
