@@ -1,6 +1,6 @@
 /* nf_cli.h — what every command shares: the program name, opening an
  * operand (entry path or "-" for a stream on stdin), diagnostics as text or
- * as the --json records of DESIGN section 3, and the progress line.
+ * as --json records (ninfer-verify(1) --json), and the progress line.
  * (Commands stay thin mains over common/; this is their common ground.)
  */
 #ifndef NF_CLI_H
@@ -76,7 +76,7 @@ void nf_print_version(void);
 #define NF_STDOUT_NAME "(stdout)"
 
 /* Add the one diagnostic every command gives for a failed write to standard
- * output (DESIGN 3, exit 3): "(stdout)", no pointer, code io,
+ * output (exit 3): "(stdout)", no pointer, code io,
  * "write error: <strerror(err)>". err is a positive errno value. */
 void nf_diag_stdout(nf_diags *d, int err);
 
@@ -162,7 +162,7 @@ typedef struct {
 int nf_operand_open(nf_operand *op, const char *path, const nf_open_opts *o, nf_diags *d);
 void nf_operand_close(nf_operand *op);
 
-/* Standard output onto an input (DESIGN 3: `ninfer-cat A >> A`): when
+/* Standard output onto an input (`ninfer-cat A >> A`: ninfer-cat(1)): when
  * standard output is a regular file that is the operand path (for "-",
  * the file standard input reads), one of artifact a's files (a NULL or a
  * stream: the path alone) or one of extra[0..n_extra), compared by device
@@ -188,7 +188,7 @@ int nf_operand_open_out(nf_operand *op, const char *path, const nf_open_opts *o,
 int nf_stdout_operands_check(char *const *paths, size_t n, const nf_open_opts *o,
                              const char *const *extra, size_t n_extra, nf_diags *d);
 
-/* The files table as ninfer-cat --files shows it (DESIGN 6): an array of
+/* The files table as ninfer-cat(1) --files shows it: an array of
  * {"index", "path" (the entry's own file name for index 0),
  * "payload_bytes", "logical_offset", "file_bytes"}; only files with
  * need[i] when need is not NULL. */
@@ -200,7 +200,7 @@ nf_jval *nf_diags_json(const nf_diags *d);
 /* Print one JSON value on one line to stdout. */
 void nf_print_json_line(nf_jval *v);
 
-/* Progress (DESIGN 3): shown on stderr when it is a terminal, or forced.
+/* Progress (--progress): shown on stderr when it is a terminal, or forced.
  * nf_progress_update rate-limits itself to about 4 lines a second. */
 typedef struct {
     bool enabled, shown; /* shown: a line is on stderr, not ended yet */
@@ -219,7 +219,7 @@ void nf_progress_done(nf_progress *p);
  * line). */
 void nf_progress_break(void);
 
-/* Options shared by the two writers, ninfer-pack and ninfer-split (DESIGN 3). */
+/* Options shared by the two writers, ninfer-pack(1) and ninfer-split(1). */
 typedef struct {
     nf_write_opts w;
     bool dry_run, no_digests, verify, quiet;

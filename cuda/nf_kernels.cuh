@@ -1,6 +1,6 @@
 /* nf_kernels.cuh — decode-to-bf16 and GEMV kernels for every format/layout
- * (DESIGN 7, 8, 11), for Hopper (sm_90; PTX kept for newer GPUs). Included
- * by nf_device.cu only.
+ * (ninfer-formats(7), ninfer-run(1)), for Hopper (sm_90; PTX kept for newer
+ * GPUs). Included by nf_device.cu only.
  *
  * The arithmetic lives in nf_kindex.h, shared with the host so that
  * t_cudamath checks it without a GPU; this file adds what only a GPU has:
@@ -45,8 +45,8 @@
  *
  * Decode to bf16: each element's f32 value exactly as nf_decode_rows_f32
  * (the word decoders' exact codes, then the one IEEE product/quotient of
- * DESIGN 7 with x86 NaN results), rounded by nf_k_to_bf16: bit for bit
- * nf_decode_rows_bf16 (bf16 objects: the words copied).
+ * ninfer-formats(7) Formats with x86 NaN results), rounded by nf_k_to_bf16:
+ * bit for bit nf_decode_rows_bf16 (bf16 objects: the words copied).
  */
 #ifndef NF_KERNELS_CUH
 #define NF_KERNELS_CUH

@@ -8,11 +8,13 @@
  * touches device state.
  *
  * Contents
- *   - exact decoders of the small float encodings (DESIGN 7), as nf_fp.h;
+ *   - exact decoders of the small float encodings (ninfer-formats(7)
+ *     Formats), as nf_fp.h;
  *   - nf_k_mul / nf_k_div: one IEEE f32 product or quotient with x86 SSE NaN
  *     results (the reference runs on x86; the GPU would give its canonical
  *     NaN), so decode-to-bf16 matches nf_decode_rows_bf16 bit for bit;
- *   - nf_kgeom: where each plane of an encoded object lives (DESIGN 8);
+ *   - nf_kgeom: where each plane of an encoded object lives
+ *     (ninfer-formats(7) Layouts);
  *   - nf_k_elem: one element decoded exactly as the reference decoder;
  *   - chunk addressing: the fast kernels give each lane one 16-byte load of
  *     the first plane (codes/base/data) per step: a "chunk" of C columns of
@@ -93,7 +95,7 @@ NF_KFN float nf_k_add(float a, float b)
 #endif
 }
 
-/* ---- exact decoders (DESIGN 7; the same values as nf_fp.h) --------------- */
+/* ---- exact decoders (ninfer-formats(7); the same values as nf_fp.h) ------ */
 
 NF_KFN float nf_k_fp16(uint32_t h)
 {
@@ -268,7 +270,8 @@ NF_KFN uint32_t nf_k_chunk_cols(int32_t f)
     }
 }
 
-/* Fill g from the layout contract (the caller's nf_encoding, DESIGN 8).
+/* Fill g from the layout contract (the caller's nf_encoding,
+ * ninfer-formats(7) Layouts).
  * Returns 0, or -1 for a format/layout pair without kernels. */
 NF_KHOST int nf_kgeom_init(nf_kgeom *g, nf_format f, nf_layout l, uint64_t rows, uint64_t cols,
                            uint64_t divisors, const nf_encoding *e)
@@ -317,7 +320,7 @@ NF_KHOST int nf_kgeom_init(nf_kgeom *g, nf_format f, nf_layout l, uint64_t rows,
         g->rb_scale = 2;
         g->vec = cols % 16 == 0;
         break;
-    case NF_LAY_GGUF_ROWS_V1: /* DESIGN 8: one plane; the unit GEMV and per-element decode */
+    case NF_LAY_GGUF_ROWS_V1: /* one plane; the unit GEMV and per-element decode */
         g->gq = nf_kg_qk(f);
         g->gb = nf_kg_bytes(f);
         if (!g->gq || cols % g->gq)
@@ -331,7 +334,8 @@ NF_KHOST int nf_kgeom_init(nf_kgeom *g, nf_format f, nf_layout l, uint64_t rows,
 }
 
 /* nvfp4 block scale of row n, block column c: nf_nvfp4_scale_index and its
- * row and column parts (nf_layout.h, DESIGN 8), host and device. */
+ * row and column parts (nf_layout.h, ninfer-formats(7) Layouts), host and
+ * device. */
 
 /* Chunk jj of a row: byte offsets inside the row of each plane. A chunk's
  * C columns never straddle a group (C <= G, G % C == 0) or a pair of nvfp4
@@ -718,7 +722,8 @@ NF_KFN float nf_k_dot(int32_t f, const nf_kraw *r, const float *x, float acc)
 /* The chunk's C values decoded exactly as the reference decoder (row_split,
  * nvfp4, fp8; contiguous formats go element by element): the word
  * decoders' c * 2^b times 2^-b is exact, then the one product/quotient of
- * DESIGN 7 with the reference's NaN results. rscale: nf_k_rscale. */
+ * ninfer-formats(7) Formats with the reference's NaN results. rscale:
+ * nf_k_rscale. */
 NF_KFN void nf_k_decode_chunk(int32_t f, const nf_kraw *r, float rscale, float *out)
 {
     switch (f) {

@@ -1,4 +1,4 @@
-/* nf_kindex_gguf.h — the gguf_* block formats (DESIGN 7.5, gguf_rows_v1)
+/* nf_kindex_gguf.h — the gguf_* block formats (ninfer-formats(7), gguf_rows_v1)
  * for the CUDA kernels, written once for the device and the host
  * (included by nf_kindex.h), so that t_cudamath_gguf checks on the CPU
  * everything the GPU would compute.

@@ -1,5 +1,6 @@
 /* nf_diag.h — diagnostics: one record per problem, a stable code, a JSON
- * Pointer into the catalog, and the exit-status ranking of DESIGN section 3.
+ * Pointer into the catalog, and the exit-status ranking (ninfer-verify(1)
+ * EXIT STATUS).
  *
  * The library never prints and never exits: every function that can find a
  * problem appends records to an nf_diags list owned by the caller, and the
@@ -16,9 +17,10 @@
 extern "C" {
 #endif
 
-/* The codes of DESIGN section 3 (a diagnostic names exactly one). The class
- * of each code decides the exit status: NF_EXIT_RULE (1) for broken rules,
- * NF_EXIT_IO (3) for I/O and system errors, NF_EXIT_UNSUPPORTED (4). */
+/* The codes that ninfer-verify(1) DIAGNOSTICS lists (a diagnostic names
+ * exactly one). The class of each code decides the exit status:
+ * NF_EXIT_RULE (1) for broken rules, NF_EXIT_IO (3) for I/O and system
+ * errors, NF_EXIT_UNSUPPORTED (4). */
 typedef enum {
     NF_C_HEADER,           /* short file, json_bytes 0 / past EOF / overflowing */
     NF_C_MAGIC,
@@ -60,7 +62,7 @@ typedef enum {
     NF_C_COUNT_
 } nf_code;
 
-/* Exit statuses (DESIGN section 3). */
+/* Exit statuses (ninfer-verify(1) EXIT STATUS). */
 enum {
     NF_EXIT_OK = 0,
     NF_EXIT_RULE = 1,
@@ -75,8 +77,8 @@ const char *nf_code_name(nf_code c);
 /* The exit status a single diagnostic with this code implies (1, 2, 3 or 4). */
 int nf_code_exit(nf_code c);
 
-/* Combine two exit statuses by DESIGN section 3's ranking: 1 beats 3 beats 4
- * beats 0 (2, usage, beats everything). */
+/* Combine two exit statuses by their ranking (ninfer-verify(1) EXIT STATUS):
+ * 1 beats 3 beats 4 beats 0 (2, usage, beats everything). */
 int nf_exit_combine(int a, int b);
 
 typedef struct {
@@ -116,7 +118,8 @@ void nf_diag_addf(nf_diags *d, nf_code code, const char *file,
  * counted in `dropped`, without their codes). */
 size_t nf_diags_count(const nf_diags *d, nf_code code);
 
-/* Status implied by all records: 0 when empty, else the DESIGN 3 ranking. */
+/* Status implied by all records: 0 when empty, else nf_exit_combine's
+ * ranking. */
 int nf_diags_exit(const nf_diags *d);
 
 /* Record i of d as one line of text, the form every command prints:
@@ -150,7 +153,7 @@ void nf_diags_free(nf_diags *d);
 
 /* A pointer, file or message longer than this (one that quotes a hostile
  * 50 MB name, say) is cut at a UTF-8 boundary and ends in "...": a full
- * list of records stays a few MB, never gigabytes (DESIGN 3). A record's
+ * list of records stays a few MB, never gigabytes. A record's
  * text depends only on its first NF_DIAG_MAX_TEXT + 1 bytes, so a builder
  * may stop there. */
 #define NF_DIAG_MAX_TEXT 4096

@@ -1,6 +1,6 @@
-/* nf_fp.h — the small floating-point encodings of DESIGN section 7 (spec
- * 6.1), converted to and from IEEE binary32, written once for every codec,
- * command and test.
+/* nf_fp.h — the small floating-point encodings of ninfer-formats(7) Formats
+ * (spec 6.1), converted to and from IEEE binary32, written once for every
+ * codec, command and test.
  *
  *   FP16     IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
  *   BF16     the top 16 bits of a binary32: 1 sign, 8 exponent, 7 mantissa.
@@ -68,7 +68,8 @@ static inline uint32_t nf_fp_rne_shift_(uint32_t mant, unsigned shift)
 
 /* ---- FP16 -------------------------------------------------------------- */
 
-/* FP16 code -> f32, exact (the q-format group scale s, DESIGN 7). */
+/* FP16 code -> f32, exact (the q-format group scale s, ninfer-formats(7)
+ * Formats). */
 static inline float nf_fp16_to_f32(uint16_t h)
 {
     uint32_t s = (uint32_t)(h & 0x8000u) << 16;
@@ -83,7 +84,7 @@ static inline float nf_fp16_to_f32(uint16_t h)
 }
 
 /* f32 -> FP16, round to nearest even; overflow -> +-inf; NaN -> quiet NaN
- * (DESIGN 7.4: encoders round scales to FP16 first). */
+ * (ninfer-formats(7) Formats: encoders round scales to FP16 first). */
 static inline uint16_t nf_f32_to_fp16(float f)
 {
     uint32_t u = nf_f32_bits(f);
@@ -108,14 +109,15 @@ static inline uint16_t nf_f32_to_fp16(float f)
 
 /* ---- BF16 -------------------------------------------------------------- */
 
-/* BF16 code -> f32, exact (bf16 tensors, the fp8 row scale r; DESIGN 7). */
+/* BF16 code -> f32, exact (bf16 tensors, the fp8 row scale r;
+ * ninfer-formats(7) Formats). */
 static inline float nf_bf16_to_f32(uint16_t b)
 {
     return nf_f32_from_bits((uint32_t)b << 16);
 }
 
 /* f32 -> BF16, round to nearest even; overflow -> +-inf; NaN -> quiet NaN
- * (the top payload bits kept, the quiet bit set). DESIGN 7.4. */
+ * (the top payload bits kept, the quiet bit set). ninfer-formats(7) Formats. */
 static inline uint16_t nf_f32_to_bf16(float f)
 {
     uint32_t u = nf_f32_bits(f);
@@ -130,14 +132,14 @@ static inline uint16_t nf_f32_to_bf16(float f)
 #define NF_E4M3_MAX 448.0f
 
 /* True for the two E4M3FN NaN codes 0x7f and 0xff (invalid fp8 codes and
- * nvfp4 block scales, DESIGN 7 table). */
+ * nvfp4 block scales; ninfer-formats(7) Formats). */
 static inline int nf_e4m3_is_nan(uint8_t c)
 {
     return (c & 0x7fu) == 0x7fu;
 }
 
 /* E4M3FN code -> f32, exact; NaN codes -> quiet NaN with the code's sign
- * (fp8 codes, nvfp4 block scales b; DESIGN 7, 13). */
+ * (fp8 codes, nvfp4 block scales b; ninfer-formats(7) Formats). */
 static inline float nf_e4m3_to_f32(uint8_t c)
 {
     uint32_t s = (uint32_t)(c & 0x80u) << 24;
@@ -152,7 +154,8 @@ static inline float nf_e4m3_to_f32(uint8_t c)
 }
 
 /* f32 -> E4M3FN, round to nearest even, saturating at +-448 (infinity too);
- * NaN -> 0x7f | sign. DESIGN 7.4 (fp8 codes, nvfp4 block scales). */
+ * NaN -> 0x7f | sign. The encoders of ninfer-formats(7) Formats (fp8 codes,
+ * nvfp4 block scales). */
 static inline uint8_t nf_f32_to_e4m3(float f)
 {
     uint32_t u = nf_f32_bits(f);
@@ -177,10 +180,10 @@ static inline uint8_t nf_f32_to_e4m3(float f)
 
 /* True when f, rounded to nearest even as if E4M3FN's exponent went on,
  * lands above 448: the value saturates (encoders count such scales and
- * codes, DESIGN 7.4). 448 = 1.110b x 2^8 has an even last bit, so 464, the
- * midpoint to the next step 480, rounds down to it: only |f| > 464 (an
- * infinity too) saturates, never 448.00003, a block scale's usual rounding
- * error. NaN does not. */
+ * codes: ninfer-pack(1) --report). 448 = 1.110b x 2^8 has an even last
+ * bit, so 464, the midpoint to the next step 480, rounds down to it: only
+ * |f| > 464 (an infinity too) saturates, never 448.00003, a block scale's
+ * usual rounding error. NaN does not. */
 static inline int nf_e4m3_saturates(float f)
 {
     uint32_t a = nf_f32_bits(f) & 0x7fffffffu;
@@ -189,7 +192,8 @@ static inline int nf_e4m3_saturates(float f)
 
 /* ---- E2M1 -------------------------------------------------------------- */
 
-/* E2M1 code (low 4 bits of c) -> f32, exact (nvfp4 codes, DESIGN 7). */
+/* E2M1 code (low 4 bits of c) -> f32, exact (nvfp4 codes, ninfer-formats(7)
+ * Formats). */
 static inline float nf_e2m1_to_f32(uint8_t c)
 {
     static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
@@ -199,7 +203,8 @@ static inline float nf_e2m1_to_f32(uint8_t c)
 
 /* f32 -> E2M1 code (0..15), round to nearest even, saturating at +-6;
  * NaN -> 0. The thresholds are the midpoints between neighbours; a tie goes
- * to the code with bit 0 clear. DESIGN 7.4 (nvfp4 codes). */
+ * to the code with bit 0 clear. The encoders of ninfer-formats(7) Formats
+ * (nvfp4 codes). */
 static inline uint8_t nf_f32_to_e2m1(float f)
 {
     uint32_t u = nf_f32_bits(f);

@@ -125,8 +125,8 @@ bool nf_url_same_host(const char *a, const char *b);
 typedef struct nf_hfile nf_hfile;
 
 /* A file at url (copied). No request is made. send_credentials: the token,
- * netrc and the URL's own user:password may go to url's host (DESIGN:
- * only the entry's host). NULL: out of memory. */
+ * netrc and the URL's own user:password may go to url's host (ninfer(5)
+ * Artifacts over HTTP: only the entry's host). NULL: out of memory. */
 nf_hfile *nf_hfile_new(nf_http *h, const char *url, bool send_credentials);
 void nf_hfile_free(nf_hfile *f);
 const char *nf_hfile_name(const nf_hfile *f); /* nf_url_display of its URL */

@@ -1,5 +1,5 @@
-/* nf_io.h — byte streams in and out (DESIGN section 4), the one module that
- * calls zstd.
+/* nf_io.h — byte streams in and out (ninfer(5) The stream form), the one
+ * module that calls zstd.
  *
  * An input wraps a file descriptor; a zstd frame at its start (magic
  * 28 b5 2f fd) is detected and decompressed transparently. An output wraps
@@ -38,7 +38,8 @@ nf_input *nf_input_open_fn(nf_read_fn rd, const char *(*err)(void *ctx), void (*
  * nf_input_fault() gives and whose detail nf_input_error() names). */
 ssize_t nf_input_read(nf_input *in, void *buf, size_t n);
 
-/* What the last failed nf_input_read met (DESIGN 3, 4): NF_IN_IO a read
+/* What the last failed nf_input_read met (ninfer(5) The stream form;
+ * the codes of ninfer-verify(1) DIAGNOSTICS): NF_IN_IO a read
  * error (exit 3); NF_IN_CORRUPT a corrupt zstd frame (`zstd`, exit 1);
  * NF_IN_TRUNCATED a zstd stream that ends inside a frame and
  * NF_IN_TRAILING bytes after the last frame that are no frame (both
@@ -109,8 +110,8 @@ int nf_read_path(const char *path, bool regular, uint64_t cap, char **out, size_
 
 /* ---- descriptors opened lazily, closed least recently used first ----
  *
- * DESIGN 3: any number of input files within a small `ulimit -n`. A pool
- * keeps at most `cap` of its files open; a file closed to save descriptors
+ * Any number of input files within a small `ulimit -n` (ninfer-pack(1)). A
+ * pool keeps at most `cap` of its files open; a file closed to save descriptors
  * is reopened by path when next pinned, and must then still be the file
  * first opened (device, inode, size and mtime: else -ESTALE). When open()
  * meets EMFILE/ENFILE the pool closes its own idle descriptors, then asks

@@ -25,7 +25,7 @@
  * file (`bounds`) and no two tensors sharing bytes (`overlap`). Version 1,
  * versions above 3 and big-endian files are `unsupported`.
  *
- * Sizes (GGUF.md 2.5; the block bytes of ggml-common.h): F32 4, F16 2,
+ * Sizes (the block bytes of ggml-common.h): F32 4, F16 2,
  * BF16 2 bytes per element; Q4_0 18, Q4_1 20, Q5_0 22, Q5_1 24, Q8_0 34,
  * Q8_1 36, IQ4_NL 18, MXFP4 17 bytes per 32; NVFP4 36 and Q2_0 18 per 64;
  * Q1_0 18 per 128; Q2_K 84, Q3_K 110, Q4_K 144, Q5_K 176, Q6_K 210, Q8_K

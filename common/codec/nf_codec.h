@@ -1,6 +1,6 @@
 /* nf_codec.h — decode, encode and deep-validate encoded tensor objects: the
- * codec contract of DESIGN section 7 (spec 6.1) over the layout contract of
- * DESIGN section 8 (spec 6.2), computed by nf_layout.
+ * codec contract of ninfer-formats(7) Formats (spec 6.1) over the layout
+ * contract of ninfer-formats(7) Layouts (spec 6.2), computed by nf_layout.
  *
  * Terms (the spec's): an encoded tensor object is the `bytes` of one tensor
  * object, laid out as planes (nf_encoding); its encoded size is
@@ -15,16 +15,17 @@
  * sizes and obj_bytes are in bytes. Every output buffer is written as a
  * dense C-order array of the requested elements.
  *
- * Numbers: decoding follows DESIGN 7 exactly and computes in FP32 (one
- * rounding per product or quotient, no FMA): q-formats give (float)c * s;
- * fp8 gives e4m3(c) * bf16(r); nvfp4 gives (e2m1(c) * e4m3(b)) / w in that
- * order; int32 gives (float)value (round to nearest even). Invalid codes
- * decode by their bits (DESIGN 13): q8 -128 -> -128*s, t2 0b10 -> -2*s, an
- * E4M3 NaN code -> NaN. The scalar path and every SIMD path give
+ * Numbers: decoding follows ninfer-formats(7) Formats exactly and computes
+ * in FP32 (one rounding per product or quotient, no FMA): q-formats give
+ * (float)c * s; fp8 gives e4m3(c) * bf16(r); nvfp4 gives (e2m1(c) *
+ * e4m3(b)) / w in that order; int32 gives (float)value (round to nearest
+ * even). Invalid codes decode by their bits: q8 -128 -> -128*s, t2 0b10 ->
+ * -2*s, an E4M3 NaN code -> NaN. The scalar path and every SIMD path give
  * bit-identical results (NaN payloads aside).
  *
- * gguf_* formats (DESIGN 7.5, layout gguf_rows_v1): decode gives ggml's
- * dequantize_row_<type> in FP32, bit for bit (nf_codec_gguf.h says how);
+ * gguf_* formats (ninfer-formats(7) GGUF block formats, layout
+ * gguf_rows_v1): decode gives ggml's dequantize_row_<type> in FP32, bit for
+ * bit (nf_codec_gguf.h says how);
  * validation checks every f16 d, dmin, m finite and MXFP4's E != 0xFF
  * (rule "scale"); the toolkit copies their bytes and never encodes into
  * them (nf_encode_rows_f32 answers EINVAL).
@@ -62,7 +63,7 @@ enum {
     NF_CODEC_ENOMEM = -6,
     NF_CODEC_EOVERFLOW = -7,   /* encode bf16: a finite value that rounds to
                                   +-Inf (|x| >= 0x7f7f8000 as f32 bits) and
-                                  allow_nonfinite is not set (DESIGN 7.4) */
+                                  allow_nonfinite is not set (ninfer-pack(1)) */
 };
 
 /* A short lowercase description of an NF_CODEC_E* value ("range outside the
@@ -82,14 +83,15 @@ typedef struct {
     uint64_t divisors;  /* nvfp4 weight divisors (1 for every other format) */
     uint64_t rows;      /* N for rank-2 layouts; contiguous: dims[0], 1 for a scalar */
     uint64_t cols;      /* K for rank-2 layouts; contiguous: elements / rows */
-    nf_encoding enc;    /* planes and encoded size (DESIGN 8) */
+    nf_encoding enc;    /* planes and encoded size (ninfer-formats(7)
+                           Layouts) */
 } nf_tensor_enc;
 
 /* Describe a tensor object of format f, layout l, shape dims[0..rank) and
  * `divisors` (1 unless nvfp4). Returns the nf_enc_status of
  * nf_encoding_compute (NF_ENC_OK = 0; UNSUPPORTED for unknown names,
  * INVALID, OVERFLOW) with `why` as there; t is zeroed on failure.
- * Spec 5.1, 6; DESIGN 8, 13. */
+ * Spec 5.1, 6; ninfer-formats(7) Layouts, Encoded sizes. */
 nf_enc_status nf_tensor_enc_init(nf_tensor_enc *t, nf_format f, nf_layout l,
                                  const uint64_t *dims, unsigned rank,
                                  uint64_t divisors, const char **why);
@@ -103,7 +105,8 @@ nf_enc_status nf_tensor_enc_init(nf_tensor_enc *t, nf_format f, nf_layout l,
  * t->enc.encoded_bytes bytes: the whole object) into out[0 .. e1-e0) as
  * f32. Any range of any format; whole rows take the fast path.
  * Errors: EINVAL, ESHORT, ERANGE (e0 > e1 or e1 > elements).
- * DESIGN 7 (values), 8 (planes), 13 (invalid codes); spec 6.1, 7. */
+ * ninfer-formats(7) Formats (values, invalid codes), Layouts (planes);
+ * spec 6.1, 7. */
 int nf_decode_elems_f32(const nf_tensor_enc *t, const uint8_t *obj,
                         uint64_t obj_bytes, uint64_t e0, uint64_t e1,
                         float *out);
@@ -111,14 +114,14 @@ int nf_decode_elems_f32(const nf_tensor_enc *t, const uint8_t *obj,
 /* Decode the row range [r0,r1) into out[0 .. (r1-r0)*cols) as f32: rows of
  * a rank-2 object, or of a contiguous object its outermost index (a scalar
  * has one row of one element). Errors as nf_decode_elems_f32 (ERANGE for
- * r0 > r1 or r1 > rows). DESIGN 7, 8. */
+ * r0 > r1 or r1 > rows). ninfer-formats(7) Formats, Layouts. */
 int nf_decode_rows_f32(const nf_tensor_enc *t, const uint8_t *obj,
                        uint64_t obj_bytes, uint64_t r0, uint64_t r1,
                        float *out);
 
 /* The same two as BF16 codes: the f32 decode rounded to nearest even
  * (nf_f32_to_bf16), except that a bf16 object's words are copied as they
- * are. out holds one uint16_t per element. DESIGN 7. */
+ * are. out holds one uint16_t per element. ninfer-formats(7) Formats. */
 int nf_decode_elems_bf16(const nf_tensor_enc *t, const uint8_t *obj,
                          uint64_t obj_bytes, uint64_t e0, uint64_t e1,
                          uint16_t *out);
@@ -126,7 +129,7 @@ int nf_decode_rows_bf16(const nf_tensor_enc *t, const uint8_t *obj,
                         uint64_t obj_bytes, uint64_t r0, uint64_t r1,
                         uint16_t *out);
 
-/* ---- Encode (DESIGN 7.4) ------------------------------------------------- */
+/* ---- Encode (the encoders of ninfer-formats(7) Formats) ------------------ */
 
 typedef struct {
     /* bf16/fp32 targets: store NaN and +-Inf instead of failing with
@@ -156,9 +159,10 @@ typedef struct {
     uint64_t bad_element; /* on ENONFINITE/EOVERFLOW into a contiguous target:
                              1 + the C-order index of the first such element
                              (0: not known) */
-    /* The scales of DESIGN 7.4 (q groups with a value, fp8 rows, nvfp4 blocks
-     * and divisors; none for bf16/fp32/int32): how many were chosen, how many
-     * saturated (the scale the values need is beyond its storage type: q
+    /* The encoders' scales (ninfer-formats(7) Formats: q groups with a value,
+     * fp8 rows, nvfp4 blocks and divisors; none for bf16/fp32/int32): how
+     * many were chosen, how many saturated (the scale the values need is
+     * beyond its storage type: q
      * groups whose absmax scale amax/qmax is not a finite FP16 (65520 and
      * above), nvfp4 divisors 448*6/amax beyond FLT_MAX and block scales that
      * round past 448 (above 464: 448.00003 is 448; nf_e4m3_saturates)) and how
@@ -177,9 +181,10 @@ void nf_encode_stats_add(nf_encode_stats *dst, const nf_encode_stats *src);
  * not touched, so encoding [0,rows) in any number of pieces gives the whole
  * object. nvfp4: r0 and r1 must be multiples of N/divisors (the divisor
  * slices, whose w needs the slice's amax), and the divisor values of those
- * slices are written. Defaults of DESIGN 7.4: scales rounded to their
- * storage type first and codes computed against the rounded scale, codes
- * saturate, an all-zero group/block/row/slice gets scale +0.0 (divisor 1.0);
+ * slices are written. Defaults (ninfer-formats(7) Formats): scales rounded
+ * to their storage type first and codes computed against the rounded
+ * scale, codes saturate, an all-zero group/block/row/slice gets scale +0.0
+ * (divisor 1.0);
  * q-formats: per group, a search over FP16 scales (a grid mapping the
  * largest-magnitude element m near either end of the code range,
  * least-squares refits, FP16 neighbours) that keeps the absmax baseline
@@ -191,20 +196,21 @@ void nf_encode_stats_add(nf_encode_stats *dst, const nf_encode_stats *src);
  * e4m3(amax(block)/6*w), codes the nearest E2M1 to x*w/b. fp8: r =
  * bf16(amax(row)/448), codes RNE of x/r saturating at +-448. bf16: RNE.
  * int32: the value, which must be an integer in range.
- * Errors: EINVAL (also for a gguf_* target: DESIGN 7.5 copies those bytes),
- * ESHORT, ERANGE, ENONFINITE, EVALUE, ENOMEM; on error the
- * rows may be partly written. DESIGN 7.4, 8. */
+ * Errors: EINVAL (also for a gguf_* target, whose bytes the toolkit only
+ * copies: ninfer-formats(7) GGUF block formats), ESHORT, ERANGE,
+ * ENONFINITE, EVALUE, ENOMEM; on error the rows may be partly written.
+ * ninfer-formats(7) Formats, Layouts. */
 int nf_encode_rows_f32(const nf_tensor_enc *t, const float *src, uint64_t r0,
                        uint64_t r1, uint8_t *obj, uint64_t obj_bytes,
                        const nf_encode_opts *opts, nf_encode_stats *stats);
 
 /* nf_encode_rows_f32 over every row: src holds all elements in C order.
- * DESIGN 7.4. */
+ * ninfer-formats(7) Formats. */
 int nf_encode_f32(const nf_tensor_enc *t, const float *src, uint8_t *obj,
                   uint64_t obj_bytes, const nf_encode_opts *opts,
                   nf_encode_stats *stats);
 
-/* ---- Deep validation (ninfer-verify --deep; DESIGN 7 table, 8, 13) ------- */
+/* ---- Deep validation (ninfer-verify --deep; ninfer-formats(7)) ----------- */
 
 typedef enum {
     NF_CR_SCALE,       /* q-format group scale s not finite; gguf_*: a block's
@@ -244,9 +250,9 @@ typedef struct {
     nf_codec_finding first[NF_CR_COUNT_]; /* valid where count[r] > 0 */
 } nf_codec_check;
 
-/* Check every validity rule of DESIGN 7's table plus the padding and gap
- * rules of DESIGN 8/13 over the whole object. Returns the number of rules
- * violated (0: valid), or a negative error (EINVAL, ESHORT). Contiguous
+/* Check every validity rule of ninfer-formats(7) Formats plus the padding
+ * and gap rules of its Layouts over the whole object. Returns the number of
+ * rules violated (0: valid), or a negative error (EINVAL, ESHORT). Contiguous
  * formats accept every bit pattern. */
 int nf_codec_validate(const nf_tensor_enc *t, const uint8_t *obj,
                       uint64_t obj_bytes, nf_codec_check *out);

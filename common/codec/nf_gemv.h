@@ -1,7 +1,7 @@
-/* nf_gemv.h — CPU kernels over encoded tensors (DESIGN 11): batch-1 GEMV
- * y = W x for every format/layout (A16: x in bf16, accumulation in f32),
- * a decode pass for benchmarks, and the read-only streaming kernel that
- * measures the machine's bandwidth ceiling.
+/* nf_gemv.h — CPU kernels over encoded tensors (ninfer-run(1),
+ * ninfer-bench(1)): batch-1 GEMV y = W x for every format/layout (A16: x in
+ * bf16, accumulation in f32), a decode pass for benchmarks, and the read-only
+ * streaming kernel that measures the machine's bandwidth ceiling.
  *
  * W is one encoded rank-2 object [N,K] (or a contiguous object viewed as
  * rows x cols by nf_tensor_enc) held in memory: obj_bytes >= its encoded
@@ -128,7 +128,7 @@ typedef enum {
  * block holding a non-finite value gets d = 0 and codes 0 (callers keep
  * such inputs on A16: nf_gemv_rows_act does). q holds ceil(K /
  * NF_A8_BLOCK) * NF_A8_BLOCK codes (the tail zero), d one scale per block.
- * spec 8 (AllowA8, AllowA4); DESIGN 11. */
+ * spec 8 (AllowA8, AllowA4); ninfer-run(1). */
 #define NF_A8_BLOCK 16
 void nf_a8_quantize(const uint16_t *x, uint64_t K, int8_t *q, float *d);
 
@@ -179,10 +179,10 @@ int nf_decode_pass(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_byte
                    unsigned threads);
 
 /* Read-only pass over buf[0..bytes) on `threads` threads (0: all CPUs), the
- * CPU peak of DESIGN 11: every byte is loaded with the widest loads the CPU
- * has (64-byte AVX-512 loads, else 32-byte AVX2, else 8-byte words), summed
- * into four independent accumulators. buf must be 64-byte aligned; bytes
- * past the last multiple of 256 are not read. Variants (variant %
+ * CPU peak of ninfer-bench(1): every byte is loaded with the widest loads the
+ * CPU has (64-byte AVX-512 loads, else 32-byte AVX2, else 8-byte words),
+ * summed into four independent accumulators. buf must be 64-byte aligned;
+ * bytes past the last multiple of 256 are not read. Variants (variant %
  * NF_READ_VARIANTS): 0 each thread reads one contiguous share; 1 the same
  * with a software prefetch PF_DIST (4 KiB) ahead, as the GEMV kernels
  * issue; 2 chunks of 256 KiB handed out in turn to the threads, with the
@@ -199,7 +199,7 @@ uint64_t nf_read_pass(const void *buf, size_t bytes, unsigned threads); /* varia
  * unified cache of the highest level sysfs lists for CPU 0
  * (/sys/devices/system/cpu/cpu0/cache), else sysconf(_SC_LEVEL3_CACHE_SIZE)
  * or _SC_LEVEL2_CACHE_SIZE, else 32 MiB. A benchmark rotates its weights
- * and sizes its peak buffer past 4 times this (DESIGN 11). */
+ * and sizes its peak buffer past 4 times this (ninfer-bench(1)). */
 uint64_t nf_llc_bytes(void);
 
 /* Tests and benchmarks: whether the integer kernels may serve (the

@@ -1,8 +1,8 @@
-/* nf_gemv_gguf.h — the CPU GEMV of the gguf_* block formats (DESIGN 7.5,
- * 11): fused decode + dot kernels for AVX2 (+FMA, F16C) and AVX-512 (F, BW,
- * VL), one per format, called by nf_gemv.c for every gguf_rows_v1 object.
- * The public entry points are nf_gemv.h's (nf_gemv, nf_gemv_rows); this
- * header is the hook between the two files.
+/* nf_gemv_gguf.h — the CPU GEMV of the gguf_* block formats
+ * (ninfer-formats(7), ninfer-run(1)): fused decode + dot kernels for AVX2
+ * (+FMA, F16C) and AVX-512 (F, BW, VL), one per format, called by nf_gemv.c
+ * for every gguf_rows_v1 object. The public entry points are nf_gemv.h's
+ * (nf_gemv, nf_gemv_rows); this header is the hook between the two files.
  *
  * Exactness (nf_gemv.h's contract): every weight is formed in registers
  * with the codec's own operations on the same exact operands

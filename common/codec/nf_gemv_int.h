@@ -1,6 +1,6 @@
 /* nf_gemv_int.h — internal to the library: what the GEMV files (nf_gemv.c,
- * nf_gemv_int.c, nf_gemv_gguf.c) share, and the integer GEMV path of
- * DESIGN 11 for the quantized formats (q2/q4/q5/q6/q8/t2 in
+ * nf_gemv_int.c, nf_gemv_gguf.c) share, and the integer GEMV path
+ * (ninfer-run(1)) for the quantized formats (q2/q4/q5/q6/q8/t2 in
  * row_split_k128_v1, nvfp4 in block_scale_k16_m128x4_v1).
  *
  * The activations are cut into "limbs" of signed bytes per block of 16

@@ -1,6 +1,6 @@
 /* nf_layout.h — v3 numeric format and storage layout names (spec 6), which
  * (format, layout, shape) triples are allowed, and the layout contract of
- * DESIGN section 8: planes, plane offsets and the encoded size.
+ * ninfer-formats(7) Layouts: planes, plane offsets and the encoded size.
  *
  * Units: shapes and element counts are in elements; everything called
  * offset/bytes/size is in bytes. All arithmetic is overflow-checked: a shape
@@ -27,7 +27,7 @@ extern "C" {
 
 #define NF_MAX_RANK 16        /* spec 1: Shape has length 0..16 */
 #define NF_TENSOR_ALIGN 256   /* spec 5.3/6.2: object alignment of tensors */
-#define NF_PLANE_ALIGN 256    /* DESIGN 8: plane i starts at align_up(end, 256) */
+#define NF_PLANE_ALIGN 256    /* plane i starts at align_up(end, 256) */
 #define NF_MAX_PLANES 3
 
 typedef enum {
@@ -43,7 +43,7 @@ typedef enum {
     NF_FMT_T2_G128_FP16,
     NF_FMT_NVFP4,
     NF_FMT_FP8_E4M3FN_ROW_BF16,
-    /* GGUF block formats (DESIGN 7.5), first wave; layout gguf_rows_v1.
+    /* ninfer-formats(7) GGUF block formats, first wave; layout gguf_rows_v1.
      * Their order is the table's; nothing depends on the values. */
     NF_FMT_GGUF_F16,
     NF_FMT_GGUF_Q8_0,
@@ -69,14 +69,15 @@ typedef enum {
     NF_LAY_BLOCK_SCALE_K16_M128X4_V1,
     NF_LAY_ROW_SCALE_V1,
     NF_LAY_RAW_BYTES_V1,   /* resources only (spec 6.2) */
-    NF_LAY_GGUF_ROWS_V1,   /* every gguf_* format (DESIGN 8) */
+    NF_LAY_GGUF_ROWS_V1,   /* every gguf_* format (ninfer-formats(7)) */
     NF_LAY_COUNT_
 } nf_layout;
 
 /* Name <-> enum (spec 6: lowercase snake_case, exact byte comparison; the
  * length is explicit because catalog strings may hold NUL). Unknown names
  * give NF_FMT_UNKNOWN / NF_LAY_UNKNOWN, which is not a structural error
- * (DESIGN 13): interpreting such an object is `unsupported`. */
+ * (ninfer-formats(7) Layouts): interpreting such an object is
+ * `unsupported`. */
 nf_format nf_format_from_name(const char *s, size_t len);
 nf_layout nf_layout_from_name(const char *s, size_t len);
 const char *nf_format_name(nf_format f);   /* NULL for unknown */
@@ -85,9 +86,9 @@ const char *nf_layout_name(nf_layout l);   /* NULL for unknown */
 /* The layout a format allows (each known tensor format has exactly one). */
 nf_layout nf_format_default_layout(nf_format f);
 
-/* Static facts of a quantized format in row_split_k128_v1 (DESIGN 7/8):
- * group size G, base-plane bits, high-plane bits (0 when absent), code bits.
- * For other formats every field is 0. */
+/* Static facts of a quantized format in row_split_k128_v1 (ninfer-formats(7)
+ * Layouts): group size G, base-plane bits, high-plane bits (0 when absent),
+ * code bits. For other formats every field is 0. */
 typedef struct {
     unsigned group;     /* elements per FP16 scale: 64, 32 or 128 */
     unsigned base_bits; /* 2, 4 or 8 */
@@ -96,11 +97,11 @@ typedef struct {
 } nf_rowsplit_info;
 nf_rowsplit_info nf_rowsplit_info_of(nf_format f);
 
-/* ---- GGUF block formats (DESIGN 7.5, gguf_rows_v1 in DESIGN 8) ----------
+/* ---- GGUF block formats (ninfer-formats(7), layout gguf_rows_v1) --------
  *
  * Each gguf_* format is one ggml tensor type: a block of `qk` consecutive
  * elements of one row takes `block_bytes` bytes (gguf_f16: qk 1, 2 bytes),
- * laid out exactly as ggml's block struct (GGUF.md 2). */
+ * laid out exactly as ggml's block struct (ggml-common.h). */
 typedef struct {
     uint32_t ggml_type;   /* ggml.h's GGML_TYPE_* value (F16 1, Q4_K 12, ...) */
     unsigned qk;          /* elements per block: 1, 32 or 256 */
@@ -119,13 +120,13 @@ nf_gguf_info nf_gguf_info_of(nf_format f);
  * types that have no first-wave format: F32, BF16, the integer and f64
  * types (imported as our own formats), Q8_1/Q8_K (activations only), the
  * reserved later-wave types (see nf_gguf_reserved_name) and unknown ids.
- * DESIGN 7.5. */
+ * ninfer-formats(7) GGUF block formats. */
 nf_format nf_format_of_ggml_type(uint32_t ggml_type);
 
 /* The reserved later-wave format name of a ggml type id (IQ2_XXS 16 ->
  * "gguf_iq2_xxs", ..., NVFP4 40 -> "gguf_nvfp4", Q1_0 41, Q2_0 42), or NULL
  * when the type has none. An importer meeting such a tensor reports
- * `unsupported` naming this format. DESIGN 7.5. */
+ * `unsupported` naming this format. ninfer-formats(7) GGUF block formats. */
 const char *nf_gguf_reserved_name(uint32_t ggml_type);
 
 /* True when s[0..len) is a reserved later-wave gguf_* format name
@@ -133,11 +134,13 @@ const char *nf_gguf_reserved_name(uint32_t ggml_type);
  * gguf_iq1_s, gguf_iq1_m, gguf_tq1_0, gguf_tq2_0, gguf_nvfp4, gguf_q1_0,
  * gguf_q2_0). nf_format_from_name gives NF_FMT_UNKNOWN for them, so every
  * interpretation of such an object is `unsupported` (exit 4), never a
- * misreading; this only lets messages say why. DESIGN 7.5. */
+ * misreading; this only lets messages say why. ninfer-formats(7) GGUF block
+ * formats. */
 bool nf_format_is_reserved(const char *s, size_t len);
 
-/* For messages about an unknown format name: " (a GGUF format reserved for
- * a later wave, DESIGN 7.5)" when s[0..len) is reserved, else "". */
+/* For messages about an unknown format name: a parenthesized note that it
+ * is a GGUF format reserved for a later wave (ninfer-formats(7) GGUF block
+ * formats) when s[0..len) is reserved, else "". */
 const char *nf_format_reserved_note(const char *s, size_t len);
 
 /* Bytes per element of a contiguous_le_v1 format (bf16 2, fp32 4, int32 4);
@@ -168,19 +171,18 @@ typedef struct {
 /* Result of nf_encoding_compute. */
 typedef enum {
     NF_ENC_OK = 0,
-    NF_ENC_UNSUPPORTED, /* unknown format or layout name: DESIGN 13 -> `unsupported` */
+    NF_ENC_UNSUPPORTED, /* unknown format or layout name -> `unsupported` */
     NF_ENC_INVALID,     /* known format with a layout/rank/shape/divisors it cannot
-                           have -> `encoding` (DESIGN 13) */
+                           have -> `encoding` */
     NF_ENC_OVERFLOW,    /* elements or bytes exceed U64 -> `range` */
 } nf_enc_status;
 
-/* Compute the planes and encoded size of a tensor (DESIGN section 8) with
- * gguf_rows_v1 (every gguf_* format, rank 2 [N,K], K % qk == 0, else
- * INVALID): one plane "data" of N rows of (K/qk)*block_bytes bytes.
- * Generally: with
- * shape dims[0..rank) (rank <= 16, every dim >= 1 as spec 1 requires),
- * format f, layout l and `divisors` (>= 1; > 1 only for nvfp4 with
- * block_scale_k16_m128x4_v1, and N % divisors == 0).
+/* Compute the planes and encoded size of a tensor (ninfer-formats(7)
+ * Layouts, Encoded sizes) with gguf_rows_v1 (every gguf_* format, rank 2
+ * [N,K], K % qk == 0, else INVALID): one plane "data" of N rows of
+ * (K/qk)*block_bytes bytes. Generally: with shape dims[0..rank) (rank <= 16,
+ * every dim >= 1 as spec 1 requires), format f, layout l and `divisors` (>= 1;
+ * > 1 only for nvfp4 with block_scale_k16_m128x4_v1, and N % divisors == 0).
  * On NF_ENC_INVALID/OVERFLOW, why (if not NULL) receives a static or
  * thread-local message ("nvfp4 needs N % 128 == 0, got N=100"). */
 nf_enc_status nf_encoding_compute(nf_format f, nf_layout l,
@@ -188,7 +190,7 @@ nf_enc_status nf_encoding_compute(nf_format f, nf_layout l,
                                   uint64_t divisors, nf_encoding *out,
                                   const char **why);
 
-/* ---- block_scale_k16_m128x4_v1: the nvfp4 scale tiles (DESIGN 8) ---------
+/* ---- block_scale_k16_m128x4_v1: the nvfp4 scale tiles (ninfer-formats(7)) ---
  *
  * Block scale (n, c) (row n < N, 16-column block c < K/16; N % 128 == 0,
  * K % 64 == 0) is byte
@@ -211,7 +213,7 @@ NF_LAYOUT_FN uint64_t nf_nvfp4_scale_index(uint64_t n, uint64_t c, uint64_t K)
 /* Bytes of the scale tiles of one 128-row block (K % 64 == 0). */
 NF_LAYOUT_FN uint64_t nf_nvfp4_tile_row_bytes(uint64_t K) { return K / 64 * 512; }
 
-/* ---- views (DESIGN 8 "Zero-copy views", spec 7.3) ------------------------ */
+/* ---- views (ninfer-formats(7) Element ranges and views, spec 7.3) -------- */
 
 /* One byte interval of one plane, relative to the object's start. */
 typedef struct {

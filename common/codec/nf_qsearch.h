@@ -1,7 +1,8 @@
 /* nf_qsearch.h — internal to the library (nf_codec.c): the arithmetic of
- * the q-format scale search of DESIGN 7.4, written once in scalar code (the
- * definition) and in AVX2 / AVX-512 with the same operations lane by lane,
- * so every ISA gives the same numbers bit for bit (t_codec checks it).
+ * the q-format scale search (ninfer-formats(7) Formats), written once in
+ * scalar code (the definition) and in AVX2 / AVX-512 with the same operations
+ * lane by lane, so every ISA gives the same numbers bit for bit (t_codec
+ * checks it).
  *
  * A group is n <= 128 f32 values x (finite), zero-padded to L = n rounded
  * up to 8 (the padding adds exactly 0); codes lie in [qmin, qmax]; a

@@ -79,10 +79,10 @@ typedef struct nf_artifact nf_artifact;
  * available for inspection but callers should not trust references. */
 nf_artifact *nf_artifact_open(const char *path, const nf_open_opts *o, nf_diags *d);
 
-/* Open a stream (DESIGN 4): header and catalog are read from in; the
- * payload is then read in order with nf_artifact_stream_read. name is used
- * in messages ("-" or "(stdin)"). A catalog with more than one file is
- * refused (`files`). in stays owned by the caller. */
+/* Open a stream (ninfer(5) The stream form): header and catalog are read
+ * from in; the payload is then read in order with nf_artifact_stream_read.
+ * name is used in messages ("-" or "(stdin)"). A catalog with more than one
+ * file is refused (`files`). in stays owned by the caller. */
 nf_artifact *nf_artifact_open_stream(nf_input *in, const char *name,
                                      const nf_open_opts *o, nf_diags *d);
 
@@ -93,7 +93,7 @@ const nf_header *nf_artifact_header(const nf_artifact *a);
 /* The catalog text as stored, without its trailing spaces (NUL-terminated;
  * *len bytes), and how many spaces follow it: *len + pad == json_bytes.
  * Trailing spaces are counted, not kept, so a catalog padded to the cap
- * costs no more memory than its text (issue 11). */
+ * costs no more memory than its text. */
 const char *nf_artifact_json(const nf_artifact *a, size_t *len);
 uint64_t nf_artifact_json_pad(const nf_artifact *a);
 const char *nf_artifact_path(const nf_artifact *a); /* entry path as given */
@@ -112,7 +112,7 @@ bool nf_artifact_file_remote(nf_artifact *a, size_t i, uint64_t *size, char *out
 /* Offset in file i where its payload starts (entry_payload_start or 4096). */
 uint64_t nf_artifact_file_payload_start(const nf_artifact *a, size_t i);
 
-/* File descriptors (issue 11): part files are opened when a read needs
+/* File descriptors: part files are opened when a read needs
  * them and closed again, least recently used first, once more than a few
  * are open (an eighth of RLIMIT_NOFILE, 2..64 per artifact), so any part
  * count reads within a small `ulimit -n`. A file reopened later is checked

@@ -1,8 +1,8 @@
 /* nf_catalog.h — the JSON catalog of an artifact (spec 4, 5, 7, 8, 9.2,
- * 3.3) and of a manifest (DESIGN 5), parsed and validated into plain C
- * records, and serialized back.
+ * 3.3) and of a manifest (ninfer-pack(1) MANIFEST), parsed and validated
+ * into plain C records, and serialized back.
  *
- * Parsing checks every generic rule of spec 11.1 (and DESIGN 3 and 13):
+ * Parsing checks every generic rule of spec 11.1 (and ninfer(5) JSON rules):
  * field sets and types, U64 fields, IDs, the files table, object order,
  * uniqueness, overlap, alignment and bounds, `bytes` equal to the encoded
  * size of every known format/layout, references of bindings, uses,
@@ -13,7 +13,7 @@
  *
  * Ownership: the catalog owns every string in it. config, metadata (less
  * integrity) and provenance are kept as spans of the catalog text and
- * written back byte for byte (DESIGN 3, 14).
+ * written back byte for byte (ninfer(5) JSON rules).
  */
 #ifndef NF_CATALOG_H
 #define NF_CATALOG_H
@@ -30,13 +30,13 @@ extern "C" {
 
 typedef enum { NF_OBJ_TENSOR, NF_OBJ_RESOURCE } nf_obj_kind;
 
-struct nf_source; /* a manifest object's source: nf_source.h (DESIGN 5) */
+struct nf_source; /* a manifest object's source: nf_source.h (ninfer-pack(1)) */
 
 /* Ownership of every record below: the catalog owns all of it. Strings,
  * shapes, parts, auxiliaries and resource lists live in the catalog's arena
  * (one bump allocator freed with the catalog): never free or realloc them,
  * and change them only through the nf_object_set_* / nf_use_* functions
- * below. Strings are NUL-terminated (IDs hold no U+0000, DESIGN 13). Equal
+ * below. Strings are NUL-terminated (IDs hold no U+0000, ninfer(5)). Equal
  * strings may share storage: a use's `parameter` is its binding's name, a
  * reference is the referenced object's ID, format/layout/encoding names,
  * inputs and roles are interned. Record arrays (objects, bindings, ...) may
@@ -58,7 +58,7 @@ typedef struct {
     bool has_divisors;
     /* both */
     bool has_offset, has_bytes;
-    /* metadata.integrity.sha256[id] as 32 raw bytes (DESIGN 9, 13);
+    /* metadata.integrity.sha256[id] as 32 raw bytes (ninfer(5) Object digests);
      * nf_object_digest_hex / nf_object_set_digest_hex convert */
     bool has_digest;
     uint8_t digest[32];
@@ -95,7 +95,7 @@ typedef struct {
 } nf_named_binding;
 
 typedef struct {
-    char *role;          /* free string (DESIGN 13) */
+    char *role;          /* free string */
     nf_binding b;
 } nf_aux;
 
@@ -119,7 +119,7 @@ typedef struct {
     /* config: its JSON text exactly as written, config_text[0..config_len)
      * (NOT NUL-terminated: a span of the catalog's text; "{}" when the
      * catalog lacks one). Parse it with nf_jdoc_parse when its values are
-     * needed (DESIGN 14: the cost guard applies to it alone). */
+     * needed (the cost guard applies to it alone). */
     const char *config_text;
     size_t config_len;
     char *target;        /* NULL when absent */
@@ -175,12 +175,13 @@ typedef struct nf_catalog {
 
 typedef enum {
     NF_CAT_ARTIFACT = 0, /* a stored catalog: every field as spec 4 requires */
-    NF_CAT_MANIFEST = 1, /* DESIGN 5: files/offset/bytes optional, `source` allowed */
+    NF_CAT_MANIFEST = 1, /* ninfer-pack(1) MANIFEST: files/offset/bytes
+                            optional, `source` allowed */
 } nf_cat_mode;
 
 /* Parse and validate a catalog from JSON text[0..len) (spec 11.1 items
  * 1, 3 and 4, plus the files table of item 2 without file lengths) in one
- * pass of the strict scanner (nf_jscan.h; DESIGN 14): the record arrays go
+ * pass of the strict scanner (nf_jscan.h): the record arrays go
  * into compact records, config/metadata/provenance stay text spans. Time
  * is linear in len; memory, beyond the text, is a small multiple of the
  * records (about 150 bytes per object, 50 per binding and per use, plus
@@ -204,7 +205,7 @@ const char *nf_catalog_text(const nf_catalog *c, size_t *len);
 
 void nf_catalog_free(nf_catalog *c);
 
-/* ---- lookups (DESIGN 14: resolved once, when the catalog is parsed) ----
+/* ---- lookups (resolved once, when the catalog is parsed) ---------------
  * Every lookup is O(1) expected (keyed hashes, so chosen names cannot make
  * them slow) and returns SIZE_MAX when nothing matches or the argument is
  * NULL. With duplicates (a `duplicate-id` or `duplicate-use` problem) the
@@ -223,7 +224,7 @@ size_t nf_catalog_component(const nf_catalog *c, const char *id);
  * defaults to, and the only one that may have a proposal (spec 9.2). */
 #define NF_TEXT_COMPONENT "text"
 
-/* The component owning a logical name (spec 4.2, 9.2; DESIGN 10) -- the one
+/* The component owning a logical name (spec 4.2, 9.2; ninfer-run(1)) -- the one
  * home of this rule, used by the binder, the selection and the commands:
  * the component whose ID is the name's first segment ("text" for
  * "text/layers/0/..."); a root "proposal/..." name (spec 9.2) is the text
@@ -242,9 +243,9 @@ const size_t *nf_catalog_uses_of(const nf_catalog *c, size_t b, size_t *n);
 /* Index of the use (parameter, input), or SIZE_MAX. */
 size_t nf_catalog_use(const nf_catalog *c, const char *parameter, const char *input);
 
-/* The planes and encoded size of tensor object o (DESIGN 8), computed from
- * its format, layout, shape and divisors: returns o->enc_status, and fills
- * *out when that is NF_ENC_OK. O(1). */
+/* The planes and encoded size of tensor object o (ninfer-formats(7)), computed
+ * from its format, layout, shape and divisors: returns o->enc_status, and
+ * fills *out when that is NF_ENC_OK. O(1). */
 nf_enc_status nf_object_encoding(const nf_object *o, nf_encoding *out);
 
 /* The object's digest as 64 lowercase hex digits and a NUL ("" when it has
@@ -255,7 +256,7 @@ void nf_object_digest_hex(const nf_object *o, char hex[65]);
  * changes) when hex is not that. */
 bool nf_object_set_digest_hex(nf_object *o, const char *hex);
 
-/* Manifest layout (DESIGN 5): compute missing tensor bytes (encoded size)
+/* Manifest layout (ninfer-pack(1)): compute missing tensor bytes (encoded size)
  * and lay out objects without offsets in array order after the previous
  * object's end, tensors at 256-byte alignment and resources at 1; resource
  * bytes must be known by then. Sets payload_bytes to the end of the last
@@ -263,7 +264,7 @@ bool nf_object_set_digest_hex(nf_object *o, const char *hex);
  * diagnostics. */
 int nf_catalog_layout(nf_catalog *c, nf_diags *d);
 
-/* Serialize to JSON text (DESIGN 14: straight to text, no tree). files:
+/* Serialize to JSON text (straight to text, no tree). files:
  * the files table to write (may be the catalog's own); digests: write
  * metadata.integrity from the objects' digests (objects without one are
  * left out); manifest: write the manifest form (no offsets, no files, no
@@ -325,7 +326,7 @@ bool nf_use_set_policy(nf_catalog *c, nf_use *u, const char *policy);
 bool nf_use_add_aux(nf_catalog *c, nf_use *u, const char *role, const char *obj_id, size_t obj);
 
 /* Remove the auxiliary under role from use u (ninfer-quant folding an
- * input_columns into its object, DESIGN 10). False when the use has none. */
+ * input_columns into its object). False when the use has none. */
 bool nf_use_remove_aux(nf_catalog *c, nf_use *u, const char *role);
 
 /* Replace tensor object i's manifest source text (what manifest

@@ -1,4 +1,5 @@
-/* nf_pack.h — build an artifact from a manifest (DESIGN 5; spec 11.4).
+/* nf_pack.h — build an artifact from a manifest (ninfer-pack(1) MANIFEST;
+ * spec 11.4).
  *
  * Each object's `source` is resolved to the exact encoded bytes of the
  * object: byte ranges of files (raw files, safetensors tensors, objects of
@@ -7,11 +8,11 @@
  * -> fp32, I32 -> int32, a GGUF tensor of a gguf_* type -> that format in
  * gguf_rows_v1, identical format/layout/shape from an artifact, any bytes
  * into a resource); a GGUF source whose unpermute moves whole rows (llama
- * rope order, v-heads-tiled rows) is still a copy, row by row (DESIGN 5);
- * any other source, and every map or column unpermute, is decoded to f32
- * and encoded. Objects are laid out in array order, written
+ * rope order, v-heads-tiled rows) is still a copy, row by row
+ * (ninfer-import(1)); any other source, and every map or column unpermute, is
+ * decoded to f32 and encoded. Objects are laid out in array order, written
  * through the crash-safe writer, and their SHA-256 digests recorded in
- * metadata.integrity (DESIGN 9).
+ * metadata.integrity (ninfer(5) Object digests).
  */
 #ifndef NF_PACK_H
 #define NF_PACK_H
@@ -26,7 +27,7 @@
 extern "C" {
 #endif
 
-/* One transcoded object's --report line (DESIGN 7.4): RMSE and the largest
+/* One transcoded object's --report line (ninfer-pack(1)): RMSE and the largest
  * absolute error of the decoded values against the source's f32 values
  * (non-finite sources left out; max_abs_error is NaN unless
  * po->max_abs_error), the SNR in dB (+inf when exact), and the scales the
@@ -58,7 +59,7 @@ typedef struct {
 /* Pack the manifest text[0..len). base_dir resolves relative source paths
  * (the manifest's directory, or "." for stdin). Sources already in the
  * object's encoding are copied; others are decoded to f32 and encoded
- * (DESIGN 7.4) in row blocks on po->threads threads. An object whose
+ * (ninfer-formats(7)) in row blocks on po->threads threads. An object whose
  * planes are all row-major (every format but nvfp4) is streamed: blocks of
  * at most 256K elements, at most threads + 2 of them encoded ahead of the
  * one being written, its first plane written as the blocks come and its

@@ -1,10 +1,10 @@
-/* nf_source.h — a manifest object's `source` (DESIGN 5): where the values
- * or bytes of an object come from before it is packed. One module for the
- * whole life of a source:
+/* nf_source.h — a manifest object's `source` (ninfer-pack(1) MANIFEST):
+ * where the values or bytes of an object come from before it is packed. One
+ * module for the whole life of a source:
  *   - parse: nf_source_parse reads one source's JSON text (the catalog hands
  *     it the span of each manifest object's "source") into an nf_source
- *     tree, with every rule of DESIGN 5 checked and each problem a
- *     diagnostic at its JSON Pointer;
+ *     tree, with every rule of ninfer-pack(1) MANIFEST checked and each
+ *     problem a diagnostic at its JSON Pointer;
  *   - write: nf_source_write writes a tree as JSON text in json-c's form
  *     (what the importer and the manifest serializer emit);
  *   - resolve: nf_source_bytes gives the exact bytes of an object from its
@@ -15,7 +15,7 @@
  *     nf_source_inputs set.
  * Every kind of source is one row of one table in nf_source.c (its JSON
  * member, its name member, how it resolves to bytes and to values).
- * Sources never reach a written catalog (DESIGN 5). The library prints
+ * Sources never reach a written catalog. The library prints
  * nothing: problems are diagnostics in the caller's nf_diags.
  */
 #ifndef NF_SOURCE_H
@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-/* Where a manifest object's values come from (DESIGN 5). */
+/* Where a manifest object's values come from (ninfer-pack(1) MANIFEST). */
 typedef enum {
     NF_SRC_NONE = 0,
     NF_SRC_FILE,        /* {"file": PATH, "offset": N, "dtype": T} */
@@ -45,16 +45,18 @@ typedef enum {
     NF_SRC_CONCAT,      /* {"concat": [SOURCE...]} */
 } nf_src_kind;
 
-/* A source's unpermute scheme (DESIGN 5). */
+/* A source's unpermute scheme (ninfer-pack(1) MANIFEST). */
 typedef enum {
     NF_UNPERMUTE_NONE = 0,
     NF_UNPERMUTE_LLAMA_ROPE,    /* {"scheme": "llama-rope", "heads": N} */
     NF_UNPERMUTE_V_HEADS_TILED, /* {"scheme": "v-heads-tiled", "axis": "rows"|"columns",
                                    "k_heads": Hk, "v_heads": Hv, "head_dim": Dv,
-                                   "offset": R} (GGUF.md 3.3) */
+                                   "offset": R} (ninfer-pack(1) gives the
+                                   permutation) */
 } nf_unpermute_scheme;
 
-/* A source's value map, applied in f32 after decoding (DESIGN 5). */
+/* A source's value map, applied in f32 after decoding (ninfer-pack(1)
+ * MANIFEST). */
 typedef enum {
     NF_VMAP_NONE = 0,
     NF_VMAP_MINUS_ONE, /* "minus-one": x - 1 (GGUF's w + 1 norms) */
@@ -88,10 +90,10 @@ typedef struct nf_source {
 } nf_source;
 
 /* Give s the unpermute of Qwen3.5's v-heads-tiled order on every column
- * (k_heads Hk, v_heads Hv, head_dim Dv; GGUF.md 3.3): how the importer
- * writes an F32/F16/BF16 ssm_out and ninfer-quant folds an input_columns
- * (DESIGN 10). Nothing is checked here (nf_source_parse checks what it
- * reads back). */
+ * (k_heads Hk, v_heads Hv, head_dim Dv; ninfer-pack(1) MANIFEST): how the
+ * importer writes an F32/F16/BF16 ssm_out and ninfer-quant folds an
+ * input_columns (ninfer-import(1), ninfer-quant(1)). Nothing is checked here
+ * (nf_source_parse checks what it reads back). */
 void nf_source_set_column_unpermute(nf_source *s, uint64_t k_heads, uint64_t v_heads,
                                     uint64_t head_dim);
 
@@ -106,7 +108,7 @@ enum {
 
 /* Parse the source text[0..len) (one JSON value), found at JSON Pointer
  * ptr of the manifest (diagnostics name ptr and the pointer inside the
- * source: "/objects/3/source/concat/1/tensor"). Checks DESIGN 5: exactly
+ * source: "/objects/3/source/concat/1/tensor"). Checks ninfer-pack(1): exactly
  * one kind member, known members only, paths and names non-empty IDs,
  * U64 offsets and rows ([begin, end), begin < end), dtype one of bf16 f16
  * f32 f64 i8 i16 i32 i64 u8 u16 u32 u64, numbers in values (with a dtype,
@@ -136,7 +138,7 @@ void nf_source_free(nf_source *s);
  * built by the caller in its own storage. */
 void nf_source_clear(nf_source *s);
 
-/* Write s as JSON in json-c's form (DESIGN 5's members in this order: the
+/* Write s as JSON in json-c's form (ninfer-pack(1)'s members in this order: the
  * kind member and its tensor/object name, offset (when not 0), dtype, rows, unpermute
  * {scheme, heads} or {scheme, axis, k_heads, v_heads, head_dim[, offset
  * when not 0]}, map; values as integers for integer dtypes, else as json-c
@@ -154,7 +156,7 @@ size_t nf_source_write(const nf_source *s, bool pretty, unsigned level, char *bu
  * string, or NULL when out of memory. */
 char *nf_source_text(const nf_source *s);
 
-/* ---- resolve (the packer, DESIGN 5 and 7.4) ---- */
+/* ---- resolve (the packer, ninfer-pack(1)) ------ */
 
 typedef struct nf_artifact nf_artifact;
 
@@ -163,7 +165,7 @@ typedef struct nf_artifact nf_artifact;
  * safetensors files, GGUFs, artifacts. Relative source paths are relative
  * to base (the manifest's directory; NULL: the working directory).
  * allow_nonfinite: inline values may hold NaN/Inf (--allow-nonfinite,
- * DESIGN 7.4). Every diagnostic of a resolution (io for an input that
+ * ninfer-pack(1)). Every diagnostic of a resolution (io for an input that
  * cannot be opened, the readers' own, and the rules below) goes to d, which
  * must outlive the set. NULL when out of memory. */
 typedef struct nf_source_inputs nf_source_inputs;
@@ -173,7 +175,7 @@ nf_source_inputs *nf_source_inputs_new(const char *base, bool allow_nonfinite, n
 void nf_source_inputs_free(nf_source_inputs *in);
 
 /* Every file the set has read so far (an artifact: each of its files), for
- * the output rules (DESIGN 3: an output naming an input is refused): a
+ * the output rules (ninfer-pack(1): an output naming an input is refused): a
  * malloc'ed array of *n paths that the set owns (valid while it lives);
  * NULL when out of memory. */
 const char **nf_source_inputs_files(const nf_source_inputs *in, size_t *n);
@@ -189,14 +191,14 @@ typedef struct {
     const char *path;       /* for messages (the input's resolved path) */
     nf_artifact *a;
     const nf_object *check; /* a's object these bytes are, when a digest of it
-                               is carried: check them as they pass (DESIGN 3,
-                               nf_source_digest_error) */
+                               is carried: check them as they pass
+                               (ninfer-pack(1), nf_source_digest_error) */
     size_t check_index;     /* its index in a's catalog */
     bool values;            /* bytes of values of a declared dtype (safetensors,
                                GGUF, a file with "dtype"), not bytes declared to
                                be the encoding already (a file without dtype, an
                                artifact's object): NaN/Inf is checked in
-                               bf16/fp32 (DESIGN 7.4) */
+                               bf16/fp32 (ninfer-pack(1)) */
 } nf_source_seg;
 
 typedef struct {
@@ -213,7 +215,7 @@ void nf_source_segs_free(nf_source_segs *s); /* and zero it */
  * a dtype that is o's format in contiguous_le_v1: the elements), a
  * safetensors or GGUF tensor (or its rows) already in o's encoding (F32 ->
  * fp32, BF16 -> bf16, a gguf_* type in gguf_rows_v1; whole-row unpermutes
- * of GGUF bytes are row copies, GGUF.md 3.3), an artifact's object of the
+ * of GGUF bytes are row copies, ninfer-import(1)), an artifact's object of the
  * same encoding and shape (its files checked to be there), inline values
  * of fp32/bf16/int32 (NaN/Inf and values that round to Inf refused unless
  * allow_nonfinite), or a concat of such rows. A resource's source is a
@@ -235,8 +237,8 @@ typedef struct {
 
 void nf_source_held_free(nf_source_held *h); /* and zero it */
 
-/* Resolve source s of tensor object o to its logical values (DESIGN 5,
- * 7.4): pieces appended to v (nf_values, f32 on reading) whose elements
+/* Resolve source s of tensor object o to its logical values (ninfer-pack(1)
+ * MANIFEST): pieces appended to v (nf_values, f32 on reading) whose elements
  * are o's in C order, with the source's rows, unpermute and map applied;
  * raw files need "dtype" and take rows of o's K; a safetensors/GGUF F32,
  * F16 or BF16 tensor is read as it lies; a gguf_* tensor and an artifact's
@@ -249,8 +251,8 @@ int nf_source_values(nf_source_inputs *in, const nf_object *o, const nf_source *
 
 /* The digest diagnostic of a source artifact's object whose bytes (the
  * segments that nf_source_seg.check names) hash to got (64 hex digits):
- * `digest` at /objects/INDEX of that artifact (DESIGN 3: a corrupt object
- * is never laundered into a fresh, valid digest). */
+ * `digest` at /objects/INDEX of that artifact (ninfer-pack(1): a corrupt
+ * object is never laundered into a fresh, valid digest). */
 void nf_source_digest_error(nf_diags *d, const char *path, size_t index, const nf_object *so,
                             const char *got);
 

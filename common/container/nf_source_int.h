@@ -9,10 +9,10 @@
 /* A values resolution in progress (nf_source_resolve.c). */
 typedef struct nf_src_rv nf_src_rv;
 
-/* One row per source kind (DESIGN 5): the member that names the kind, the
- * member that names its tensor or object (NULL: none), what it is when a
- * resource may not have it (NULL: a resource may), and how it resolves
- * to exact bytes (0, 1: decode instead, -1: diagnosed) and to values
+/* One row per source kind (ninfer-pack(1) MANIFEST): the member that names
+ * the kind, the member that names its tensor or object (NULL: none), what it
+ * is when a resource may not have it (NULL: a resource may), and how it
+ * resolves to exact bytes (0, 1: decode instead, -1: diagnosed) and to values
  * (target_cols: the object's K; left: elements still needed; depth:
  * concats around it). */
 typedef struct {

@@ -1,4 +1,4 @@
-/* nf_split.h — reshard or merge an artifact (spec 2.3, 11.4; DESIGN 3, 4, 9).
+/* nf_split.h — reshard or merge an artifact (spec 2.3, 11.4; ninfer-split(1)).
  *
  * The logical payload is copied unchanged; only the files table, the file
  * set and the artifact_id change, so objects, bindings, uses and digests

@@ -1,7 +1,7 @@
-/* nf_stream.h — an artifact written out as the stream form (DESIGN 4; spec
- * 3.1, 11.2, 11.4): the entry header, the catalog, the fill to the payload,
- * then the logical payload, as ninfer-cat writes it to a pipe; and payload
- * ranges of an artifact copied to an output.
+/* nf_stream.h — an artifact written out as the stream form (ninfer(5) The
+ * stream form; spec 3.1, 11.2, 11.4): the entry header, the catalog, the
+ * fill to the payload, then the logical payload, as ninfer-cat writes it to a
+ * pipe; and payload ranges of an artifact copied to an output.
  *
  * Errors: each call returns 0 or -1. On -1, *out_err is the errno of a
  * failed write to out (the caller names its output in the message), or 0
@@ -29,7 +29,7 @@ extern "C" {
 int nf_stream_write_range(nf_artifact *a, uint64_t off, uint64_t len, nf_output *out,
                           int *out_err, nf_diags *d);
 
-/* The whole artifact as a stream (DESIGN 4). One file: byte for byte (its
+/* The whole artifact as a stream (ninfer(5)). One file: byte for byte (its
  * header, the stored catalog and its trailing spaces, fill, payload), the
  * artifact_id too unless wo gives one (NF_ID_GIVEN). Parts: a new
  * single-file framing of the same catalog without them (a new file set, so

@@ -1,16 +1,17 @@
 /* nf_values.h — a tensor's logical values as f32, read from sources in
- * other encodings: the decode half of the packer's transcoding (DESIGN 5,
- * 7.4). A value source is a sequence of pieces whose elements, joined in
- * order, are the target object's elements in C order:
- *   - raw little-endian elements in a file (dtypes of DESIGN 5: bf16 f16 f32
- *     f64 i8 i16 i32 i64 u8 u16 u32 u64), optionally a slice of whole rows;
+ * other encodings: the decode half of the packer's transcoding
+ * (ninfer-pack(1) MANIFEST). A value source is a sequence of pieces whose
+ * elements, joined in order, are the target object's elements in C order:
+ *   - raw little-endian elements in a file (the dtypes of ninfer-pack(1):
+ *     bf16 f16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64), optionally a slice of
+ *     whole rows;
  *   - a decoded object (an existing artifact's, or a GGUF tensor held in
  *     memory; any format nf_codec decodes), optionally a slice of rows;
  *   - inline numbers.
  * Every piece may undo a row permutation (llama.cpp's q/k rope
  * order, Qwen3.5's v-head tiling of rows), undo the v-head tiling of the
- * columns, and map each value (x - 1, log(-x)): DESIGN 5's source
- * transforms.
+ * columns, and map each value (x - 1, log(-x)): the source transforms of
+ * ninfer-pack(1) MANIFEST.
  * Reading is by element range, so a packer can encode in row blocks with
  * memory bounded by the block (and one decoded source object).
  */
@@ -32,7 +33,7 @@ typedef enum {
     NF_DT_I64, NF_DT_U8, NF_DT_U16, NF_DT_U32, NF_DT_U64, NF_DT_COUNT_
 } nf_dtype;
 
-/* DESIGN 5 dtype names ("bf16", "f32", ...) and safetensors names ("BF16",
+/* Manifest dtype names ("bf16", "f32", ...) and safetensors names ("BF16",
  * "F32", ...) to nf_dtype; -1 when unknown. */
 int nf_dtype_from_name(const char *name);
 /* Bytes per element of a dtype. */
@@ -61,7 +62,7 @@ typedef struct {
                               element (0 when rows and transforms are used) */
     /* values */
     const double *values;
-    /* transforms (DESIGN 5), applied in this order:
+    /* transforms (ninfer-pack(1) MANIFEST), applied in this order:
        logical row l (l >= row0) reads source row rowperm(l), logical column
        c reads source column colperm(c), then the value is mapped */
     uint64_t heads;        /* > 0: undo llama.cpp's rope permutation with this

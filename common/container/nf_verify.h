@@ -1,8 +1,8 @@
 /* nf_verify.h — what ninfer-verify checks, as one library call (spec 11.1,
- * 11.2; DESIGN 3, 9, 13): the entry and catalog (done by nf_artifact_open),
+ * 11.2; ninfer-verify(1)): the entry and catalog (done by nf_artifact_open),
  * every file's header, length and fill, formats this build does not know,
  * the object digests of metadata.integrity, and with `deep` every tensor's
- * codes (the codec contract, DESIGN 7). Diagnostics only: nothing printed.
+ * codes (ninfer-formats(7) Formats). Diagnostics only: nothing printed.
  */
 #ifndef NF_VERIFY_H
 #define NF_VERIFY_H
@@ -76,8 +76,8 @@ typedef struct {
  * passes; files are not checked, `deep` is ignored). A URL artifact's
  * digests are computed as its ranges arrive (nf_scan: the files the
  * selection needs, fetched in parallel, nothing written to disk). Adds every finding to
- * d (file, JSON Pointer, code, message: the codes of DESIGN 3) and fills r
- * (zeroed first; free it with nf_verify_result_free). Returns
+ * d (file, JSON Pointer, code, message: ninfer-verify(1) DIAGNOSTICS) and
+ * fills r (zeroed first; free it with nf_verify_result_free). Returns
  * nf_diags_exit(d): 0 valid, 1 a rule broken, 3 I/O, 4 unsupported. Out of
  * memory is an `io` diagnostic. */
 int nf_verify(nf_artifact *a, const nf_verify_opts *o, nf_verify_result *r, nf_diags *d);

@@ -1,10 +1,10 @@
-/* nf_writer.h — the artifact writer (spec 2.1, 2.3, 3, 11.4; DESIGN 3, 4).
+/* nf_writer.h — the artifact writer (spec 2.1, 2.3, 3, 11.4; ninfer-split(1)).
  *
  * Planning: nf_plan_make serializes the catalog and computes the files
  * table with the spec 2.3 capacity formulas, reserving JSON space with
  * trailing whitespace so the table is settled before any payload moves.
  *
- * Writing to files (DESIGN 3, "what a writer may remove or replace"):
+ * Writing to files (ninfer-split(1): Publication, What is replaced or removed):
  * every file is first a temporary in the target's directory
  * (".NAME.tmp-PID-XXXXXX"), created with the umask's mode; temporaries are
  * removed on failure, on nf_writer_abort and on every catchable signal
@@ -59,9 +59,10 @@
  * back when no entry was published, or removes them and the rest of the
  * old set when one was, with warnings.
  *
- * Writing to a stream (DESIGN 4): the single-file form, in order. A caller
- * that meets a broken rule mid-payload aborts the writer: the stream is cut
- * short (a zstd frame is left unfinished), and a reader reports `length`.
+ * Writing to a stream (ninfer(5) The stream form): the single-file form, in
+ * order. A caller that meets a broken rule mid-payload aborts the writer: the
+ * stream is cut short (a zstd frame is left unfinished), and a reader reports
+ * `length`.
  */
 #ifndef NF_WRITER_H
 #define NF_WRITER_H
@@ -152,7 +153,8 @@ void nf_plan_free(nf_plan *plan);
 /* Serialize the files table as the catalog shows it (for --dry-run). */
 char *nf_plan_files_json(const nf_plan *plan, bool pretty);
 
-/* Where and how nf_split and nf_pack write a whole artifact (DESIGN 3, 4). */
+/* Where and how nf_split and nf_pack write a whole artifact (ninfer-split(1),
+ * ninfer-pack(1)). */
 typedef struct {
     nf_write_opts w;         /* limits, force, sync, warnings */
     const char *out;         /* the entry path; NULL or "-": a stream on
@@ -259,7 +261,7 @@ nf_writer *nf_writer_open_adopt(const char *target, char *const *names, size_t n
 int nf_writer_publish_adopted(nf_writer *w, char *const *tmp, nf_diags *d);
 
 
-/* ---- single-file outputs (DESIGN 3: outputs that are not regular files) ----
+/* ---- single-file outputs (outputs that are not regular files) --------------
  *
  * For outputs that are one file (ninfer-import -o, ninfer-quant -o, the
  * importer's side files): a path that is, or is a symlink to, a character
@@ -277,7 +279,7 @@ int nf_writer_publish_adopted(nf_writer *w, char *const *tmp, nf_diags *d);
 
 /* Standard output against the inputs (the same comparison, "-" too):
  * when it is a regular file that is one of them (`>> input`, `1<> input`),
- * `usage` naming "(stdout)" and -1, before anything is written (DESIGN 3);
+ * `usage` naming "(stdout)" and -1, before anything is written (exit 2);
  * else 0 (a pipe, terminal or device is never an input). */
 int nf_stdout_check(const char *const *inputs, size_t n_inputs, nf_diags *d);
 
@@ -314,7 +316,7 @@ const char *nf_file_out_name(const nf_file_out *f);
 int nf_file_out_finish(nf_file_out *f, bool sync, nf_diags *d);
 void nf_file_out_abort(nf_file_out *f);
 
-/* ---- directory outputs (DESIGN 3 applied to a directory as a whole) ----
+/* ---- directory outputs (a directory as a whole; ninfer-export(1) Outputs) ---
  *
  * A directory written as one output (ninfer-export --safetensors): the
  * target must be absent or an empty directory; one with entries is kept

@@ -144,8 +144,8 @@ int nf_export_safetensors(const nf_export_opts *o, nf_export_result *r, nf_diags
 
 /* ---- the inverse transforms, shared with the importer ---------------------- */
 
-/* Undo a source map (DESIGN 5) in f32, as llama.cpp's converter computes
- * the stored values: minus-one -> v + 1, log-neg -> -expf(v). */
+/* Undo a source map (ninfer-pack(1) MANIFEST) in f32, as llama.cpp's converter
+ * computes the stored values: minus-one -> v + 1, log-neg -> -expf(v). */
 void nf_export_unmap(nf_value_map map, float *v, uint64_t n);
 
 /* n f32 values as ggml type F32, F16 or BF16 (round to nearest even) into

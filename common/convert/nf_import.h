@@ -1,4 +1,4 @@
-/* nf_import.h — a checkpoint to a manifest (DESIGN 5, 6, 10; spec 4.2, 5.3,
+/* nf_import.h — a checkpoint to a manifest (ninfer-import(1); spec 4.2, 5.3,
  * 7, 8, 9.1, 10): what ninfer-import prints and ninfer-pack packs unedited.
  *
  * Checkpoints:
@@ -13,10 +13,10 @@
  *  - one .safetensors file with a config (opts.config, else config.json
  *    beside it), frontend files taken from its directory;
  *  - a GGUF file (v2/v3): F32, F16, BF16 and first-wave block-quantized
- *    tensors (DESIGN 7.5) of the llama, qwen2, qwen3, qwen3moe, qwen3next,
- *    qwen35 and qwen35moe architectures, mapped to the logical names with
- *    the binder's GGUF naming, undoing what
- *    llama.cpp's converter did (DESIGN 5, GGUF.md 3.3/4): llama q/k rows
+ *    tensors (ninfer-formats(7)) of the llama, qwen2, qwen3, qwen3moe,
+ *    qwen3next, qwen35 and qwen35moe architectures, mapped to the logical
+ *    names with the binder's GGUF naming, undoing what
+ *    llama.cpp's converter did (ninfer-import(1)): llama q/k rows
  *    carry "unpermute" llama-rope sources; the hybrids' w + 1 norms and
  *    ssm_a carry "map" minus-one / log-neg; Qwen3.5's tiled value heads are
  *    bound head by head (parts) and an F32/F16/BF16 ssm_out carries a
@@ -26,7 +26,7 @@
  *    blk.L.nextn.* adds the mtp component; the alternative layouts, legacy
  *    ssm_in or fused ffn_gate_up_exps, are detected). Resources of the
  *    text component, each a byte range of the GGUF itself (no file is
- *    written beside the manifest, DESIGN 3): NF_GGUF_PREFIX_ROLE, the
+ *    written beside the manifest): NF_GGUF_PREFIX_ROLE, the
  *    GGUF's bytes [0, data offset) (header, every key/value, the tensor
  *    infos: where tokenizer keys are read from, and what ninfer-export(1)
  *    writes back), tokenizer.chat_template as chat_template.jinja and
@@ -57,7 +57,7 @@
  * gguf_f16), a GGUF block type as its gguf_* format in gguf_rows_v1 (the
  * bytes as they are; vectors and mapped tensors decode to fp32), expert
  * banks [E*N, K]; a block-quantized ssm_out with v-head tiled columns adds
- * one shared int32 input_columns object on its uses (DESIGN 10);
+ * one shared int32 input_columns object on its uses (ninfer-import(1));
  * provenance.converter.source.gguf keeps the file's quantization keys and
  * lists row_copies / transformed objects; with opts.fuse, every fuse group
  * of the binder becomes one parent (ID = the group's ID) whose source is a
@@ -105,7 +105,7 @@ typedef struct {
                                   device and inode: a symlink or hard link too;
                                   standard output when it is a regular file)
                                   is `usage` before anything is hashed or written
-                                  (DESIGN 3), with or without force; then an
+                                  (exit 2), with or without force; then an
                                   existing output without force is `io`
                                   (nf_output_file_check) */
     void (*warn)(void *ctx, const char *msg); /* may be NULL */
@@ -123,7 +123,7 @@ typedef struct {
  * name that file. */
 char *nf_import(const nf_import_opts *o, size_t *len, nf_diags *d);
 
-/* Source adaptation of a Hugging Face config.json (spec 4.2, DESIGN 10):
+/* Source adaptation of a Hugging Face config.json (spec 4.2, ninfer-import(1)):
  * the text component's config, as compact JSON text (malloc'ed, NUL-
  * terminated), from text[0..len):
  *  - a wrapper with a "text_config" object: its members, with

@@ -1,4 +1,4 @@
-/* nf_quant.h — choosing encodings in a manifest (DESIGN 5, ninfer-quant):
+/* nf_quant.h — choosing encodings in a manifest (ninfer-quant(1)):
  * rules GLOB=FORMAT[:LAYOUT][,divisors=N][,policy=P] matched against
  * logical parameter names, applied to the objects the parameters are bound
  * to, and the activation policies (spec 8) of their uses.
@@ -40,7 +40,7 @@ int nf_quant_recipe_parse(const char *text, size_t len, nf_quant_rules *rules, n
 
 void nf_quant_rules_free(nf_quant_rules *rules);
 
-/* Apply rules to a parsed manifest (DESIGN 5): a rule whose glob matches no
+/* Apply rules to a parsed manifest: a rule whose glob matches no
  * bound parameter's name (a typo would otherwise ship an unquantized
  * manifest) is a `usage` error naming it (exit 2) unless
  * rules->allow_unmatched; nothing is changed then. For each binding the last
@@ -53,7 +53,7 @@ void nf_quant_rules_free(nf_quant_rules *rules);
  * of the parameter; AllowA4 on nvfp4 adds an activation_input_divisor
  * auxiliary (a new fp32 scalar object of value 1.0) to each such use. A
  * use whose parameter's objects move from gguf_* formats to ours loses its
- * input_columns auxiliary (DESIGN 10): the permutation, which must be
+ * input_columns auxiliary (ninfer-quant(1)): the permutation, which must be
  * Qwen3.5's v-heads-tiled order (its values inline or in an artifact's
  * int32 object), becomes a column unpermute in each object's source, so
  * the new objects hold the columns in logical order (`unsupported` when it

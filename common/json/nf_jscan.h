@@ -3,7 +3,7 @@
  * json-c accepts more than RFC 8259 (NaN, comments in some modes), keeps the
  * last of duplicate member names silently and saturates integers outside
  * int64/uint64. This scanner runs first, in time linear in the text and
- * memory a small multiple of it, and enforces DESIGN section 13:
+ * memory a small multiple of it, and enforces ninfer(5) JSON rules:
  *   - RFC 8259 syntax exactly: one value, optional surrounding whitespace
  *     (space, tab, LF, CR), no byte-order mark, no trailing bytes, literals
  *     true/false/null only, numbers  -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?,
@@ -74,7 +74,7 @@ bool nf_jscan(const char *text, size_t len, unsigned max_depth,
               nf_diags *d, nf_jscan_result *res);
 
 /* Events of one scan, in text order, for a reader that builds its own
- * records in the same pass (the catalog, DESIGN 14). Offsets are byte
+ * records in the same pass (the catalog). Offsets are byte
  * offsets into the text. open: a container starts at off ('{' or '[');
  * close: the innermost open container ends, end is the offset after its
  * bracket; key: a member name, start/len span its raw bytes inside the
@@ -138,7 +138,8 @@ bool nf_jscan_is_bigint(const nf_jscan_result *res, const char *ptr);
 /* --- Raw spans in text that nf_jscan accepted ------------------------------
  * A span is [start, start+len) of text: a whole value exactly as written
  * (no surrounding whitespace). Writers splice config/metadata/provenance
- * spans into their output so numbers keep their text (DESIGN section 3). */
+ * spans into their output so numbers keep their text (ninfer(5) JSON
+ * rules). */
 typedef struct {
     size_t start, len;
 } nf_span;

@@ -9,7 +9,7 @@
  * Writing: a small builder over json-c's tree and serializer. A "raw" value
  * is spliced into the output byte for byte; writers use it for config,
  * metadata and provenance so numbers keep the text they were read with
- * (DESIGN section 3).
+ * (ninfer(5) JSON rules).
  */
 #ifndef NF_JSON_H
 #define NF_JSON_H
@@ -47,7 +47,7 @@ typedef enum {
  * manifest source, a recipe, a checkpoint's config.json): a catalog is
  * never parsed this way (nf_catalog.h reads it in one scanner pass, at a
  * cost bounded by construction), so the guard below applies to one member
- * alone (DESIGN 14). Runs nf_jscan
+ * alone. Runs nf_jscan
  * with max_depth (0: NF_JSON_MAX_DEPTH) and appends its findings to d; on
  * any finding returns NULL. A text whose tree would need more than
  * NF_JSON_MEM_FACTOR times its size (+64 MiB), or more than NF_JSON_MAX_TREE
@@ -108,9 +108,10 @@ const char *nf_jstr(const nf_jval *v, size_t *len);
 bool nf_jbool(const nf_jval *v);
 double nf_jdouble(const nf_jval *v);
 
-/* Read a U64 field (DESIGN 3): v must be an integer literal in 0..2^64-1
- * ("-0" reads as 0). `pointer` is v's JSON Pointer, used to recognise the
- * big integers json-c saturated. Returns NF_JU64_OK or why not. */
+/* Read a U64 field (ninfer(5) JSON rules): v must be an integer literal in
+ * 0..2^64-1 ("-0" reads as 0). `pointer` is v's JSON Pointer, used to
+ * recognise the big integers json-c saturated. Returns NF_JU64_OK or why
+ * not. */
 typedef enum {
     NF_JU64_OK = 0,
     NF_JU64_NOT_INTEGER, /* not a number, or 1.0 / 1e3 -> `schema` */

@@ -1,4 +1,4 @@
-/* nf_binder.h — the architecture binder (DESIGN section 10; spec 7, 8,
+/* nf_binder.h — the architecture binder (ninfer-bind(1); spec 7, 8,
  * 11.3, 12.6).
  *
  * From a component's config alone (a component with a `target` takes its
@@ -16,8 +16,8 @@
  * Qwen3MoeForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM,
  * Qwen3_5MoeForCausalLM, and the mtp component's Qwen3NextMTP and
  * Qwen3_5MTP (target: the text component; Qwen3_5MTP targets Qwen3.5 or
- * Qwen3.5-MoE). The binder reads normalized configs only (DESIGN 10:
- * nf_import_normalize_config turns wrapper configs into these).
+ * Qwen3.5-MoE). The binder reads normalized configs only
+ * (nf_import_normalize_config turns wrapper configs into these).
  *
  * Units: shapes and element counts in elements (C order, spec 7.2); element
  * ranges [begin, end) as spec 7.1's part ranges. Every product and sum is
@@ -26,10 +26,10 @@
  * refused (`range`) before any list is built.
  *
  * Diagnostics point into the catalog ("/components/text/config/hidden_size",
- * "/bindings/text~1head", "/uses/3") with the codes of DESIGN 3: schema
- * (a config field missing or of the wrong type), range, unsupported (an
- * unknown architecture: exit 4), coverage, unknown-parameter, auxiliary,
- * component-missing, target.
+ * "/bindings/text~1head", "/uses/3") with the codes of ninfer-verify(1)
+ * DIAGNOSTICS: schema (a config field missing or of the wrong type), range,
+ * unsupported (an unknown architecture: exit 4), coverage, unknown-parameter,
+ * auxiliary, component-missing, target.
  */
 #ifndef NF_BINDER_H
 #define NF_BINDER_H
@@ -65,15 +65,17 @@ typedef struct {
     uint64_t dims[NF_MAX_RANK];
     uint64_t elements;
     uint64_t unpermute_heads; /* GGUF: undo llama.cpp's q/k rope row order with
-                                 this many heads (DESIGN 5 "llama-rope"); 0: none */
+                                 this many heads (ninfer-pack(1) "llama-rope");
+                                 0: none */
     nf_value_map map;         /* GGUF: the stored values are a function of the
                                  logical ones; the source's "map" undoes it
                                  (minus-one: norms stored w + 1; log-neg: ssm_a =
-                                 -exp(A_log)), DESIGN 5 and 10 */
+                                 -exp(A_log)), ninfer-import(1) */
     uint64_t tiled_k, tiled_v, tiled_hd; /* GGUF qwen35*: the columns are v-head
-                                 tiled (Hk, Hv, Dv; GGUF.md 3.3): undone by a
-                                 column unpermute (F32/F16/BF16) or by the use's
-                                 input_columns (block formats); 0: not tiled */
+                                 tiled (Hk, Hv, Dv; ninfer-import(1)): undone
+                                 by a column unpermute (F32/F16/BF16) or by the
+                                 use's input_columns (block formats); 0: not
+                                 tiled */
 } nf_src_tensor;
 
 /* An element range [begin, end) of a checkpoint tensor. */
@@ -92,7 +94,7 @@ typedef struct {
     size_t n_ranges;
 } nf_src_map;
 
-/* One logical parameter (DESIGN 10's table). */
+/* One logical parameter of the architecture (as ninfer-bind(1) lists it). */
 typedef struct {
     char *name;             /* full name with its component prefix */
     unsigned rank;
@@ -169,7 +171,8 @@ typedef struct {
                                importer looks; GGUF names only) */
 } nf_arch_input;
 
-/* Alternative GGUF tensor layouts (GGUF.md 4.2). */
+/* Alternative GGUF tensor layouts (llama.cpp's qwen3next and fused-expert
+ * tensor names). */
 enum {
     NF_GGUF_FORM_SSM_IN = 1,       /* qwen3next: legacy blk.i.ssm_in (HF
                                       in_proj_qkvz verbatim), no attn_qkv/attn_gate */
@@ -186,7 +189,7 @@ const nf_param *nf_arch_find(const nf_arch_plan *p, const char *name);
  * values (shares == NULL). False on overflow. */
 bool nf_arch_total_elements(const nf_arch_plan *p, uint64_t *out);
 
-/* ---- checks over an artifact (spec 11.3, 12.6; DESIGN 10) ----------------- */
+/* ---- checks over an artifact (spec 11.3, 12.6; ninfer-bind(1) --check) ---- */
 
 typedef struct {
     /* Components selected (spec 4.2, 12.6); NULL/0: every declared one.
@@ -211,11 +214,10 @@ typedef struct {
  * activation_input_divisor is one fp32 element, finite and > 0;
  * hadamard_signs is bf16 [K] (K the projection's input width, a multiple of
  * 1024) of +-1 values; input_columns is int32 [K], a permutation of
- * 0..K-1, on a use whose parameter's parts are all gguf_* formats (DESIGN
- * 10). Values are read through `a` (range reads); with a ==
- * NULL (a stream) value checks are skipped. Components asked for but not
- * declared are `component-missing`. Returns nf_diags_exit of what it found
- * (0 when all is well). */
+ * 0..K-1, on a use whose parameter's parts are all gguf_* formats. Values
+ * are read through `a` (range reads); with a == NULL (a stream) value checks
+ * are skipped. Components asked for but not declared are `component-missing`.
+ * Returns nf_diags_exit of what it found (0 when all is well). */
 int nf_binder_check(const nf_catalog *c, nf_artifact *a, const nf_bind_opts *o, nf_diags *d);
 
 /* The derived plans of every selected component of c (for listing, planning
@@ -227,9 +229,9 @@ int nf_binder_plans(const nf_catalog *c, const nf_bind_opts *o, nf_arch_plan **p
                     size_t *n, nf_diags *d);
 void nf_arch_plans_free(nf_arch_plan *plans, size_t n);
 
-/* ---- views and plans (DESIGN 8, spec 7.3, 11.2) --------------------------- */
+/* ---- views and plans (ninfer-formats(7), spec 7.3, 11.2) ------------------ */
 
-/* nf_view_spans (nf_layout.h: the rule of DESIGN 8's zero-copy views) of a
+/* nf_view_spans (nf_layout.h: the zero-copy views of ninfer-formats(7)) of a
  * part [begin, end) of an object with encoding te: the byte intervals it
  * needs, one per plane, and whether it is a view. Returns the number of
  * spans, 0 for a bad range. */

@@ -1,5 +1,5 @@
 /* nf_devcheck.h — a device kernel's results checked against the CPU
- * reference on sampled rows (DESIGN 11): what the CUDA benchmark and the
+ * reference on sampled rows (ninfer-bench(1)): what the CUDA benchmark and the
  * device tests compare after timing a large shape, kept host-side so that
  * it is tested without a GPU (on the CPU kernels' outputs).
  *

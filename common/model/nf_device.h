@@ -1,4 +1,4 @@
-/* nf_device.h — the device backend seen from C (DESIGN 11). Implemented in
+/* nf_device.h — the device backend seen from C (ninfer-run(1)). Implemented in
  * cuda/ by nvcc when the CUDA toolkit is present, or by a stub that reports
  * "built without CUDA" (exit 4) when it is not (`make CUDA=0` forces the
  * stub). Nothing here prints: problems are diagnostics (nf_diag.h) for the
@@ -105,7 +105,7 @@ int nf_device_bench_samples(const char *op, const nf_tensor_enc *t, const uint8_
 /* One parent object resident in device memory (opaque). */
 typedef struct nf_dbuf nf_dbuf;
 
-/* Materialize parents on the device (DESIGN 11, spec 11.2): for each object
+/* Materialize parents on the device (ninfer-run(1), spec 11.2): for each object
  * index objs[i] of a's catalog, a device allocation, then nf_load_parents
  * (threads workers, 0: min(4, CPUs)) reads its encoded bytes with large
  * range reads into each worker's two pinned staging buffers, hashes them

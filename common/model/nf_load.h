@@ -1,4 +1,4 @@
-/* nf_load.h — the load path's reads (DESIGN 11; spec 11.2 range reads,
+/* nf_load.h — the load path's reads (ninfer-run(1); spec 11.2 range reads,
  * ninfer(5) metadata.integrity): every parent object of a selection read
  * once with large range reads, on threads, and hashed (SHA-256) as it is
  * read, as an engine that trusts nothing would, so that a damaged byte is a

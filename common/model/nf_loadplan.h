@@ -1,5 +1,5 @@
 /* nf_loadplan.h — what a loader reads for one logical parameter, as data
- * (DESIGN 6 `ninfer-bind --plan`, 8; spec 7.1, 11.2): for each part of its
+ * (ninfer-bind(1) --plan; spec 7.1, 11.2): for each part of its
  * binding the object, the element range, whether it is a zero-copy view,
  * the byte interval of each plane the range needs (nf_part_spans), and the
  * file segments those intervals lie in.
@@ -23,7 +23,7 @@ typedef struct {
     size_t object;        /* index into the catalog's objects */
     uint64_t begin, end;  /* element range: the part's, or [0, elements) */
     nf_enc_status status; /* NF_ENC_OK, or why there is no plan (below unset) */
-    bool view;            /* a zero-copy view (DESIGN 8) */
+    bool view;            /* a zero-copy view (ninfer-formats(7)) */
     unsigned n_planes;
     nf_plane_span planes[NF_MAX_PLANES]; /* offsets relative to the object */
     size_t first_segment, n_segments;    /* into nf_param_plan.segments */

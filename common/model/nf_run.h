@@ -1,4 +1,4 @@
-/* nf_run.h — the engine's load path made observable (DESIGN 11; spec 4.2,
+/* nf_run.h — the engine's load path made observable (ninfer-run(1); spec 4.2,
  * 5.3, 7.3, 11.2): select components, collect the parents their bindings
  * and uses reference (every other object stays unread), read each parent
  * once, build row views, and run every use's projection y = W x with the

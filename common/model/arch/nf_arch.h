@@ -2,10 +2,11 @@
  * architecture modules under common/model/arch/ (not installed).
  *
  * A module is one function that reads its config through an nf_ab builder
- * and adds, in a fixed order, the parameters of DESIGN 10's table with their
- * checkpoint tensors and fuse groups. The shared blocks (embedding, norms,
- * attention, dense MLP, MoE, linear attention) live in nf_arch_blocks.c so
- * every family writes the same names the same way.
+ * and adds, in a fixed order, the architecture's logical parameters (those
+ * ninfer-bind(1) lists) with their checkpoint tensors and fuse groups. The
+ * shared blocks (embedding, norms, attention, dense MLP, MoE, linear
+ * attention) live in nf_arch_blocks.c so every family writes the same names
+ * the same way.
  */
 #ifndef NF_ARCH_H
 #define NF_ARCH_H
@@ -73,9 +74,9 @@ void nf_ab_map_rows(nf_ab *b, size_t param, nf_naming n, size_t t, uint64_t firs
 void nf_ab_map_range(nf_ab *b, size_t param, nf_naming n, size_t t, uint64_t begin,
                      uint64_t end);
 /* ... or, for a tensor whose rows [first, first + hv*hd) hold hv heads of hd
- * rows in Qwen3.5's tiled order (GGUF.md 3.3: logical head g*r + j is
- * stored as head j*hk + g, r = hv/hk), rows [0, lead) (lead <= first; 0:
- * none) then the heads in logical order, each its block of rows. */
+ * rows in Qwen3.5's tiled order (ninfer-pack(1) v-heads-tiled: logical head
+ * g*r + j is stored as head j*hk + g, r = hv/hk), rows [0, lead) (lead <=
+ * first; 0: none) then the heads in logical order, each its block of rows. */
 void nf_ab_map_tiled(nf_ab *b, size_t param, nf_naming n, size_t t, uint64_t lead,
                      uint64_t first, uint64_t hk, uint64_t hv, uint64_t hd);
 /* Tensor t stores map^-1 of the logical values (nf_src_tensor.map). */
@@ -117,15 +118,16 @@ typedef struct {
     uint64_t Hk, Hv, Dk, Dv, kernel;
     bool split_in_proj;      /* Qwen3.5: in_proj_qkv / _z / _b / _a */
     bool *full_attn;         /* per layer (L entries), NULL: all full attention */
-    /* GGUF naming of the hybrids (qwen3next, qwen35, qwen35moe; GGUF.md 4.2) */
+    /* GGUF naming of the hybrids (qwen3next, qwen35, qwen35moe: llama.cpp's
+       tensor names) */
     bool gguf_hybrid;        /* +1 norms, post_attention_norm, ssm_* tensors */
     bool gguf_tiled;         /* qwen35*: v heads tiled (the identity when Hk == Hv) */
     unsigned gguf_forms;     /* NF_GGUF_FORM_* of the file */
 } nf_geom;
 
-/* Read H, V, L, Nq, Nkv, D and tie_word_embeddings (DESIGN 10: D is
- * head_dim when present, else H/Nq). Caps L so the derived list stays
- * under NF_ARCH_MAX_PARAMS. */
+/* Read H, V, L, Nq, Nkv, D and tie_word_embeddings (D is head_dim when
+ * present, else H/Nq). Caps L so the derived list stays under
+ * NF_ARCH_MAX_PARAMS. */
 bool nf_geom_dense(nf_ab *b, nf_geom *g);
 /* Read num_experts, moe_intermediate_size, decoder_sparse_step,
  * mlp_only_layers and (shared) shared_expert_intermediate_size. */
@@ -137,7 +139,8 @@ bool nf_geom_hybrid(nf_ab *b, nf_geom *g);
  * architecture arch ("qwen3next", "qwen35", "qwen35moe"), with the file's
  * forms from the builder's input. */
 void nf_geom_gguf_hybrid(nf_ab *b, nf_geom *g, const char *arch);
-/* Is layer i an MoE layer (DESIGN 10)? */
+/* Is layer i an MoE layer: experts (E > 0), i not in mlp_only_layers and
+ * (i + 1) % decoder_sparse_step == 0? */
 bool nf_geom_is_moe(const nf_geom *g, uint64_t i);
 void nf_geom_free(nf_geom *g);
 
