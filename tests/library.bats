@@ -23,6 +23,15 @@ stage() {
     ! nm "$NF_STAGE/lib/libninfer.a" 2> /dev/null | grep -q ' T nf_usage_error$'
 }
 
+@test "the installed headers cite what a user has (man pages, spec sections), not our own notes" {
+    stage
+    # the design notes, issue numbers and red-team reports are not installed
+    local hs=("$NF_STAGE/include/ninfer/"*.h) hits
+    [ "${#hs[@]}" -gt 20 ]
+    hits=$(grep -n -E 'DESIGN|[Ii]ssues? #?[0-9]|[Rr]ed[- ]?[Tt]eam|(GGUF|KERNELS|STYLE)\.md' "${hs[@]}" || true)
+    [ -z "$hits" ] || { echo "$hits"; return 1; }
+}
+
 @test "the installed library links on its own: nothing in it needs a symbol of the front end" {
     stage
     local cli="$NF_TOOLS/../libninfer-cli.a"
