@@ -147,7 +147,7 @@ bool nf_format_is_reserved(const char *s, size_t len)
 
 const char *nf_format_reserved_note(const char *s, size_t len)
 {
-    return nf_format_is_reserved(s, len) ? " (a GGUF format reserved for a later wave, DESIGN 7.5)"
+    return nf_format_is_reserved(s, len) ? " (a GGUF format reserved for a later wave, ninfer-formats(7))"
                                          : "";
 }
 

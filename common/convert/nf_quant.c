@@ -577,7 +577,7 @@ static int record_rules(nf_catalog *c, const nf_quant_rules *rules)
     }
     nf_jval *q = nf_jnew_object();
     nf_jobj_set(q, "tool", nf_jnew_string("ninfer-quant " NF_VERSION));
-    nf_jobj_set(q, "encoder", nf_jnew_string("DESIGN 7.4 defaults (least-squares scale search)"));
+    nf_jobj_set(q, "encoder", nf_jnew_string("ninfer-formats(7) defaults (least-squares scale search)"));
     nf_jobj_set(q, "rules", arr);
     if (c->provenance_text) {
         nf_span prev;
