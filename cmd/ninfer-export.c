@@ -161,8 +161,8 @@ int main(int argc, char **argv)
             o.dtype_f32 = !strcmp(optarg, "f32");
             break;
         case O_SHARD:
-            if (!nf_parse_size(optarg, &v) || v == 0)
-                return nf_usage_error("bad --max-shard-size '%s'", optarg);
+            if (nf_size_opt("--max-shard-size", optarg, false, &v))
+                return NF_EXIT_USAGE;
             o.max_shard_bytes = v;
             break;
         case O_COMP:
@@ -182,8 +182,8 @@ int main(int argc, char **argv)
         case 'q': cl.quiet = true; progress = -1; break;
         case O_NOSYNC: o.sync = false; break;
         case O_MAXJ:
-            if (!nf_parse_size(optarg, &v) || v == 0)
-                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            if (nf_size_opt("--max-json-bytes", optarg, false, &v))
+                return NF_EXIT_USAGE;
             oo.max_json_bytes = v;
             break;
         case 'h': fputs(usage, stdout); return nf_stdout_close(0);

@@ -193,8 +193,8 @@ int main(int argc, char **argv)
         case O_NOSYNC: opt.nosync = true; break;
         case O_JSON: opt.json = true; break;
         case O_MAXJ:
-            if (!nf_parse_size(optarg, &v) || v == 0)
-                return nf_usage_error("bad --max-json-bytes '%s'", optarg);
+            if (nf_size_opt("--max-json-bytes", optarg, false, &v))
+                return NF_EXIT_USAGE;
             opt.open.max_json_bytes = v;
             break;
         case O_PROG: opt.progress = 1; break;

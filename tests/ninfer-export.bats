@@ -476,6 +476,10 @@ tokenizer_json() {
     run -2 --separate-stderr ninfer-export --gguf --dtype f32 x.ninfer
     run -2 --separate-stderr ninfer-export --safetensors -o d --fallback f16 x.ninfer
     run -2 --separate-stderr ninfer-export --gguf --fallback q4 x.ninfer
+    run -2 --separate-stderr ninfer-export --safetensors -o d --max-shard-size 10MX x.ninfer
+    [ "$stderr" = "ninfer-export: usage: bad --max-shard-size '10MX': unknown suffix (K M G T, KiB MiB GiB TiB, KB MB GB TB) (see 'ninfer-export --help')" ]
+    run -2 --separate-stderr ninfer-export --gguf --max-json-bytes 0 x.ninfer
+    [ "$stderr" = "ninfer-export: usage: bad --max-json-bytes '0': zero (give a positive size) (see 'ninfer-export --help')" ]
     run -0 ninfer-export --help
     [ "$(awk '{ if (length > 80) n++ } END { print n + 0 }' <<< "$output")" -eq 0 ]
 }

@@ -152,6 +152,8 @@ same_set() { # same_set DIR — out/ holds DIR's files byte for byte
     run -2 --separate-stderr ninfer-fetch --bogus x
     [ "$stderr" = "ninfer-fetch: usage: unrecognized option '--bogus' (see 'ninfer-fetch --help')" ]
     run -2 --separate-stderr ninfer-fetch --component '' "$H/s/m.ninfer" -o out/m.ninfer
+    run -2 --separate-stderr ninfer-fetch --max-json-bytes 1XB "$H/s/m.ninfer" -o out/m.ninfer
+    [ "$stderr" = "ninfer-fetch: usage: bad --max-json-bytes '1XB': unknown suffix (K M G T, KiB MiB GiB TiB, KB MB GB TB) (see 'ninfer-fetch --help')" ]
     run -1 --separate-stderr ninfer-fetch --component nope "$H/s/m.ninfer" -o out/m.ninfer
     expect_code component-missing
     [ ! -e out/m.ninfer ]
