@@ -92,6 +92,26 @@ nothing_published() {
     run -0 ninfer-verify -q out/m.ninfer
 }
 
+@test "a rerun whose resume directory lost or cut a download fetches it again, never publishes zeros" {
+    nf_proxy_start px 'cut=300000@part-0003#2'
+    run -3 --separate-stderr ninfer-fetch -q --retries 0 "$NF_PROXY/s/m.ninfer" -o out/m.ninfer
+    nothing_published
+    R=out/.m.ninfer.ninfer-fetch
+    [ -f "$R/state" ]
+    [ -f "$R/f1" ]
+    [ -f "$R/f2" ]
+    # part 1's download gone (as after a run stopped between publishing and
+    # removing its state), part 2's cut short
+    rm "$R/f1"
+    truncate -s 5000 "$R/f2"
+    run -0 --separate-stderr ninfer-fetch --json "$NF_PROXY/s/m.ninfer" -o out/m.ninfer
+    [ "$(json_field resumed_bytes)" -lt 1048576 ]
+    for f in m.ninfer m.ninfer.part-0001 m.ninfer.part-0002 m.ninfer.part-0003 m.ninfer.part-0004; do
+        cmp "out/$f" "$W/s/$f"
+    done
+    run -0 ninfer-verify -q out/m.ninfer
+}
+
 @test "200 for a range: the first request (ranges not served) and a later one, io (3), nothing published" {
     nf_proxy_start px 'full200@m.ninfer#1'
     run -3 --separate-stderr ninfer-cat --header "$NF_PROXY/s/m.ninfer"

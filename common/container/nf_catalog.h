@@ -214,6 +214,13 @@ void nf_catalog_free(nf_catalog *c);
 /* Index of the object with this ID. */
 size_t nf_catalog_find(const nf_catalog *c, const char *id);
 
+/* Index of the first object whose bytes end past logical offset off (the
+ * first that holds byte off or starts after it), or n_objects when none
+ * does. Objects lie in offset order without overlap (spec 5.3), so this is
+ * a binary search, O(log objects); over a catalog with an `order` or
+ * `overlap` problem the index is some index in [0, n_objects]. */
+size_t nf_catalog_object_after(const nf_catalog *c, uint64_t off);
+
 /* Index of the binding of this logical parameter name. */
 size_t nf_catalog_binding(const nf_catalog *c, const char *name);
 

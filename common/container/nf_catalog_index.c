@@ -468,6 +468,20 @@ size_t nf_catalog_find(const nf_catalog *c, const char *id)
     return nf_ixmap_get(m, nf_ixmap_tag(m, id, n), obj_eq, c, id, n);
 }
 
+size_t nf_catalog_object_after(const nf_catalog *c, uint64_t off)
+{
+    size_t lo = 0, hi = c->n_objects;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const nf_object *o = &c->objects[mid];
+        if (o->offset + o->bytes <= off) /* offset + bytes: checked at parse */
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 size_t nf_catalog_binding(const nf_catalog *c, const char *name)
 {
     if (!c || !c->ix || !name)

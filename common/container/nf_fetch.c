@@ -368,25 +368,43 @@ static void entry_digest(nf_artifact *a, char out[65])
 }
 
 /* A file that is not as an earlier run saw it starts over, and so does
- * every object that reaches into it. */
+ * every object that reaches into it: the frontier goes back to the start
+ * of the first such file (files lie in logical order), or of the object
+ * that straddles it. A file is as it was when the server gives the same
+ * length and validator as before (a file without a validator never is:
+ * nothing could tell a new version of it) and the resume directory still
+ * holds every byte of it the state counts as received (a download removed
+ * or cut short since, or published by a run stopped before it removed its
+ * state, is fetched again, never taken for zeros). */
 static void drop_changed(fstate *s)
 {
     const nf_catalog *c = s->c;
     for (size_t i = 0; i < s->n; i++) {
         ffile *f = &s->f[i];
-        if (!f->need)
+        const nf_file *fl = &c->files[i];
+        if (!f->need || s->frontier <= fl->logical_offset)
             continue;
-        if (f->saved && f->saved_size == f->size && !strcmp(f->saved_val, f->val))
-            continue;
-        uint64_t start = c->files[i].logical_offset;
-        for (size_t k = 0; k < c->n_objects; k++) {
-            const nf_object *o = &c->objects[k];
-            if (o->offset < start + c->files[i].payload_bytes && o->offset + o->bytes > start &&
-                o->offset < start)
-                start = o->offset;
+        bool same = f->saved && f->val[0] && f->saved_size == f->size &&
+                    !strcmp(f->saved_val, f->val);
+        if (same) {
+            uint64_t end = fl->logical_offset + fl->payload_bytes;
+            uint64_t held = nf_artifact_file_payload_start(s->a, i) +
+                            ((s->frontier < end ? s->frontier : end) - fl->logical_offset);
+            char nm[32];
+            struct stat st;
+            snprintf(nm, sizeof nm, "f%zu", i);
+            same = fstatat(s->dfd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                   (uint64_t)st.st_size >= held;
         }
+        if (same)
+            continue;
+        uint64_t start = fl->logical_offset;
+        size_t k = nf_catalog_object_after(c, start);
+        if (k < c->n_objects && c->objects[k].offset < start)
+            start = c->objects[k].offset;
         if (s->frontier > start)
             s->frontier = start;
+        return;
     }
 }
 

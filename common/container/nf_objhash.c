@@ -340,17 +340,8 @@ static int hash_file(struct job *j, size_t i, unsigned char *buf, bool reporter,
     const nf_catalog *c = j->c;
     const nf_file *f = &c->files[i];
     struct fread_ctx x = {j, i, buf, nf_sha256_new(), NULL, 0, 0, 0, reporter, d, NULL};
-    /* the objects overlapping the file: binary search for the first whose
-     * end passes the file's start (objects are sorted and disjoint) */
-    size_t lo = 0, hi = c->n_objects;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->objects[mid].offset + c->objects[mid].bytes <= f->logical_offset)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    x.first = x.cur = lo;
+    /* the objects overlapping the file */
+    x.first = x.cur = nf_catalog_object_after(c, f->logical_offset);
     uint64_t fe = f->logical_offset + f->payload_bytes;
     for (x.last = x.first; x.last < c->n_objects && c->objects[x.last].offset < fe; x.last++)
         ;
