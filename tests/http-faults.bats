@@ -185,6 +185,21 @@ nothing_published() {
     nothing_published
 }
 
+@test "a retry answered without the validator the file had, or with one it lacked, is a change (io, 3), never data" {
+    # the first request of part 3 cut, its retry (If-Range) answered by an
+    # edge that strips ETag and Last-Modified
+    nf_proxy_start px 'cut=300000@part-0003#1' 'novalidator@part-0003#2'
+    run -3 --separate-stderr ninfer-verify --retries 2 "$NF_PROXY/s/m.ninfer"
+    expect_only_codes io
+    [[ "$stderr" == *"$NF_PROXY/s/m.ninfer.part-0003: io: "*"changed while it was read (its validator went from \""*"\" to none)"* ]]
+    nf_proxy_stop px
+    # no validator at first, one on the retry
+    nf_proxy_start px 'novalidator@part-0003#1' 'cut=300000@part-0003#1'
+    run -3 --separate-stderr ninfer-verify --retries 2 "$NF_PROXY/s/m.ninfer"
+    expect_only_codes io
+    [[ "$stderr" == *"$NF_PROXY/s/m.ninfer.part-0003: io: "*"its validator went from none to \""* ]]
+}
+
 @test "503 with Retry-After is retried after it, and counted apart from the requests" {
     nf_proxy_start px 'status=503:1@part-0001x1'
     local t0=$SECONDS

@@ -33,7 +33,7 @@ struct nf_hfile {
     char *url, *name;
     bool creds;
     /* under h->lock */
-    bool have_size, have_val, val_etag;
+    bool have_size, have_val, val_etag, seen_2xx; /* seen_2xx: take_validator ran */
     uint64_t size;
     char val[256];
     char *eff_url;  /* where the first 2xx came from, after redirects */
@@ -746,13 +746,19 @@ static int parse_content_range(const char *s, uint64_t *a, uint64_t *b, uint64_t
 }
 
 /* Is the response's validator the file's? Sets the file's from the first
- * 2xx. Lock held. Returns false when it changed. */
+ * 2xx. Lock held. Returns false when it changed: another validator, none
+ * where the first 2xx had one (an edge that strips it may serve another
+ * version), or one where the first 2xx had none. */
 static bool take_validator(nf_hreq *r)
 {
     nf_hfile *f = r->f;
     bool strong = r->etag[0] && strncmp(r->etag, "W/", 2) != 0;
     const char *v = strong ? r->etag : r->lastmod[0] ? r->lastmod : NULL;
+    bool first = !f->seen_2xx;
+    f->seen_2xx = true;
     if (!f->have_val) {
+        if (v && !first)
+            return false;
         if (v) {
             snprintf(f->val, sizeof f->val, "%s", v);
             f->val_etag = strong;
@@ -761,8 +767,8 @@ static bool take_validator(nf_hreq *r)
         return true;
     }
     if (f->val_etag)
-        return !r->etag[0] || strcmp(r->etag, f->val) == 0;
-    return !r->lastmod[0] || strcmp(r->lastmod, f->val) == 0;
+        return strcmp(r->etag, f->val) == 0;
+    return strcmp(r->lastmod, f->val) == 0;
 }
 
 /* The headers of a 2xx response, before its first body byte: the rules of
@@ -847,9 +853,12 @@ static bool check_response(nf_hreq *r)
         goto out;
     }
     if (!take_validator(r)) {
+        char was[sizeof f->val];
+        snprintf(was, sizeof was, "%s", f->have_val ? f->val : "none");
+        const char *now = f->have_val && f->val_etag ? r->etag : r->etag[0] ? r->etag : r->lastmod;
         pthread_mutex_unlock(&r->h->lock);
         abort_with(r, NF_RE_CHANGED, "the file changed while it was read (its validator went "
-                   "from %s to %s)", f->val, f->val_etag ? r->etag : r->lastmod);
+                   "from %s to %s)", was, now[0] ? now : "none");
         goto out;
     }
     if (!f->have_size) {

@@ -31,6 +31,8 @@
  *   trickle=BPS      the body at BPS bytes per second
  *   swap=SRC:DST     rename SRC over DST first (the file replaced between
  *                    two requests), then forward
+ *   novalidator      drop ETag and Last-Modified from the response (an edge
+ *                    that strips them)
  * Exit status: 0 ok, 1 the probe failed, 2 usage, 3 a socket error.
  */
 #include <arpa/inet.h>
@@ -56,7 +58,7 @@
 #define HDR_MAX 65536
 
 typedef enum { R_CUT, R_STATUS, R_FULL200, R_BADRANGE, R_ENCODING, R_LONGER, R_SHORTER,
-               R_BIGTOTAL, R_REDIRECT, R_LOOP, R_TRICKLE, R_SWAP } rkind;
+               R_BIGTOTAL, R_REDIRECT, R_LOOP, R_TRICKLE, R_SWAP, R_NOVALIDATOR } rkind;
 
 typedef struct {
     rkind kind;
@@ -410,6 +412,10 @@ static void *serve(void *arg)
         }
         if (k == R_ENCODING)
             rl = add_header(resp, rl, HDR_MAX, "Content-Encoding", "gzip");
+        if (k == R_NOVALIDATOR) {
+            rl = drop_header(resp, rl, "ETag");
+            rl = drop_header(resp, rl, "Last-Modified");
+        }
         unsigned long long body = cl, extra = 0;
         if (k == R_LONGER)
             extra = strtoull(r->arg, NULL, 10);
@@ -487,7 +493,8 @@ static void parse_rule(const char *s)
         r.arg = strdup(eq + 1);
     }
     static const char *names[] = {"cut", "status", "full200", "badrange", "encoding", "longer",
-                                  "shorter", "bigtotal", "redirect", "loop", "trickle", "swap"};
+                                  "shorter", "bigtotal", "redirect", "loop", "trickle", "swap",
+                                  "novalidator"};
     size_t i = 0;
     while (i < sizeof names / sizeof *names && strcmp(names[i], t))
         i++;
