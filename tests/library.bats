@@ -15,10 +15,15 @@ stage() {
 @test "make install stages the library's public headers only: no front end, no internal headers" {
     stage
     local inc="$NF_STAGE/include/ninfer"
-    [ -f "$inc/nf_verify.h" ] && [ -f "$inc/nf_artifact.h" ] && [ -f "$inc/nf_catalog.h" ]
-    [ -f "$NF_STAGE/lib/libninfer.a" ] && [ -f "$NF_STAGE/lib/pkgconfig/ninfer.pc" ]
+    [ -f "$inc/nf_verify.h" ]
+    [ -f "$inc/nf_artifact.h" ]
+    [ -f "$inc/nf_catalog.h" ]
+    [ -f "$NF_STAGE/lib/libninfer.a" ]
+    [ -f "$NF_STAGE/lib/pkgconfig/ninfer.pc" ]
     [ ! -e "$inc/nf_cli.h" ]
-    [ ! -e "$inc/nf_catalog_int.h" ] && [ ! -e "$inc/nf_gemv_int.h" ] && [ ! -e "$inc/nf_qsearch.h" ]
+    [ ! -e "$inc/nf_catalog_int.h" ]
+    [ ! -e "$inc/nf_gemv_int.h" ]
+    [ ! -e "$inc/nf_qsearch.h" ]
     # the front end's symbols are not in the installed library
     ! nm "$NF_STAGE/lib/libninfer.a" 2> /dev/null | grep -q ' T nf_usage_error$'
 }
@@ -39,7 +44,8 @@ stage() {
     local defined needed both
     defined=$(nm -g --defined-only "$cli" 2> /dev/null | awk 'NF == 3 { print $3 }' | sort -u)
     needed=$(nm -g --undefined-only "$NF_STAGE/lib/libninfer.a" 2> /dev/null | awk '{ print $NF }' | sort -u)
-    [ -n "$defined" ] && [ -n "$needed" ]
+    [ -n "$defined" ]
+    [ -n "$needed" ]
     both=$(comm -12 <(echo "$defined") <(echo "$needed"))
     [ -z "$both" ] || { echo "libninfer.a needs front-end symbols:"; echo "$both"; return 1; }
 }

@@ -245,7 +245,9 @@ json_num() {
     run -0 man_example ninfer-cat.1 8
     [ -z "$output" ]
     run -0 man_example ninfer-cat.1 9
-    [ -f big/model.ninfer ] && [ -f big/model.ninfer.part-0001 ] && [ ! -e big/model.ninfer.part-0002 ]
+    [ -f big/model.ninfer ]
+    [ -f big/model.ninfer.part-0001 ]
+    [ ! -e big/model.ninfer.part-0002 ]
     [ "$(stat -c %s big/model.ninfer)" -eq $((3 * 1024 * 1024)) ]
     run -0 ninfer-verify big/model.ninfer
     [ "$output" = "big/model.ninfer: OK ($(objects_in manifest.json) digests checked)" ]
@@ -297,7 +299,8 @@ json_num() {
 @test "ninfer-split(1): merge with --verify, then again with --force" {
     use model shards
     run -0 man_example ninfer-split.1 4
-    [ -f merged.ninfer ] && [ ! -e merged.ninfer.part-0001 ]
+    [ -f merged.ninfer ]
+    [ ! -e merged.ninfer.part-0001 ]
     local p id1
     p=$(payload_of model.ninfer)
     [ "$(payload_of merged.ninfer)" -eq "$p" ]

@@ -269,7 +269,8 @@ tokenizer_json() {
     import_pack ck w
     run -4 --separate-stderr ninfer-export --gguf -o w.gguf w.ninfer
     [[ "$stderr" == *'tokenizer kind "WordPiece" is not exported to GGUF'* ]]
-    [ ! -e p.gguf ] && [ ! -e w.gguf ]
+    [ ! -e p.gguf ]
+    [ ! -e w.gguf ]
 }
 
 # ---- hostile artifacts --------------------------------------------------------------
@@ -283,7 +284,8 @@ tokenizer_json() {
     run -1 --separate-stderr ninfer-export --gguf -o m1.gguf m1.ninfer
     [[ "$stderr" == *'/components/text/config/intermediate_size: schema: '* ]]
     run -1 --separate-stderr ninfer-export --safetensors -o m1.dir m1.ninfer
-    [ ! -e m1.gguf ] && [ ! -e m1.dir ]
+    [ ! -e m1.gguf ]
+    [ ! -e m1.dir ]
     # a context length beyond GGUF's u32 key
     sed 's/"num_key_value_heads": 2/"num_key_value_heads": 2, "max_position_embeddings": 1099511627776/' h.json > m2.json
     run -0 --separate-stderr ninfer-pack -q -o m2.ninfer m2.json
@@ -318,7 +320,8 @@ tokenizer_json() {
         run -1 --separate-stderr ninfer-export --safetensors -o out r.ninfer
         expect_only_codes schema
         [[ "$stderr" == *"resource role \"$role\" is not a file name the checkpoint can take"* ]]
-        [ ! -e out ] && [ ! -e evil ]
+        [ ! -e out ]
+        [ ! -e evil ]
     done
     no_temporaries .
 }
@@ -421,7 +424,8 @@ tokenizer_json() {
     expect_unchanged "$before" empty
     echo old > empty/stale.txt
     run -0 --separate-stderr ninfer-export --safetensors --force -o empty h.ninfer
-    [ ! -e empty/stale.txt ] && [ -f empty/model.safetensors ]
+    [ ! -e empty/stale.txt ]
+    [ -f empty/model.safetensors ]
     touch afile
     run -2 --separate-stderr ninfer-export --safetensors -o afile h.ninfer
     [[ "$stderr" == *'output is a regular file, not a directory'* ]]

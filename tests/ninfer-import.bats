@@ -196,7 +196,8 @@ kv_value_at() {
     run -1 --separate-stderr ninfer-import -o m.json nan.gguf
     expect_only_codes range
     [ "$stderr" = 'ninfer-import: nan.gguf: /kv/llama.attention.layer_norm_rms_epsilon: range: key/value "llama.attention.layer_norm_rms_epsilon" is NaN: a finite number is needed' ]
-    [ ! -e m.json ] && [ ! -e nan.gguf_tokenizer.json ]
+    [ ! -e m.json ]
+    [ ! -e nan.gguf_tokenizer.json ]
     # rope_theta as +Inf, 0x7f800000
     cp g.gguf inf.gguf
     at=$(kv_value_at inf.gguf llama.rope.freq_base)
@@ -222,7 +223,8 @@ kv_value_at() {
     run -1 --separate-stderr ninfer-import -o m.json tok.gguf
     expect_only_codes utf8
     [ "$stderr" = 'ninfer-import: tok.gguf: /kv/tokenizer.ggml.tokens: utf8: key/value "tokenizer.ggml.tokens" (element 100) is a string that is not UTF-8 (GGUF strings are UTF-8)' ]
-    [ ! -e m.json ] && [ ! -e tok.gguf_tokenizer.json ]
+    [ ! -e m.json ]
+    [ ! -e tok.gguf_tokenizer.json ]
     # the architecture name "llama" -> "\xfelama"
     cp g.gguf arch.gguf
     at=$(grep -abo llama arch.gguf | head -n1 | cut -d: -f1)
@@ -267,9 +269,11 @@ kv_value_at() {
     corrupt_template g.gguf > /dev/null
     mkdir out && cd out
     ninfer-import -q ../g.gguf > ../m.json
-    [ -s ../m.json ] && [ -z "$(ls -A)" ]
+    [ -s ../m.json ]
+    [ -z "$(ls -A)" ]
     ninfer-import -q -o /dev/null ../g.gguf
-    [ -z "$(ls -A)" ] && [ ! -e /dev/g.gguf_tokenizer.json ]
+    [ -z "$(ls -A)" ]
+    [ ! -e /dev/g.gguf_tokenizer.json ]
     # a failure leaves nothing behind either (the output's directories included)
     run -1 --separate-stderr ninfer-import -q -o new/dir/m.json ../bad-template.gguf
     expect_only_codes utf8

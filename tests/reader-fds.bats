@@ -61,7 +61,8 @@ limited() {
     run -0 --separate-stderr limited 32 "$NF_BIN/ninfer-split" --no-sync --force --max-file-bytes 36K -o p/m.ninfer one.ninfer
     local n
     n=$(find p -name 'm.ninfer.part-*' | wc -l)
-    [ "$n" -lt $N ] && [ "$n" -gt 50 ]
+    [ "$n" -lt $N ]
+    [ "$n" -gt 50 ]
     run -0 --separate-stderr limited 32 "$NF_BIN/ninfer-verify" p/m.ninfer
     no_temporaries p
 }

@@ -56,7 +56,8 @@ ids() {
     local off
     off=$(ninfer-cat --catalog a.ninfer | grep -o '"id":"o3"[^}]*"offset":[0-9]*' | sed 's/.*"offset"://')
     # part 2 holds logical [8192, 12288); its payload starts at file offset 4096
-    [ "$off" -ge 8192 ] && [ $((off + 3000)) -le 12288 ]
+    [ "$off" -ge 8192 ]
+    [ $((off + 3000)) -le 12288 ]
     local foff=$((4096 + off - 8192))
     nf_flip a.ninfer.part-0002 $((foff + 7))
     run -1 --separate-stderr ninfer-verify a.ninfer
@@ -72,7 +73,8 @@ ids() {
 @test "a digest failure across two files: the message and segments name both" {
     local off
     off=$(ninfer-cat --catalog a.ninfer | grep -o '"id":"o1"[^}]*"offset":[0-9]*' | sed 's/.*"offset"://')
-    [ "$off" -lt 4096 ] && [ $((off + 3000)) -gt 4096 ]
+    [ "$off" -lt 4096 ]
+    [ $((off + 3000)) -gt 4096 ]
     # a byte of o1 in part 1 (logical 4100)
     nf_flip a.ninfer.part-0001 $((4096 + 4))
     run -1 --separate-stderr ninfer-verify --json a.ninfer

@@ -20,7 +20,8 @@ setup() {
     done
     printf '{"components": {"text": {"config": {}, "resources": {"a": "o0", "b": "o1"}}, "vision": {"config": {}, "resources": {"c": "o4", "d": "o5"}}}, "objects": [%s], "bindings": {}, "uses": []}' "$objs" > m.json
     ninfer-pack -q --no-sync --max-file-bytes 68K -o a.ninfer m.json
-    [ -e a.ninfer.part-0005 ] && [ ! -e a.ninfer.part-0006 ]
+    [ -e a.ninfer.part-0005 ]
+    [ ! -e a.ninfer.part-0006 ]
     ninfer-verify --sums a.ninfer > SUMS
 }
 

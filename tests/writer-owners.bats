@@ -72,7 +72,8 @@ snapshot_of() {
     run -0 --separate-stderr ninfer-pack -q --no-sync --max-file-bytes 64K -o t.ninfer m.json
     grep -qF 't.ninfer.part-0001: replacing a leftover part with no entry' <<< "$stderr"
     run -0 --separate-stderr ninfer-verify t.ninfer
-    [ -p fifo.ninfer ] && [ -L link.ninfer ]
+    [ -p fifo.ninfer ]
+    [ -L link.ninfer ]
     no_temporaries .
     [ -z "$(asides)" ]
 }
@@ -229,7 +230,8 @@ snapshot_of() {
     [ -e t.ninfer.part-0003 ]
     run -0 --separate-stderr ninfer-pack -q --no-sync --force --max-file-bytes 128K -o t.ninfer m.json
     [ -z "$stderr" ]
-    [ -e t.ninfer.part-0001 ] && [ ! -e t.ninfer.part-0002 ]
+    [ -e t.ninfer.part-0001 ]
+    [ ! -e t.ninfer.part-0002 ]
     [ -z "$(asides)" ]
     run -0 --separate-stderr ninfer-verify t.ninfer
     no_temporaries .

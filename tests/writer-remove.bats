@@ -83,7 +83,8 @@ snapshot_but() {
     source_files
     NF_P=20000 nf_make big.ninfer 4000 4000 4000 4000 4000
     ninfer-split --max-file-bytes 8K -o t.ninfer big.ninfer
-    [ -e t.ninfer.part-0004 ] && [ ! -e t.ninfer.part-0005 ]
+    [ -e t.ninfer.part-0004 ]
+    [ ! -e t.ninfer.part-0005 ]
     # part 2: another artifact_id; part 3: another part_index; part 4 stays a part
     nf_flip t.ninfer.part-0002 16  # (a poke of ff missed when the id began with ff)
     nf_poke t.ninfer.part-0003 8 07
@@ -192,7 +193,8 @@ snapshot_but() {
     source_files
     NF_P=20000 nf_make big.ninfer 4000 4000 4000 4000 4000
     ninfer-split --max-file-bytes 8K -o t.ninfer big.ninfer
-    [ -e t.ninfer.part-0004 ] && [ ! -e t.ninfer.part-0005 ]
+    [ -e t.ninfer.part-0004 ]
+    [ ! -e t.ninfer.part-0005 ]
     cp t.ninfer u.ninfer
     run -0 ninfer-verify t.ninfer u.ninfer
     local before

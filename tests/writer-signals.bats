@@ -54,7 +54,8 @@ whole_set() {
             whole_set t.ninfer
             [ "$(id_of t.ninfer)" != "$old" ]
             [ -e t.ninfer.part-0002 ]
-            [ ! -e t.ninfer.part-0003 ] && [ ! -e t.ninfer.part-0004 ]
+            [ ! -e t.ninfer.part-0003 ]
+            [ ! -e t.ninfer.part-0004 ]
             no_temporaries .
         done
     done
@@ -113,7 +114,9 @@ asides() {
         # and the same --force again replaces it: the new set, nothing left over
         run -0 --separate-stderr ninfer-split --no-sync --force --max-file-bytes 12K -o t.ninfer a.ninfer
         whole_set t.ninfer
-        [ -e t.ninfer.part-0002 ] && [ ! -e t.ninfer.part-0003 ] && [ ! -e t.ninfer.part-0004 ]
+        [ -e t.ninfer.part-0002 ]
+        [ ! -e t.ninfer.part-0003 ]
+        [ ! -e t.ninfer.part-0004 ]
         [ -z "$(asides)" ]
         no_temporaries .
     done
@@ -157,7 +160,8 @@ asides() {
         grep -qF 'an interrupted --force (process' <<< "$stderr"
         [ -z "$(asides)" ]
         whole_set t.ninfer
-        [ ! -e t.ninfer.part-0003 ] && [ ! -e t.ninfer.part-0004 ]
+        [ ! -e t.ninfer.part-0003 ]
+        [ ! -e t.ninfer.part-0004 ]
         diff <(echo "$new" | grep -v 'part-000[34]') <(nf_snapshot . | grep -F ' ./t.ninfer')
         no_temporaries .
     done

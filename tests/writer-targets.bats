@@ -51,7 +51,8 @@ writers_refuse() {
     nf_mknod_null null
     ln -s null link
     writers_refuse link
-    [ -L link ] && [ -c null ]
+    [ -L link ]
+    [ -c null ]
 }
 
 @test "a part path that is a FIFO, a device or a directory: usage (2), nothing replaced" {
@@ -99,7 +100,8 @@ fifo_read() {
     run -0 --separate-stderr ninfer-import -q -o link ck
     wait "$READER"
     cmp want.json got2.json
-    [ -L link ] && [ -p fifo ]
+    [ -L link ]
+    [ -p fifo ]
     no_temporaries .
 }
 
@@ -195,7 +197,9 @@ fifo_read() {
     expect_only_codes length
     run -1 --separate-stderr ninfer-split --max-file-bytes 8K -o keep/sub/x.ninfer - < cut.ninfer
     expect_only_codes length
-    [ ! -e new ] && [ ! -e keep/sub ] && [ -d keep ]
+    [ ! -e new ]
+    [ ! -e keep/sub ]
+    [ -d keep ]
     [ "$(find . -type d | sort)" = "$(printf '.\n./ck\n./keep')" ]
     expect_unchanged "$before"
     # a success keeps the directories it made
