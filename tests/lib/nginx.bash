@@ -100,6 +100,21 @@ nf_proxy_start() {
     NF_PROXY=http://127.0.0.1:$(cat "$name.port")
 }
 
+# nf_log_wait FILE PATTERN [COUNT] — wait until FILE holds COUNT (default 1)
+# lines matching PATTERN: nginx writes a request's access-log line once the
+# response is out, which may be after the client has read it and exited.
+# Fails after 10 s.
+nf_log_wait() {
+    local i n
+    for i in $(seq 200); do
+        n=$(grep -c -- "$2" "$1" 2> /dev/null || true)
+        [ "${n:-0}" -ge "${3:-1}" ] && return 0
+        sleep 0.05
+    done
+    echo "nf_log_wait: $1 has ${n:-0} lines matching '$2', not ${3:-1}" >&2
+    return 1
+}
+
 nf_proxy_stop() {
     [ -s "$1.pid" ] && kill "$(cat "$1.pid")" 2> /dev/null || true
     rm -f "$1.pid"
