@@ -214,6 +214,11 @@ interrupted() {
     for p in "$W"/*.pid; do
         [ -e "$p" ] && kill -TERM "$(cat "$p")" 2> /dev/null
     done
+    # each job's timeout passes the signal on and waits for its command, and
+    # the job's shell for the timeout: once they end nothing is left behind
+    for p in "${job_pid[@]}"; do
+        wait "$p" 2> /dev/null
+    done
     finish "interrupted after $(($(now) - t0)) s" "$(status_of_run)"
 }
 trap interrupted TERM INT HUP
