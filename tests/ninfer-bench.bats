@@ -317,8 +317,13 @@ model.layers.0.mlp.down_proj.weight q4_g64_fp16" ]
     [[ "${lines[2]}" == "cpu,gemv,a16,bf16,contiguous_le_v1,$long,2,4,"*",ok" ]]
     ! grep -q $'[\x01-\x1f\x7f]' <<< "$output"
     # a CSV reader sees 24 fields in each record, the ID as escaped
-    python3 -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1], newline=""))); assert [len(r) for r in rows] == [24, 24, 24], rows; assert rows[1][5] == "w\\x1b[31m,\\x09\"x\\x0ay" and rows[2][5] == sys.argv[2]' \
-        <(printf '%s\n' "$output") "$long" 2> /dev/null || [ "$?" -eq 127 ]
+    # (python3's csv module, where python3 is installed: the tests need no Python)
+    if command -v python3 > /dev/null; then
+        python3 -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1], newline=""))); assert [len(r) for r in rows] == [24, 24, 24], rows; assert rows[1][5] == "w\\x1b[31m,\\x09\"x\\x0ay" and rows[2][5] == sys.argv[2]' \
+            <(printf '%s\n' "$output") "$long"
+    else
+        echo "# python3 is not installed: the CSV is not read back by its csv module" >&3
+    fi
     # the table: no raw control byte, the IDs escaped and cut to the column
     run -0 --separate-stderr ninfer-bench --iters 2 --warmup 0 h.ninfer
     [ "${#lines[@]}" -eq 4 ]
