@@ -1299,6 +1299,17 @@ typedef struct {
 } gguf_plan;
 
 /* Write the GGUF: header, then each tensor at its offset, then the tail. */
+/* qsort_r order of tensor indices by source offset, then index (the sort
+ * then gives one order whatever qsort does with ties). */
+static int by_src_offset(const void *a, const void *b, void *ctx)
+{
+    const ex_tensor *t = ctx;
+    size_t i = *(const size_t *)a, k = *(const size_t *)b;
+    if (t[i].src_offset != t[k].src_offset)
+        return t[i].src_offset < t[k].src_offset ? -1 : 1;
+    return (i > k) - (i < k);
+}
+
 static int gguf_write(ex_ctx *x, const gguf_plan *gp)
 {
     const nf_export_opts *o = x->o;
@@ -1336,13 +1347,8 @@ static int gguf_write(ex_ctx *x, const gguf_plan *gp)
         if (x->t[i].n_runs)
             ord[n++] = i;
     if (!rc && gp->identical) {
-        /* offsets as the source has them (usually already in order) */
-        for (size_t i = 1; i < n; i++)
-            for (size_t k = i; k > 0 && x->t[ord[k - 1]].src_offset > x->t[ord[k]].src_offset; k--) {
-                size_t s = ord[k];
-                ord[k] = ord[k - 1];
-                ord[k - 1] = s;
-            }
+        /* offsets as the source has them */
+        qsort_r(ord, n, sizeof *ord, by_src_offset, x->t);
     }
     if (!rc) {
         const void *hp = gp->identical ? (const void *)gp->og->prefix : h.p;

@@ -197,6 +197,15 @@ static int st_shard(ex_ctx *x, nf_dir_out *dir, const char *name, size_t a, size
 
 /* model.safetensors.index.json: the total size and which shard holds each
  * tensor, names sorted as transformers writes them. */
+/* qsort_r order of tensor indices by name, then index. */
+static int by_name(const void *a, const void *b, void *ctx)
+{
+    const ex_tensor *t = ctx;
+    size_t i = *(const size_t *)a, k = *(const size_t *)b;
+    int c = strcmp(t[i].name, t[k].name);
+    return c ? c : (i > k) - (i < k);
+}
+
 static char *st_index(ex_ctx *x, const size_t *shard_of, size_t n_shards, uint64_t total,
                       size_t *len)
 {
@@ -205,15 +214,7 @@ static char *st_index(ex_ctx *x, const size_t *shard_of, size_t n_shards, uint64
         return NULL;
     for (size_t i = 0; i < x->n_t; i++)
         ord[i] = i;
-    /* Shell sort by name (no qsort context for the names) */
-    for (size_t gap = x->n_t / 2; gap > 0; gap /= 2)
-        for (size_t i = gap; i < x->n_t; i++)
-            for (size_t k = i; k >= gap && strcmp(x->t[ord[k - gap]].name, x->t[ord[k]].name) > 0;
-                 k -= gap) {
-                size_t s = ord[k];
-                ord[k] = ord[k - gap];
-                ord[k - gap] = s;
-            }
+    qsort_r(ord, x->n_t, sizeof *ord, by_name, x->t);
     nf_jval *root = nf_jnew_object(), *md = nf_jnew_object(), *wm = nf_jnew_object();
     nf_jobj_set(md, "total_size", nf_jnew_u64(total));
     nf_jobj_set(root, "metadata", md);
