@@ -213,13 +213,29 @@ char *nf_url_basename(const char *url)
     return strndup(url + b, u.p1 - b);
 }
 
-bool nf_url_same_host(const char *a, const char *b)
+/* The port of a URL split by url_split: its explicit one, else the
+ * scheme's (80, 443); 0 for a malformed one. */
+static unsigned url_port(const char *url, const url_parts *u)
+{
+    if (u->h1 >= u->a1 || url[u->h1] != ':')
+        return u->https ? 443 : 80;
+    unsigned p = 0;
+    for (size_t i = u->h1 + 1; i < u->a1; i++) {
+        if (url[i] < '0' || url[i] > '9' || p > 65535)
+            return 0;
+        p = p * 10 + (unsigned)(url[i] - '0');
+    }
+    return u->h1 + 1 < u->a1 && p <= 65535 ? p : 0;
+}
+
+bool nf_url_same_origin(const char *a, const char *b)
 {
     url_parts ua, ub;
-    if (!url_split(a, &ua) || !url_split(b, &ub))
+    if (!url_split(a, &ua) || !url_split(b, &ub) || ua.https != ub.https)
         return false;
     size_t la = ua.h1 - ua.h0, lb = ub.h1 - ub.h0;
-    return la == lb && strncasecmp(a + ua.h0, b + ub.h0, la) == 0;
+    unsigned pa = url_port(a, &ua), pb = url_port(b, &ub);
+    return la == lb && strncasecmp(a + ua.h0, b + ub.h0, la) == 0 && pa && pa == pb;
 }
 
 /* May credentials travel to url: https, or plain http to a loopback host. */
@@ -1265,7 +1281,7 @@ static void redirect(nf_http *h, nf_hreq *r, const char *name)
         return;
     }
     bool creds = (r->url ? r->url_creds : r->used_eff ? r->f->eff_creds : r->f->creds) &&
-                 nf_url_same_host(to, r->f->url);
+                 nf_url_same_origin(to, r->f->url);
     free(r->url);
     r->url = strdup(to);
     r->url_creds = creds;

@@ -117,8 +117,11 @@ char *nf_url_sibling(const char *url, const char *name);
  * "" for a URL whose path ends in '/'. */
 char *nf_url_basename(const char *url);
 
-/* Do a and b name the same host (case-insensitive, the port ignored)? */
-bool nf_url_same_host(const char *a, const char *b);
+/* Do a and b name the same origin: scheme, host (case-insensitive) and
+ * port (the scheme's default when none is given), as credentials may
+ * follow only to the origin they were given for? False for a malformed
+ * URL. */
+bool nf_url_same_origin(const char *a, const char *b);
 
 /* ---- files and requests ---- */
 

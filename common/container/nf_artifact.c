@@ -577,7 +577,7 @@ static nf_artifact *open_remote(nf_artifact *a, nf_diags *d)
         if (!a->file_urls[i])
             continue;
         a->rf[i] = nf_rfile_open(a->file_urls[i], NULL, a->http,
-                                 nf_url_same_host(a->file_urls[i], a->url), &e);
+                                 nf_url_same_origin(a->file_urls[i], a->url), &e);
         if (!a->rf[i]) {
             nf_diag_add(d, NF_C_IO, "", "out of memory");
             nf_artifact_close(a);

@@ -48,13 +48,19 @@ static void test_urls(void)
     char *b = nf_url_basename("https://h/a/b%20c.ninfer?x=1");
     CHECK_STR(b, "b%20c.ninfer", "basename");
     free(b);
-    CHECK(nf_url_same_host("https://Hub.Example/a", "http://hub.example:81/b"),
-          "hosts compare without case and port");
-    CHECK(!nf_url_same_host("https://hub.example/a", "https://cdn.example/a"),
+    CHECK(nf_url_same_origin("https://Hub.Example/a", "https://hub.example:443/b"),
+          "hosts compare without case, a default port as the scheme's");
+    CHECK(!nf_url_same_origin("https://hub.example/a", "https://hub.example:8443/b"),
+          "another port is another origin");
+    CHECK(!nf_url_same_origin("https://hub.example/a", "http://hub.example/b"),
+          "another scheme is another origin");
+    CHECK(!nf_url_same_origin("https://hub.example/a", "https://cdn.example/a"),
           "another host is another host");
-    CHECK(!nf_url_same_host("https://evil@hub.example.attacker/a", "https://hub.example/a"),
+    CHECK(!nf_url_same_origin("https://evil@hub.example.attacker/a", "https://hub.example/a"),
           "userinfo is no host");
-    CHECK(nf_url_same_host("http://[::1]:8/a", "http://[::1]/b"), "IPv6 literals");
+    CHECK(!nf_url_same_origin("http://h:80x/a", "http://h/a"), "a malformed port matches nothing");
+    CHECK(nf_url_same_origin("http://[::1]:8/a", "http://[::1]:8/b"), "IPv6 literals");
+    CHECK(!nf_url_same_origin("http://[::1]:8/a", "http://[::1]/b"), "IPv6 literals, ports apart");
 }
 
 /* Two local files read in order through nf_rstream: pieces across both,
