@@ -70,7 +70,8 @@ struct nf_hreq {
     uint64_t discarded;
     /* response headers */
     bool cr_seen, cr_dup, cl_seen, ce_seen;
-    char cr[128], etag[256], lastmod[96], ce[48], location[4096];
+    char cr[128], etag[256], lastmod[96], ce[48], location[16384];
+    const char *too_long; /* a header above kept past its buffer: never used cut */
     char errbuf[CURL_ERROR_SIZE];
     uint64_t cl;
     double retry_after;
@@ -794,6 +795,10 @@ static bool check_response(nf_hreq *r)
     r->checked = true;
     nf_hfile *f = r->f;
     bool ok = false;
+    if (r->too_long) {
+        abort_with(r, NF_RE_SERVER, "a response header too long to keep whole (%s)", r->too_long);
+        goto out;
+    }
     if (r->ce_seen && strcasecmp(r->ce, "identity") != 0) {
         abort_with(r, NF_RE_SERVER, "the server sent a compressed %s (Content-Encoding: %s)",
                    r->whole ? "file" : "range", r->ce);
@@ -905,6 +910,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
         /* a new response (after a 1xx): forget the last one's headers */
         r->cr_seen = r->cr_dup = r->cl_seen = r->ce_seen = false;
         r->etag[0] = r->lastmod[0] = r->location[0] = 0;
+        r->too_long = NULL;
         r->retry_after = -1;
         return n;
     }
@@ -919,28 +925,34 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
     while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
         vl--;
 #define IS(name) (nl == sizeof(name) - 1 && !strncasecmp(p, name, nl))
-#define KEEP(dst) snprintf(dst, sizeof dst, "%.*s", (int)(vl < sizeof dst ? vl : sizeof dst - 1), v)
+#define KEEP(dst, name)                                                                    \
+    do {                                                                                   \
+        if (vl >= sizeof dst && !r->too_long)                                              \
+            r->too_long = name;                                                            \
+        snprintf(dst, sizeof dst, "%.*s", (int)(vl < sizeof dst ? vl : sizeof dst - 1), v); \
+    } while (0)
     if (IS("Content-Range")) {
         r->cr_dup = r->cr_seen;
         r->cr_seen = true;
-        KEEP(r->cr);
+        KEEP(r->cr, "Content-Range");
     } else if (IS("Content-Length")) {
         bool of = false;
         r->cl_seen = true;
         if (!parse_u64_n(v, vl, &r->cl, &of))
             r->cl = UINT64_MAX; /* unparsable or past U64: it matches no range */
     } else if (IS("ETag")) {
-        KEEP(r->etag);
+        KEEP(r->etag, "ETag");
     } else if (IS("Last-Modified")) {
-        KEEP(r->lastmod);
+        KEEP(r->lastmod, "Last-Modified");
     } else if (IS("Content-Encoding")) {
         r->ce_seen = true;
-        KEEP(r->ce);
+        KEEP(r->ce, "Content-Encoding");
     } else if (IS("Location")) {
-        KEEP(r->location);
+        KEEP(r->location, "Location");
     } else if (IS("Retry-After")) {
         char t[96];
-        KEEP(t);
+        /* a longer one is past U64 anyway: capped */
+        snprintf(t, sizeof t, "%.*s", (int)(vl < sizeof t ? vl : sizeof t - 1), v);
         bool of = false;
         uint64_t s;
         if (parse_u64_n(t, strlen(t), &s, &of))
@@ -1247,6 +1259,12 @@ static void redirect(nf_http *h, nf_hreq *r, const char *name)
     const char *base = r->url ? r->url : r->used_eff ? r->f->eff_url : r->f->url;
     if (!r->location[0]) {
         seterr(&e, NF_RE_SERVER, (int)r->status, "HTTP %ld without a Location", r->status);
+        fail(r, &e);
+        return;
+    }
+    if (r->too_long) {
+        seterr(&e, NF_RE_SERVER, (int)r->status, "HTTP %ld with a header too long to keep whole "
+               "(%s)", r->status, r->too_long);
         fail(r, &e);
         return;
     }

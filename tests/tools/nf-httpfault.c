@@ -33,6 +33,7 @@
  *                    two requests), then forward
  *   novalidator      drop ETag and Last-Modified from the response (an edge
  *                    that strips them)
+ *   longetag=N       replace the response's ETag by a strong one of N bytes
  * Exit status: 0 ok, 1 the probe failed, 2 usage, 3 a socket error.
  */
 #include <arpa/inet.h>
@@ -58,7 +59,7 @@
 #define HDR_MAX 65536
 
 typedef enum { R_CUT, R_STATUS, R_FULL200, R_BADRANGE, R_ENCODING, R_LONGER, R_SHORTER,
-               R_BIGTOTAL, R_REDIRECT, R_LOOP, R_TRICKLE, R_SWAP, R_NOVALIDATOR } rkind;
+               R_BIGTOTAL, R_REDIRECT, R_LOOP, R_TRICKLE, R_SWAP, R_NOVALIDATOR, R_LONGETAG } rkind;
 
 typedef struct {
     rkind kind;
@@ -412,6 +413,18 @@ static void *serve(void *arg)
         }
         if (k == R_ENCODING)
             rl = add_header(resp, rl, HDR_MAX, "Content-Encoding", "gzip");
+        if (k == R_LONGETAG) {
+            size_t n = strtoul(r->arg, NULL, 10);
+            char *v = n < HDR_MAX / 2 ? malloc(n + 1) : NULL;
+            if (v) {
+                memset(v, 'e', n);
+                v[0] = v[n - 1] = '"';
+                v[n] = 0;
+                rl = drop_header(resp, rl, "ETag");
+                rl = add_header(resp, rl, HDR_MAX, "ETag", v);
+                free(v);
+            }
+        }
         if (k == R_NOVALIDATOR) {
             rl = drop_header(resp, rl, "ETag");
             rl = drop_header(resp, rl, "Last-Modified");
@@ -494,7 +507,7 @@ static void parse_rule(const char *s)
     }
     static const char *names[] = {"cut", "status", "full200", "badrange", "encoding", "longer",
                                   "shorter", "bigtotal", "redirect", "loop", "trickle", "swap",
-                                  "novalidator"};
+                                  "novalidator", "longetag"};
     size_t i = 0;
     while (i < sizeof names / sizeof *names && strcmp(names[i], t))
         i++;
@@ -503,7 +516,7 @@ static void parse_rule(const char *s)
     r.kind = (rkind)i;
     bool needs = r.kind == R_CUT || r.kind == R_STATUS || r.kind == R_LONGER ||
                  r.kind == R_SHORTER || r.kind == R_REDIRECT || r.kind == R_TRICKLE ||
-                 r.kind == R_SWAP;
+                 r.kind == R_SWAP || r.kind == R_LONGETAG;
     if (needs != (r.arg != NULL))
         die(2, "rule '%s': %s", s, needs ? "needs =ARG" : "takes no argument");
     free(t);
