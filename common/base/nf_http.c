@@ -1154,7 +1154,14 @@ static void start_attempt(nf_http *h, nf_hreq *r)
         return;
     }
     C.easy_setopt(c, CURLOPT_URL, u);
-    C.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* http and https only (CURLOPT_PROTOCOLS_STR since curl 7.85; the
+     * bitmask before it, which newer curls still take) */
+    if (C.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        C.easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#pragma GCC diagnostic pop
+    }
     C.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     C.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     C.easy_setopt(c, CURLOPT_HTTPHEADER, hl);
