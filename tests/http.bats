@@ -105,19 +105,19 @@ bytes() {
     local eps obj
     eps=$(ninfer-cat --header "$W/far/f.ninfer" | sed -n 's/.*"entry_payload_start": \([0-9]*\).*/\1/p')
     # dd: 2.5 MiB into part 2: the first request, part 2's header (4 KiB), the object
-    NINFER_HTTP_TRACE=1 ninfer-cat --object dd "$H/far/f.ninfer" > got 2> err
+    NINFER_HTTP_TRACE=1 ninfer-cat --object dd "$H/far/f.ninfer" > got 2> err || { cat err; false; }
     ninfer-cat --object dd "$W/far/f.ninfer" | cmp - got
     [ "$(requests err)" -eq 3 ]
     grep -q 'f.ninfer.part-0002 bytes=0-31 206' err
     [ "$(bytes err)" -le $((eps + 1000 + 65536 + 4096)) ]
     # b: across the entry, part 1 and part 2, each part read from its byte 0
-    NINFER_HTTP_TRACE=1 ninfer-cat --object b "$H/far/f.ninfer" > got 2> err
+    NINFER_HTTP_TRACE=1 ninfer-cat --object b "$H/far/f.ninfer" > got 2> err || { cat err; false; }
     ninfer-cat --object b "$W/far/f.ninfer" | cmp - got
     [ "$(requests err)" -eq 4 ]
     [ "$(bytes err)" -le $((eps + 4194304 + 65536 + 2 * 4096)) ]
     # c: 0.5 MiB into part 2: part 2 from its byte 0 (header and object in
     # one request, ranges closer than 1 MiB are merged)
-    NINFER_HTTP_TRACE=1 ninfer-cat --object c "$H/far/f.ninfer" > got 2> err
+    NINFER_HTTP_TRACE=1 ninfer-cat --object c "$H/far/f.ninfer" > got 2> err || { cat err; false; }
     ninfer-cat --object c "$W/far/f.ninfer" | cmp - got
     [ "$(requests err)" -eq 2 ]
     grep -q 'f.ninfer.part-0002 bytes=0-537575 206' err
