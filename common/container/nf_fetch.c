@@ -19,6 +19,7 @@
 #include "nf_select.h"
 
 #define SAVE_EVERY (64ull << 20) /* proven bytes between two saves of the state */
+#define SLICE ((size_t)256 << 10) /* bytes written, then hashed, at a time */
 #define VAL_MAX 256
 
 typedef struct {
@@ -470,7 +471,16 @@ static int receive(fstate *s, nf_fetch_result *r)
         const nf_file *fl = &c->files[file];
         uint64_t foff = nf_artifact_file_payload_start(s->a, file) + (off - fl->logical_offset);
         int fd = file_fd(s, file, false);
-        int e = fd < 0 ? -1 : nf_pwrite_all(fd, buf, len, foff);
+        /* written and hashed a slice at a time, so that the hash reads the
+         * bytes the copy into the page cache has just brought into cache */
+        int e = fd < 0 ? -1 : 0;
+        bool oom = false;
+        for (size_t at = 0; !e && !oom && at < len; at += SLICE) {
+            size_t k = len - at < SLICE ? len - at : SLICE;
+            e = nf_pwrite_all(fd, (const char *)buf + at, k, foff + at);
+            if (!e)
+                oom = nf_seqhash_feed(h, off + at, (const char *)buf + at, k) < 0;
+        }
         if (e) {
             if (fd >= 0)
                 ferr(s, nf_artifact_file_path(s->a, file), "cannot write its download: %s",
@@ -479,7 +489,7 @@ static int receive(fstate *s, nf_fetch_result *r)
             break;
         }
         s->f[file].dirty = true;
-        if (nf_seqhash_feed(h, off, buf, len) < 0) {
+        if (oom) {
             ferr(s, NULL, "out of memory");
             rc = -1;
             break;
