@@ -1193,8 +1193,9 @@ static void start_attempt(nf_http *h, nf_hreq *r)
     C.multi_add_handle(h->multi, c);
 }
 
-/* Take r out of curl (lock not held; a reserved one may not be in it yet). */
-static void detach(nf_http *h, nf_hreq *r)
+/* Take r's attempt out of curl (lock not held; a reserved one may not be
+ * in it yet). r stays reserved: its owner still may not free it. */
+static void drop_easy(nf_http *h, nf_hreq *r)
 {
     if (r->easy) {
         C.multi_remove_handle(h->multi, r->easy);
@@ -1207,11 +1208,24 @@ static void detach(nf_http *h, nf_hreq *r)
     C.slist_free_all(r->hdrs);
     r->easy = NULL;
     r->hdrs = NULL;
+}
+
+/* Give r's slot back (lock not held). Its owner may free it the moment
+ * running is false: the I/O thread's last touch of r. */
+static void release_slot(nf_http *h, nf_hreq *r)
+{
     pthread_mutex_lock(&h->lock);
     r->running = false;
     r->paused = r->unpause = false;
     h->running--;
     pthread_mutex_unlock(&h->lock);
+}
+
+/* Take r out of curl and give its slot back. */
+static void detach(nf_http *h, nf_hreq *r)
+{
+    drop_easy(h, r);
+    release_slot(h, r);
 }
 
 /* Retry r after a fault, or fail it when its retries are spent. */
@@ -1323,8 +1337,19 @@ static void redirect(nf_http *h, nf_hreq *r, const char *name)
     pthread_mutex_unlock(&h->lock);
 }
 
-/* An attempt of r ended with res. */
+/* An attempt of r ended with res. r stays reserved (running) until the
+ * end, where release_slot gives it back: an owner that frees it without
+ * waiting for it to finish (nf_rstream_free once it has every byte it
+ * wants, a cancel) waits in nf_hreq_free until then, not under us. */
+static void attempt_end(nf_http *h, nf_hreq *r, CURLcode res);
+
 static void attempt_done(nf_http *h, nf_hreq *r, CURLcode res)
+{
+    attempt_end(h, r, res);
+    release_slot(h, r);
+}
+
+static void attempt_end(nf_http *h, nf_hreq *r, CURLcode res)
 {
     if (!r->status)
         C.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
@@ -1335,7 +1360,7 @@ static void attempt_done(nf_http *h, nf_hreq *r, CURLcode res)
     /* a 2xx without a body byte is checked here */
     if (res == CURLE_OK && !r->checked && !r->aborted && (r->status == 200 || r->status == 206))
         check_response(r);
-    detach(h, r);
+    drop_easy(h, r);
     if (released) {
         if (res == CURLE_OK && (r->status == 206 || r->status == 200)) {
             char *nm = attempt_name(r);
