@@ -416,3 +416,8 @@ bytes() {
     run -0 nf-httpstress "$H/one/m.ninfer" "$W/one/m.ninfer" 8 45
     [[ "$output" == *" requests, every byte right" ]]
 }
+
+@test "a request freed while the I/O thread is still finishing its transfer waits for it (as a read of an object's last file does)" {
+    run -0 nf-httpstress --free-late "$H/one/m.ninfer" "$W/one/m.ninfer" 20
+    [ "$output" = "20 requests freed late, every byte right" ]
+}

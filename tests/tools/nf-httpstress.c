@@ -6,12 +6,27 @@
  *
  *   nf-httpstress URL FILE [THREADS [ROUNDS]]
  *
+ * nf-httpstress --free-late URL FILE [ROUNDS]: requests freed by their
+ * owner while the I/O thread is still finishing their transfer (as
+ * nf_rstream_free frees a request once it has every byte it wants): the
+ * trace callback, run by the I/O thread after the transfer has ended and
+ * before it is done with the request, holds it there until the owner's
+ * nf_hreq_free has either returned (the request freed under the I/O
+ * thread: exit 1) or is waiting (the owner's thread asleep, in the state
+ * /proc/self/task/TID/stat gives). No clock: the same every run.
+ *
  * Exit status: 0 every byte right, 1 a mismatch or a failed read, 2 usage.
  */
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "nf_http.h"
 
@@ -60,16 +75,108 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* ---- --free-late ---- */
+
+static sem_t late_ended;          /* the I/O thread is in the request's last trace */
+static sem_t late_back;           /* ... and has left it */
+static atomic_int late_armed, late_freeing, late_freed;
+static pid_t late_owner;          /* the owner's thread id */
+
+/* Is thread tid asleep ('S' in its stat)? Reads with no malloc (the owner
+ * may be in free). */
+static bool asleep(pid_t tid)
+{
+    char path[64], st[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return true; /* no /proc: nothing to tell, let it go on */
+    ssize_t n = read(fd, st, sizeof st - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    st[n] = 0;
+    const char *rp = strrchr(st, ')');
+    return !rp || rp[1] != ' ' || rp[2] == 'S';
+}
+
+static void late_trace(void *ctx, const char *line)
+{
+    (void)ctx;
+    size_t n = strlen(line);
+    if (n < 4 || strcmp(line + n - 4, " 206") != 0 || !atomic_exchange(&late_armed, 0))
+        return;
+    sem_post(&late_ended);
+    /* asleep after late_freeing: in nf_hreq_free (waiting for us), or past
+     * it (late_freed set before it sleeps on late_back) */
+    while (!atomic_load(&late_freed) && !(atomic_load(&late_freeing) && asleep(late_owner)))
+        sched_yield();
+    if (atomic_load(&late_freed)) {
+        fprintf(stderr, "nf-httpstress: a request was freed while the I/O thread was still "
+                        "finishing its transfer (%s)\n", line);
+        _exit(1);
+    }
+    sem_post(&late_back); /* its owner waits in nf_hreq_free for the I/O thread */
+}
+
+static int free_late(int rounds_)
+{
+    nf_http_opts o = {0};
+    o.retries = -1;
+    o.trace = late_trace;
+    h = nf_http_new(&o);
+    nf_hfile *f = h ? nf_hfile_new(h, url, false) : NULL;
+    size_t n = reflen < (100u << 10) ? reflen : (100u << 10);
+    unsigned char *buf = malloc(n);
+    if (!f || !buf || sem_init(&late_ended, 0, 0) != 0 || sem_init(&late_back, 0, 0) != 0)
+        return 2;
+    late_owner = (pid_t)syscall(SYS_gettid);
+    for (int i = 0; i < rounds_; i++) {
+        size_t off = (size_t)i * 4099 % (reflen - n + 1);
+        atomic_store(&late_freeing, 0);
+        atomic_store(&late_freed, 0);
+        atomic_store(&late_armed, 1);
+        nf_hreq *r = nf_hreq_start(f, off, n, buf, n);
+        if (!r)
+            return 1;
+        while (sem_wait(&late_ended) != 0)
+            ;
+        atomic_store(&late_freeing, 1);
+        nf_hreq_free(r);
+        atomic_store(&late_freed, 1);
+        while (sem_wait(&late_back) != 0)
+            ;
+        if (memcmp(buf, ref + off, n) != 0) {
+            fprintf(stderr, "nf-httpstress: bytes differ in [%zu, %zu)\n", off, off + n);
+            return 1;
+        }
+    }
+    nf_http_stats st;
+    nf_http_get_stats(h, &st);
+    printf("%llu requests freed late, every byte right\n", (unsigned long long)st.requests);
+    nf_hfile_free(f);
+    nf_http_free(h);
+    free(buf);
+    free(ref);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 5) {
-        fprintf(stderr, "usage: nf-httpstress URL FILE [THREADS [ROUNDS]]\n");
+    bool late = argc > 1 && strcmp(argv[1], "--free-late") == 0;
+    if (late) {
+        argc--;
+        argv++;
+    }
+    if (argc < 3 || argc > (late ? 4 : 5)) {
+        fprintf(stderr, "usage: nf-httpstress URL FILE [THREADS [ROUNDS]]\n"
+                        "       nf-httpstress --free-late URL FILE [ROUNDS]\n");
         return 2;
     }
     url = argv[1];
-    int threads = argc > 3 ? atoi(argv[3]) : 8;
-    if (argc > 4)
-        rounds = atoi(argv[4]);
+    int threads = late ? 1 : argc > 3 ? atoi(argv[3]) : 8;
+    if (argc > 3)
+        rounds = atoi(argv[late ? 3 : 4]);
     FILE *fp = fopen(argv[2], "rb");
     if (!fp || fseek(fp, 0, SEEK_END) != 0 || (reflen = (size_t)ftell(fp)) == 0)
         return 2;
@@ -78,6 +185,8 @@ int main(int argc, char **argv)
     if (!ref || fread(ref, 1, reflen, fp) != reflen)
         return 2;
     fclose(fp);
+    if (late)
+        return rounds < 1 ? 2 : free_late(rounds);
     nf_http_opts o = {0};
     o.retries = -1;
     o.jobs = 4;
