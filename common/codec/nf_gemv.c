@@ -344,6 +344,7 @@ typedef struct {
     const uint16_t *xb;     /* x as given (A16), NULL on A8 */
     const float *xf;        /* x (A16) or x^ (A8) in f32, natural order */
     const float *xe, *xo;   /* P order with f32 x: xf's even / odd columns */
+    uint64_t kb;            /* P order without vdp: columns a piece (0: rows whole) */
     float *y;               /* y[n - r0] */
 } fctx;
 
@@ -604,6 +605,88 @@ T512B static float prow512(const fctx *c, const uint8_t *p, bool fp8, bool vdp, 
     return nf_tree64_512(a0, a1, a2, a3);
 }
 
+/* The FMA form of prow512 over columns [k0, k1) of one row (k0 a multiple
+ * of 128; k1 one too, or K), continuing the row's four accumulators in a:
+ * the same operations in the same order as prow512 without vdp, so that a
+ * row done in pieces gives the same bits as a row done whole. */
+T512B static void pseg512(const fctx *c, const uint8_t *p, bool fp8, const fp8tab *T, uint64_t k0,
+                          uint64_t k1, __m512 *a, ptrdiff_t pd)
+{
+    uint64_t K = c->K, np = (K + 1) / 2, k = k0;
+    __m512 a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+/* the same bytes of the next piece in processing order (pd bytes on) */
+#define PFN(q) _mm_prefetch((const char *)(q) + pd, _MM_HINT_T0)
+#define FSTEP(A, v, pp)                                                                            \
+    do {                                                                                           \
+        __m512 xe_, xo_;                                                                           \
+        x512_pairs(c, pp, 0xffff, ~0u, &xe_, &xo_);                                                \
+        A = p512_fma(A, v, xe_, xo_);                                                              \
+    } while (0)
+    if (!fp8) {
+        for (; k + 128 <= k1; k += 128) {
+            const uint8_t *q = p + 2 * k;
+            PFN(q);
+            PFN(q + 64);
+            PFN(q + 128);
+            PFN(q + 192);
+            FSTEP(a0, _mm512_loadu_si512(q), k / 2);
+            FSTEP(a1, _mm512_loadu_si512(q + 64), k / 2 + 16);
+            FSTEP(a2, _mm512_loadu_si512(q + 128), k / 2 + 32);
+            FSTEP(a3, _mm512_loadu_si512(q + 192), k / 2 + 48);
+        }
+        for (unsigned j = 0; k < k1; j++, k += 32) {
+            uint64_t pp = k / 2, left = K - k;
+            __mmask32 mw = left >= 32 ? ~0u : (__mmask32)((1u << left) - 1);
+            __m512i v = _mm512_maskz_loadu_epi16(mw, p + 2 * k);
+            __m512 xe_, xo_;
+            x512_pairs(c, pp, mask16(np - pp), mw, &xe_, &xo_);
+            switch (j) {
+            case 0: a0 = p512_fma(a0, v, xe_, xo_); break;
+            case 1: a1 = p512_fma(a1, v, xe_, xo_); break;
+            case 2: a2 = p512_fma(a2, v, xe_, xo_); break;
+            default: a3 = p512_fma(a3, v, xe_, xo_); break;
+            }
+        }
+    } else {
+        for (; k + 128 <= k1; k += 128) {
+            PFN(p + k);
+            PFN(p + k + 64);
+            __m512i A, B, C, D;
+            fp8_words512(T, _mm512_loadu_si512(p + k), &A, &B);
+            fp8_words512(T, _mm512_loadu_si512(p + k + 64), &C, &D);
+            FSTEP(a0, A, k / 2);
+            FSTEP(a1, B, k / 2 + 16);
+            FSTEP(a2, C, k / 2 + 32);
+            FSTEP(a3, D, k / 2 + 48);
+        }
+        for (unsigned j = 0; k < k1; j += 2, k += 64) {
+            uint64_t left = K - k;
+            __m512i A, B;
+            fp8_words512(T, _mm512_maskz_loadu_epi8(left >= 64 ? ~0ull : (1ull << left) - 1, p + k), &A, &B);
+            for (unsigned h = 0; h < 2 && k + 32 * h < K; h++) {
+                uint64_t kk = k + 32 * h, pp = kk / 2, l2 = K - kk;
+                __mmask32 mw = l2 >= 32 ? ~0u : (__mmask32)((1u << l2) - 1);
+                __m512 xe_, xo_;
+                x512_pairs(c, pp, mask16(np - pp), mw, &xe_, &xo_);
+                __m512 acc = (j + h) % 4 == 0 ? a0 : (j + h) % 4 == 1 ? a1 : (j + h) % 4 == 2 ? a2 : a3;
+                acc = p512_fma(acc, h ? B : A, xe_, xo_);
+                switch ((j + h) % 4) {
+                case 0: a0 = acc; break;
+                case 1: a1 = acc; break;
+                case 2: a2 = acc; break;
+                default: a3 = acc; break;
+                }
+            }
+        }
+    }
+#undef FSTEP
+#undef PFN
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+
 /* P order, AVX2: 16 columns (8 pairs) a step, slot group s % 8. w even and
  * odd columns as f32 (bf16 words split; fp8 codes through the e4m3 bit
  * trick, exact, NaN codes seen by *nan). */
@@ -737,6 +820,40 @@ T256 static float crow256(const uint8_t *p, bool i32, const float *x, uint64_t K
 }
 #endif /* NF_GEMV_X86 */
 
+#if NF_GEMV_X86
+/* The P order without vdpbf16ps on AVX-512, for an x too large for L1
+ * (A8's f32 even/odd columns take 4 bytes a column: 57 KB at K = 14336,
+ * re-read from L2 for every row): up to P_GROUP rows in pieces of c->kb
+ * columns, each row's accumulators carried from piece to piece, so the
+ * piece of x stays in L1 for the group. Each slot sees the same FMAs in
+ * the same order as a whole row: the same bits. */
+#define P_GROUP 8
+#define P_PIECE_BYTES 16384 /* of x a piece */
+T512B static void prows512_pieces(const fctx *c, const uint64_t *rows, unsigned R, bool fp8,
+                                  const fp8tab *T, float *v)
+{
+    __m512 acc[P_GROUP][4];
+    uint64_t K = c->K;
+    for (unsigned i = 0; i < R; i++)
+        for (unsigned q = 0; q < 4; q++)
+            acc[i][q] = _mm512_setzero_ps();
+    uint64_t bw = fp8 ? 1 : 2; /* bytes a weight */
+    for (uint64_t k0 = 0; k0 < K; k0 += c->kb) {
+        uint64_t k1 = K - k0 > c->kb ? k0 + c->kb : K;
+        for (unsigned i = 0; i < R; i++) {
+            /* prefetch the piece after this one: the next row's same
+             * columns, or the first row's next columns */
+            const uint8_t *p = c->p0 + bw * rows[i] * K;
+            const uint8_t *nx = i + 1 < R ? c->p0 + bw * (rows[i + 1] * K + k0)
+                                          : c->p0 + bw * (rows[0] * K + k1);
+            pseg512(c, p, fp8, T, k0, k1, acc[i], nx - (p + bw * k0));
+        }
+    }
+    for (unsigned i = 0; i < R; i++)
+        v[i] = nf_tree64_512(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+}
+#endif
+
 /* fp8: y = r * T, T the P-order sum of e4m3(c) * x, where the row scale
  * allows it (r = 0, or 2^-100 <= |r| <= 2^100: e4m3(c) * r then is exact,
  * as the codec's weight); other rows (r tiny, huge or not finite) go
@@ -759,6 +876,30 @@ static int rows_p(void *arg, uint64_t a, uint64_t b)
         fp8tab_init(&T);
 #endif
     float *w = NULL;
+#if NF_GEMV_X86
+    if (c->kb && c->isa >= NF_ISA_AVX512 && (!fp8 || vbmi)) {
+        for (uint64_t n = a; n < b;) {
+            uint64_t rows[P_GROUP];
+            float rs[P_GROUP], v[P_GROUP];
+            unsigned R = 0;
+            for (; n < b && R < P_GROUP; n++) {
+                float r = fp8 ? nf_bf16_to_f32(ld16(c->p1 + 2 * n)) : 1.0f;
+                if (!fp8_row_ok(r)) { /* the two-pass path, as below */
+                    int rc = nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, n, n + 1, c->xf, c->y, c->r0, c->isa);
+                    if (rc)
+                        return rc;
+                    continue;
+                }
+                rows[R] = n;
+                rs[R++] = r;
+            }
+            prows512_pieces(c, rows, R, fp8, &T, v);
+            for (unsigned i = 0; i < R; i++)
+                c->y[rows[i] - c->r0] = nf_gv_canon(fp8 ? rs[i] * v[i] : v[i]);
+        }
+        return 0;
+    }
+#endif
     for (uint64_t n = a; n < b; n++) {
         float r = 1.0f, v;
         if (fp8) {
@@ -951,6 +1092,12 @@ int nf_gemv_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
             }
 #endif
         }
+#if NF_GEMV_X86
+        /* without vdp, x in pieces that stay in L1 once it outgrows it */
+        uint64_t xcol = c.xe ? 4 : 2; /* x's bytes a column: f32 pairs, or bf16 */
+        if (!c.vdp && K * xcol > P_PIECE_BYTES)
+            c.kb = P_PIECE_BYTES / xcol; /* a multiple of 128 columns */
+#endif
         fn = rows_p;
     }
     return nf_gv_run(fn, &c, r0, r1, row_bytes, threads);
