@@ -1574,9 +1574,14 @@ static void *io_main(void *arg)
         }
         pthread_mutex_lock(&h->lock);
         bool busy = false;
-        for (nf_hreq *r = h->all; r && !busy; r = r->next)
-            busy = (!r->running && !r->done && r->due <= nf_now() &&
+        now = nf_now();
+        for (nf_hreq *r = h->all; r && !busy; r = r->next) {
+            busy = (!r->running && !r->done && r->due <= now &&
                     h->running < h->o.jobs) || r->released || (r->running && r->unpause);
+            /* a retry scheduled by attempt_done above, after next_due was taken */
+            if (!r->running && !r->done && r->due > now && r->due - now < next_due)
+                next_due = r->due - now;
+        }
         pthread_mutex_unlock(&h->lock);
         if (!busy)
             C.multi_poll(h->multi, NULL, 0, (int)(next_due * 1000) + 1, NULL);
