@@ -417,6 +417,13 @@ bytes() {
     [[ "$output" == *" requests, every byte right" ]]
 }
 
+@test "a streamed request with a buffer under 16 KiB fails at once, saying so (it could stall for ever: libcurl hands over up to 16 KiB at a time)" {
+    NF_STRESS_WINDOW=4096 run -1 timeout 300 nf-httpstress "$H/one/m.ninfer" "$W/one/m.ninfer" 1 30
+    [[ "$output" == *"a streamed request needs a buffer of at least 16384 bytes, not 4096"* ]]
+    NF_STRESS_WINDOW=16384 run -0 timeout 300 nf-httpstress "$H/one/m.ninfer" "$W/one/m.ninfer" 4 30
+    [[ "$output" == *" requests, every byte right" ]]
+}
+
 @test "a request freed while the I/O thread is still finishing its transfer waits for it (as a read of an object's last file does)" {
     run -0 nf-httpstress --free-late "$H/one/m.ninfer" "$W/one/m.ninfer" 20
     [ "$output" = "20 requests freed late, every byte right" ]

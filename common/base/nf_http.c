@@ -524,6 +524,14 @@ static nf_hreq *hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, s
     r->stream = cap < len;
     r->whole = whole;
     r->retry_after = -1;
+    if (len && r->stream && cap < NF_HREQ_MIN_STREAM) {
+        /* libcurl may hand over CURL_MAX_WRITE_SIZE bytes at once, whatever
+         * its buffer: such a request could only stall */
+        r->done = r->detached = r->failed = true;
+        seterr(&r->err, NF_RE_IO, 0, "a streamed request needs a buffer of at least %u bytes, "
+               "not %zu", (unsigned)NF_HREQ_MIN_STREAM, cap);
+        return r;
+    }
     pthread_mutex_lock(&h->lock);
     if (len == 0 || ensure_thread(h) < 0) {
         r->done = true;
@@ -1007,6 +1015,13 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
     if (r->stream) {
         if (r->rpos == r->wpos && !r->held)
             r->rpos = r->wpos = 0;
+        if (n > r->cap) {
+            /* it would never fit: an error, not a pause for ever */
+            pthread_mutex_unlock(&h->lock);
+            abort_with(r, NF_RE_IO, "libcurl handed %zu bytes at once, more than the %zu-byte buffer "
+                       "of a streamed request", n, r->cap);
+            return 0;
+        }
         if (r->cap - r->wpos < n) {
             r->paused = true;
             if (r->waiting)
@@ -1184,7 +1199,11 @@ static void start_attempt(nf_http *h, nf_hreq *r)
     long stall = (long)ceil(h->o.stall_seconds);
     C.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall < 1 ? 1L : stall);
     C.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->o.stall_seconds * 1000));
-    C.easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
+    /* a streamed request's callback data must fit its buffer whole */
+    long bufsz = 512L << 10;
+    if (r->stream && r->cap < (size_t)bufsz)
+        bufsz = (long)r->cap; /* at least NF_HREQ_MIN_STREAM */
+    C.easy_setopt(c, CURLOPT_BUFFERSIZE, bufsz);
     C.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     C.easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
     r->easy = c;

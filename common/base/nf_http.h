@@ -144,12 +144,16 @@ typedef struct nf_hreq nf_hreq;
 /* Start a request for [off, off+len) of f into buf, which holds cap bytes
  * and must outlive the request: cap >= len fills buf in place (read it with
  * nf_hreq_wait); a smaller cap streams (read it with nf_hreq_read: the
- * transfer pauses while buf is full). len 0 asks nothing. NULL: out of
- * memory. */
+ * transfer pauses while buf is full). A streamed cap must be at least
+ * NF_HREQ_MIN_STREAM (libcurl may hand over CURL_MAX_WRITE_SIZE, 16 KiB,
+ * at once; its receive buffer is set to min(cap, 512 KiB)): a smaller one
+ * fails the request (NF_RE_IO) instead of stalling it, as does a piece
+ * larger than cap. len 0 asks nothing. NULL: out of memory. */
+#define NF_HREQ_MIN_STREAM 16384u
 nf_hreq *nf_hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, size_t cap);
 /* A server that does not serve ranges (NF_RE_NORANGE to a first request):
  * the whole file, one request without Range, streamed through buf (cap
- * bytes; read it with nf_hreq_read). Its length is its Content-Length; a
+ * bytes, at least NF_HREQ_MIN_STREAM; read it with nf_hreq_read). Its length is its Content-Length; a
  * fault after the first byte cannot be resumed (an `io` failure). */
 nf_hreq *nf_hreq_start_whole(nf_hfile *f, void *buf, size_t cap);
 

@@ -15,6 +15,8 @@
  * thread: exit 1) or is waiting (the owner's thread asleep, in the state
  * /proc/self/task/TID/stat gives). No clock: the same every run.
  *
+ * NF_STRESS_WINDOW=N sets the streamed requests' buffer (default 65536).
+ *
  * Exit status: 0 every byte right, 1 a mismatch or a failed read, 2 usage.
  */
 #include <fcntl.h>
@@ -35,22 +37,22 @@ static const char *url;
 static unsigned char *ref;
 static size_t reflen;
 static int rounds = 60;
+static size_t win_bytes = 65536; /* a streamed request's buffer: $NF_STRESS_WINDOW */
 
 static void *worker(void *arg)
 {
     unsigned seed = (unsigned)(size_t)arg;
     nf_hfile *f = nf_hfile_new(h, url, false);
-    unsigned char *buf = malloc(1u << 21);
-    for (int i = 0; f && buf && i < rounds; i++) {
+    unsigned char *buf = malloc(1u << 21), *win = malloc(win_bytes);
+    for (int i = 0; f && buf && win && i < rounds; i++) {
         size_t off = (size_t)rand_r(&seed) % reflen, n = (size_t)rand_r(&seed) % (1u << 21);
         if (off + n > reflen)
             n = reflen - off;
         nf_rerr e;
         if (i % 3 == 0) {
-            unsigned char win[65536];
-            nf_hreq *r = nf_hreq_start(f, off, n, win, sizeof win);
+            nf_hreq *r = nf_hreq_start(f, off, n, win, win_bytes);
             const void *p;
-            ssize_t k;
+            ssize_t k = 0;
             size_t got = 0;
             while (got < n / 2 && (k = nf_hreq_read(r, &p, &e)) > 0) {
                 if (memcmp(p, ref + off + got, (size_t)k) != 0) {
@@ -58,6 +60,10 @@ static void *worker(void *arg)
                     exit(1);
                 }
                 got += (size_t)k;
+            }
+            if (k < 0) {
+                fprintf(stderr, "nf-httpstress: streamed read at %zu: %s\n", off + got, e.msg);
+                exit(1);
             }
             nf_hreq_free(r);
         } else if (i % 3 == 1) {
@@ -71,6 +77,7 @@ static void *worker(void *arg)
         }
     }
     free(buf);
+    free(win);
     nf_hfile_free(f);
     return NULL;
 }
@@ -163,6 +170,9 @@ static int free_late(int rounds_)
 
 int main(int argc, char **argv)
 {
+    const char *wv = getenv("NF_STRESS_WINDOW");
+    if (wv && atol(wv) > 0)
+        win_bytes = (size_t)atol(wv);
     bool late = argc > 1 && strcmp(argv[1], "--free-late") == 0;
     if (late) {
         argc--;
