@@ -20,7 +20,7 @@ extern "C" {
  * often: rate-limit in the callback). */
 typedef void (*nf_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
-#define NF_VERSION "0.2.0"
+#define NF_VERSION "0.2.1"
 
 /* *r = a + b. Returns false (and leaves *r unspecified) on U64 overflow. */
 static inline bool nf_add_u64(uint64_t a, uint64_t b, uint64_t *r)
