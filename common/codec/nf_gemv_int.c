@@ -578,8 +578,9 @@ static float row_portable(const ictx *c, const irow *r)
 
 /* A row's setup: pointers and scales; false when the integer kernels
  * cannot take it (a non-finite row_split scale; an nvfp4 NaN block scale
- * or a divisor outside [2^-60, 2^60]). */
-static bool row_setup(const ictx *c, uint64_t n, irow *r);
+ * or a divisor outside [2^-60, 2^60]). nvfp4 with scales false leaves
+ * r->sc to nv_scales4 (four rows of one tile row group at once). */
+static bool row_setup(const ictx *c, uint64_t n, irow *r, bool scales);
 
 /* Prefetching the row group pfd rows ahead: each row's base-plane (and
  * high-plane) bytes at the same offset pfd rows later, one line per chunk
@@ -894,6 +895,36 @@ T5I static bool nv_scales_512(const uint8_t *sb, uint64_t K, float *out)
     _mm512_storeu_ps(out + 4 * q, _mm512_setzero_ps());
     return bad == 0;
 }
+/* nvfp4, the rows n + 32i (i = 0..3) of one tile row group (n % 128 <
+ * 32, sb = the scale plane at nf_nvfp4_scale_row_part(n, K)): their K/16
+ * E4M3 block scales as f32 (exact) into out[i], 16 zeros after each. The
+ * 16 bytes at sb + 512 q are blocks 4q..4q+3 of row i at 4i (nf_layout.h),
+ * so one load serves the four rows and each tile line is read once. Bit i
+ * of the result: row i has a NaN scale. */
+T5I static unsigned nv_scales4_512(const uint8_t *sb, uint64_t K, float *const out[4])
+{
+    uint64_t nq = K / 64;
+    __mmask16 bad = 0;
+    const __m512i fm = _mm512_set1_epi32((int)0x87f00000);
+    for (uint64_t q = 0; q < nq; q++) {
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(sb + 512 * q));
+        bad |= _mm_cmpeq_epi8_mask(_mm_and_si128(b, _mm_set1_epi8(0x7f)), _mm_set1_epi8(0x7f));
+        __m512i t = _mm512_slli_epi32(_mm512_cvtepu8_epi32(b), 24);
+        t = _mm512_and_si512(_mm512_srai_epi32(t, 4), fm);
+        __m512 f = _mm512_mul_ps(_mm512_castsi512_ps(t), _mm512_set1_ps(0x1p120f));
+        _mm_storeu_ps(out[0] + 4 * q, _mm512_castps512_ps128(f));
+        _mm_storeu_ps(out[1] + 4 * q, _mm512_extractf32x4_ps(f, 1));
+        _mm_storeu_ps(out[2] + 4 * q, _mm512_extractf32x4_ps(f, 2));
+        _mm_storeu_ps(out[3] + 4 * q, _mm512_extractf32x4_ps(f, 3));
+    }
+    unsigned r = 0;
+    for (unsigned i = 0; i < 4; i++) {
+        _mm512_storeu_ps(out[i] + 4 * nq, _mm512_setzero_ps());
+        r |= (bad >> (4 * i) & 15u) ? 1u << i : 0;
+    }
+    return r;
+}
+
 /* ---- AVX2 kernels (vpmaddubsw + vpmaddwd in place of vpdpbusd) ------------------
  *
  * The same scheme on 32-byte vectors: a chunk is nv * 32 columns, a lane 4
@@ -1140,7 +1171,24 @@ T2I static bool scales_f32_256(const uint8_t *s, unsigned ng, float *out)
 
 /* ---- the job ------------------------------------------------------------------------- */
 
-static bool row_setup(const ictx *c, uint64_t n, irow *r)
+/* The portable nv_scales4_512. */
+static unsigned nv_scales4(const uint8_t *sb, uint64_t K, float *const out[4])
+{
+    pthread_once(&g_e4m3_once, e4m3_init);
+    unsigned bad = 0;
+    for (uint64_t q = 0; q < K / 64; q++)
+        for (unsigned i = 0; i < 4; i++)
+            for (unsigned b = 0; b < 4; b++) {
+                uint8_t v = sb[512 * q + 4 * i + b];
+                bad |= (v & 0x7fu) == 0x7fu ? 1u << i : 0;
+                out[i][4 * q + b] = g_e4m3[v];
+            }
+    for (unsigned i = 0; i < 4; i++)
+        memset(out[i] + K / 16, 0, 16 * sizeof *out[i]);
+    return bad;
+}
+
+static bool row_setup(const ictx *c, uint64_t n, irow *r, bool scales)
 {
     r->n = n;
     uint64_t K = c->t->cols;
@@ -1151,6 +1199,8 @@ static bool row_setup(const ictx *c, uint64_t n, irow *r)
         r->wdiv = nf_f32_from_bits(wb);
         if (!(r->wdiv >= 0x1p-60f && r->wdiv <= 0x1p60f))
             return false;
+        if (!scales)
+            return true;
         const uint8_t *sb = c->pl[1] + nf_nvfp4_scale_row_part(n, K);
 #if NF_INT_X86
         if (c->isa == NF_ISA_AVX512)
@@ -1240,7 +1290,21 @@ static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
             rows[i] = tiles ? a + (k + i) / 128 * 128 + (k % 128) / 4 + 32 * i : a + k + i;
         bool ok[4], all = true;
         for (unsigned i = 0; i < R; i++)
-            all &= ok[i] = row_setup(c, rows[i], &r[i]);
+            all &= ok[i] = row_setup(c, rows[i], &r[i], !tiles);
+        if (tiles) { /* the four rows' block scales from one pass over their tiles */
+            float *const out[4] = {r[0].sc, r[1].sc, r[2].sc, r[3].sc};
+            const uint8_t *sb = c->pl[1] + nf_nvfp4_scale_row_part(rows[0], c->t->cols);
+            unsigned bad;
+#if NF_INT_X86
+            if (c->isa == NF_ISA_AVX512)
+                bad = nv_scales4_512(sb, c->t->cols, out);
+            else
+#endif
+                bad = nv_scales4(sb, c->t->cols, out);
+            for (unsigned i = 0; i < 4; i++)
+                if (bad >> i & 1u)
+                    all = ok[i] = false;
+        }
         float v[4] = {0, 0, 0, 0};
         pfplan pf;
         pf_plan(c, rows[0], j->pfd, R, &pf);
