@@ -491,6 +491,7 @@ typedef struct {
     float *sc;                  /* row_split: the row's scales (f32, 32 zeros after);
                                    nvfp4: its block scales (f32, 16 zeros after) */
     float wdiv;                 /* nvfp4 divisor */
+    const uint8_t *ts;          /* nvfp4 tile mode, row 0 of a group: its scale tiles */
     uint64_t n;
 } irow;
 
@@ -751,9 +752,11 @@ T5I NF_INLINE __m512 scales512c(nf_format f, const irow *r, uint64_t c)
     }
 }
 
-/* One chunk of one row: tot += (lane sums) * fl(unit * scale). */
+/* One chunk of one row: tot += (lane sums) * fl(unit * scale), the lanes'
+ * scales those of scales512c, or S (tile: nvfp4's from its tiles). */
 T5I NF_INLINE __m512 chunk512(nf_format f, unsigned nv, unsigned L, const xint *X, const irow *r,
-                              uint64_t c, bool half, __m512 D, __m512 tot, const pfplan *pf)
+                              uint64_t c, bool half, __m512 D, bool tile, __m512 S, __m512 tot,
+                              const pfplan *pf)
 {
     __m512i u[4];
     _mm_prefetch((const char *)r->base + 64 * c + pf->off0, _MM_HINT_T0);
@@ -761,64 +764,94 @@ T5I NF_INLINE __m512 chunk512(nf_format f, unsigned nv, unsigned L, const xint *
         _mm_prefetch((const char *)r->high + (f == NF_FMT_Q5_G64_FP16 ? 16 : 32) * c + pf->off1, _MM_HINT_T0);
     codes512(f, r, c, half, u);
     __m512 F = lanes512(u, nv, X->q + c * L * nv * 64, L, X->corr + 16 * c);
-    return _mm512_fmadd_ps(F, _mm512_mul_ps(D, scales512c(f, r, c)), tot);
+    return _mm512_fmadd_ps(F, _mm512_mul_ps(D, tile ? S : scales512c(f, r, c)), tot);
+}
+
+/* nvfp4's E4M3 block scales of 16 bytes as f32 (exact; a NaN code gives
+ * garbage, flagged in *bad by byte). */
+T5I NF_INLINE __m512 e4m3x16_512(__m128i b, __mmask16 *bad)
+{
+    *bad |= _mm_cmpeq_epi8_mask(_mm_and_si128(b, _mm_set1_epi8(0x7f)), _mm_set1_epi8(0x7f));
+    __m512i t = _mm512_slli_epi32(_mm512_cvtepu8_epi32(b), 24);
+    t = _mm512_and_si512(_mm512_srai_epi32(t, 4), _mm512_set1_epi32((int)0x87f00000));
+    return _mm512_mul_ps(_mm512_castsi512_ps(t), _mm512_set1_ps(0x1p120f));
+}
+
+/* Chunk c of R rows into their slots a[i] (half: the last, half chunk;
+ * tile: as rows512). */
+T5I NF_INLINE void step512(nf_format f, unsigned nv, unsigned L, const xint *X, const irow *r,
+                           unsigned R, uint64_t c, const bool half, const bool tile,
+                           const __m512i *tix, __m512 *a, __mmask16 *tbad, const pfplan *pf)
+{
+    __m512 D = _mm512_load_ps(X->D + 16 * c);
+    __m512 T0 = D, T1 = D;
+    if (tile) { /* a half chunk has one tile */
+        const uint8_t *t = r[0].ts + 1024 * c;
+        T0 = e4m3x16_512(_mm_loadu_si128((const __m128i *)(const void *)t), tbad);
+        T1 = half ? _mm512_setzero_ps()
+                  : e4m3x16_512(_mm_loadu_si128((const __m128i *)(const void *)(t + 512)), tbad);
+    }
+#pragma GCC unroll 4
+    for (unsigned i = 0; i < R; i++) {
+        __m512 S = tile ? _mm512_permutex2var_ps(T0, tix[i], T1) : D;
+        a[i] = chunk512(f, nv, L, X, &r[i], c, half, D, tile, S, a[i], pf);
+    }
 }
 
 /* R rows (1, 2 or 4) of format f with L limbs: out[i] = the tree of row
- * i's 16 slots. */
-T5I NF_INLINE void rows512(nf_format f, const xint *X, const irow *r, unsigned R, unsigned L,
-                           float *out, const pfplan *pf)
+ * i's 16 slots. tile (nvfp4, R = 4: the rows n + 32i of one tile row
+ * group, r[0].ts their scale tiles, nf_nvfp4_scale_row_part(n, K)): the
+ * block scales come from the tiles chunk by chunk, 16 bytes of each of the
+ * chunk's two tiles serving the four rows (row i's blocks at 4i), instead
+ * of from r->sc; the result's bit i says row i has a NaN scale (its out[i]
+ * is then not its value). */
+T5I NF_INLINE unsigned rows512(nf_format f, const xint *X, const irow *r, unsigned R, unsigned L,
+                               float *out, const pfplan *pf, const bool tile)
 {
     const unsigned nv = f == NF_FMT_Q8_G32_FP16 ? 1
                         : (f == NF_FMT_Q2_G64_FP16 || f == NF_FMT_T2_G128_FP16) ? 4 : 2;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    /* row i's lane j: block j / 2 of the chunk, tile 0 (blocks 0-3) or 1 */
+    const __m512i tix[4] = {
+        _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 16, 16, 17, 17, 18, 18, 19, 19),
+        _mm512_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7, 20, 20, 21, 21, 22, 22, 23, 23),
+        _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 24, 24, 25, 25, 26, 26, 27, 27),
+        _mm512_setr_epi32(12, 12, 13, 13, 14, 14, 15, 15, 28, 28, 29, 29, 30, 30, 31, 31)};
+    __mmask16 tbad = 0;
     uint64_t nch = X->nch, full = X->half ? nch - 1 : nch, c = 0;
     for (; c < full; c++) {
         MCA_BEGIN();
-        __m512 D = _mm512_load_ps(X->D + 16 * c);
-        a0 = chunk512(f, nv, L, X, &r[0], c, false, D, a0, pf);
-        if (R >= 2)
-            a1 = chunk512(f, nv, L, X, &r[1], c, false, D, a1, pf);
-        if (R >= 4) {
-            a2 = chunk512(f, nv, L, X, &r[2], c, false, D, a2, pf);
-            a3 = chunk512(f, nv, L, X, &r[3], c, false, D, a3, pf);
-        }
+        step512(f, nv, L, X, r, R, c, false, tile, tix, a, &tbad, pf);
         if (f == NF_FMT_NVFP4 && pf->nvs) {
             _mm_prefetch(pf->nvs + 1024 * c, _MM_HINT_T0);
             _mm_prefetch(pf->nvs + 1024 * c + 512, _MM_HINT_T0);
         }
         MCA_END();
     }
-    if (c < nch) {
-        __m512 D = _mm512_load_ps(X->D + 16 * c);
-        a0 = chunk512(f, nv, L, X, &r[0], c, true, D, a0, pf);
-        if (R >= 2)
-            a1 = chunk512(f, nv, L, X, &r[1], c, true, D, a1, pf);
-        if (R >= 4) {
-            a2 = chunk512(f, nv, L, X, &r[2], c, true, D, a2, pf);
-            a3 = chunk512(f, nv, L, X, &r[3], c, true, D, a3, pf);
-        }
+    if (c < nch)
+        step512(f, nv, L, X, r, R, c, true, tile, tix, a, &tbad, pf);
+    unsigned bad = 0;
+    for (unsigned i = 0; i < R; i++) {
+        out[i] = nf_tree16_512(a[i]);
+        bad |= (tbad >> (4 * i) & 15u) ? 1u << i : 0;
     }
-    out[0] = nf_tree16_512(a0);
-    if (R >= 2)
-        out[1] = nf_tree16_512(a1);
-    if (R >= 4) {
-        out[2] = nf_tree16_512(a2);
-        out[3] = nf_tree16_512(a3);
-    }
+    return bad;
 }
 
-typedef void (*rows_fn)(const xint *, const irow *, unsigned R, float *, const pfplan *);
+/* rows512 for R = 1, 2 or 4; tile: the nvfp4 tile mode (R = 4). */
+typedef unsigned (*rows_fn)(const xint *, const irow *, unsigned R, float *, const pfplan *, bool tile);
 
 #define ROWS512(NAME, FMT, L)                                                                      \
-    T5I static void NAME(const xint *X, const irow *r, unsigned R, float *out, const pfplan *pf)   \
+    T5I static unsigned NAME(const xint *X, const irow *r, unsigned R, float *out, const pfplan *pf, \
+                             bool tile)                                                            \
     {                                                                                              \
+        if (FMT == NF_FMT_NVFP4 && tile)                                                           \
+            return rows512(FMT, X, r, 4, L, out, pf, true);                                        \
         if (R == 4)                                                                                \
-            rows512(FMT, X, r, 4, L, out, pf);                                                     \
-        else if (R == 2)                                                                           \
-            rows512(FMT, X, r, 2, L, out, pf);                                                     \
-        else                                                                                       \
-            rows512(FMT, X, r, 1, L, out, pf);                                                     \
+            return rows512(FMT, X, r, 4, L, out, pf, false);                                       \
+        if (R == 2)                                                                                \
+            return rows512(FMT, X, r, 2, L, out, pf, false);                                       \
+        return rows512(FMT, X, r, 1, L, out, pf, false);                                           \
     }
 ROWS512(q2_512_1, NF_FMT_Q2_G64_FP16, 1)
 ROWS512(q2_512_3, NF_FMT_Q2_G64_FP16, 3)
@@ -1109,14 +1142,17 @@ T2I NF_INLINE void rows256(nf_format f, const xint *X, const irow *r, unsigned R
 }
 
 #define ROWS256(NAME, FMT, L)                                                                      \
-    T2I static void NAME(const xint *X, const irow *r, unsigned R, float *out, const pfplan *pf)   \
+    T2I static unsigned NAME(const xint *X, const irow *r, unsigned R, float *out, const pfplan *pf, \
+                             bool tile)                                                            \
     {                                                                                              \
+        (void)tile; /* never asked: irows converts the tiles first */                              \
         if (R == 4)                                                                                \
             rows256(FMT, X, r, 4, L, out, pf);                                                     \
         else if (R == 2)                                                                           \
             rows256(FMT, X, r, 2, L, out, pf);                                                     \
         else                                                                                       \
             rows256(FMT, X, r, 1, L, out, pf);                                                     \
+        return 0;                                                                                  \
     }
 ROWS256(q2_256_1, NF_FMT_Q2_G64_FP16, 1)
 ROWS256(q2_256_3, NF_FMT_Q2_G64_FP16, 3)
@@ -1283,6 +1319,9 @@ static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
     for (unsigned i = 0; i < 4; i++)
         r[i].sc = scb + i * stride;
     bool tiles = c->t->format == NF_FMT_NVFP4 && a % 128 == 0 && (b - a) % 128 == 0;
+    bool res = false; /* residuals: finish reads r->sc */
+    for (unsigned p = 0; p < c->X->nres; p++)
+        res |= c->X->rn[p] != 0;
     for (uint64_t k = 0; k < b - a;) {
         unsigned R = tiles ? 4 : b - a - k >= 4 ? 4 : b - a - k >= 2 ? 2 : 1;
         uint64_t rows[4];
@@ -1291,9 +1330,25 @@ static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
         bool ok[4], all = true;
         for (unsigned i = 0; i < R; i++)
             all &= ok[i] = row_setup(c, rows[i], &r[i], !tiles);
-        if (tiles) { /* the four rows' block scales from one pass over their tiles */
+        float v[4] = {0, 0, 0, 0};
+        pfplan pf;
+        pf_plan(c, rows[0], j->pfd, R, &pf);
+        /* tiles: the four rows' block scales straight from their tiles in the
+         * AVX-512 kernel, or first from one pass over them */
+        const uint8_t *sb = tiles ? c->pl[1] + nf_nvfp4_scale_row_part(rows[0], c->t->cols) : NULL;
+        bool fused = false;
+#if NF_INT_X86
+        fused = tiles && all && !res && c->isa == NF_ISA_AVX512;
+        if (fused) {
+            r[0].ts = sb;
+            unsigned bad = j->fn(c->X, r, 4, v, &pf, true);
+            for (unsigned i = 0; i < 4; i++)
+                if (bad >> i & 1u)
+                    ok[i] = false;
+        }
+#endif
+        if (tiles && !fused) {
             float *const out[4] = {r[0].sc, r[1].sc, r[2].sc, r[3].sc};
-            const uint8_t *sb = c->pl[1] + nf_nvfp4_scale_row_part(rows[0], c->t->cols);
             unsigned bad;
 #if NF_INT_X86
             if (c->isa == NF_ISA_AVX512)
@@ -1305,25 +1360,21 @@ static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
                 if (bad >> i & 1u)
                     all = ok[i] = false;
         }
-        float v[4] = {0, 0, 0, 0};
-        pfplan pf;
-        pf_plan(c, rows[0], j->pfd, R, &pf);
 #if NF_INT_X86
-        if (c->isa != NF_ISA_SCALAR) {
+        if (!fused && c->isa != NF_ISA_SCALAR) {
             if (all) {
-                j->fn(c->X, r, R, v, &pf);
+                j->fn(c->X, r, R, v, &pf, false);
             } else {
                 for (unsigned i = 0; i < R; i++)
                     if (ok[i])
-                        j->fn(c->X, &r[i], 1, &v[i], &pf);
+                        j->fn(c->X, &r[i], 1, &v[i], &pf, false);
             }
-        } else
+        }
 #endif
-        {
+        if (!fused && (!NF_INT_X86 || c->isa == NF_ISA_SCALAR))
             for (unsigned i = 0; i < R; i++)
                 if (ok[i])
                     v[i] = row_portable(c, &r[i]);
-        }
         for (unsigned i = 0; i < R; i++) {
             if (ok[i]) {
                 j->y[rows[i] - j->r0] = finish(c, &r[i], v[i]);
