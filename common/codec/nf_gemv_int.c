@@ -1184,6 +1184,35 @@ static rows_fn pick256(nf_format f, unsigned L)
     }
 }
 
+/* nv_scales4_512 on AVX2: the 16 bytes of a tile as two vectors of 8
+ * (rows 0-1, rows 2-3), the same exact conversion. */
+T2I NF_INLINE __m256 e4m3x8_256(__m128i b)
+{
+    __m256i t = _mm256_slli_epi32(_mm256_cvtepu8_epi32(b), 24);
+    t = _mm256_and_si256(_mm256_srai_epi32(t, 4), _mm256_set1_epi32((int)0x87f00000));
+    return _mm256_mul_ps(_mm256_castsi256_ps(t), _mm256_set1_ps(0x1p120f));
+}
+T2I static unsigned nv_scales4_256(const uint8_t *sb, uint64_t K, float *const out[4])
+{
+    uint64_t nq = K / 64;
+    unsigned bad = 0;
+    for (uint64_t q = 0; q < nq; q++) {
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(sb + 512 * q));
+        bad |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(b, _mm_set1_epi8(0x7f)), _mm_set1_epi8(0x7f)));
+        __m256 lo = e4m3x8_256(b), hi = e4m3x8_256(_mm_unpackhi_epi64(b, b));
+        _mm_storeu_ps(out[0] + 4 * q, _mm256_castps256_ps128(lo));
+        _mm_storeu_ps(out[1] + 4 * q, _mm256_extractf128_ps(lo, 1));
+        _mm_storeu_ps(out[2] + 4 * q, _mm256_castps256_ps128(hi));
+        _mm_storeu_ps(out[3] + 4 * q, _mm256_extractf128_ps(hi, 1));
+    }
+    unsigned r = 0;
+    for (unsigned i = 0; i < 4; i++) {
+        memset(out[i] + 4 * nq, 0, 16 * sizeof *out[i]);
+        r |= (bad >> (4 * i) & 15u) ? 1u << i : 0;
+    }
+    return r;
+}
+
 T2I static bool scales_f32_256(const uint8_t *s, unsigned ng, float *out)
 {
     const __m128i ex = _mm_set1_epi16(0x7c00);
@@ -1353,6 +1382,8 @@ static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
 #if NF_INT_X86
             if (c->isa == NF_ISA_AVX512)
                 bad = nv_scales4_512(sb, c->t->cols, out);
+            else if (c->isa == NF_ISA_AVX2)
+                bad = nv_scales4_256(sb, c->t->cols, out);
             else
 #endif
                 bad = nv_scales4(sb, c->t->cols, out);
