@@ -477,6 +477,16 @@ static inline int ld32s(const uint8_t *p)
     return (int)v;
 }
 
+/* nvfp4 tile row group: the rows (bit i) whose 4 bytes of a tile's 16 (bit
+ * 4i + b of m: byte b of row i is a NaN) hold a NaN. */
+static inline unsigned nv_bad_rows(unsigned m)
+{
+    unsigned r = 0;
+    for (unsigned i = 0; i < 4; i++)
+        r |= (m >> (4 * i) & 15u) ? 1u << i : 0;
+    return r;
+}
+
 /* E4M3FN codes as f32 (exact; 0x7f/0xff: NaN), for nvfp4's block scales */
 static float g_e4m3[256];
 static pthread_once_t g_e4m3_once = PTHREAD_ONCE_INIT;
@@ -830,12 +840,9 @@ T5I NF_INLINE unsigned rows512(nf_format f, const xint *X, const irow *r, unsign
     }
     if (c < nch)
         step512(f, nv, L, X, r, R, c, true, tile, tix, a, &tbad, pf);
-    unsigned bad = 0;
-    for (unsigned i = 0; i < R; i++) {
+    for (unsigned i = 0; i < R; i++)
         out[i] = nf_tree16_512(a[i]);
-        bad |= (tbad >> (4 * i) & 15u) ? 1u << i : 0;
-    }
-    return bad;
+    return tile ? nv_bad_rows(tbad) : 0;
 }
 
 /* rows512 for R = 1, 2 or 4; tile: the nvfp4 tile mode (R = 4). */
@@ -938,24 +945,16 @@ T5I static unsigned nv_scales4_512(const uint8_t *sb, uint64_t K, float *const o
 {
     uint64_t nq = K / 64;
     __mmask16 bad = 0;
-    const __m512i fm = _mm512_set1_epi32((int)0x87f00000);
     for (uint64_t q = 0; q < nq; q++) {
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(sb + 512 * q));
-        bad |= _mm_cmpeq_epi8_mask(_mm_and_si128(b, _mm_set1_epi8(0x7f)), _mm_set1_epi8(0x7f));
-        __m512i t = _mm512_slli_epi32(_mm512_cvtepu8_epi32(b), 24);
-        t = _mm512_and_si512(_mm512_srai_epi32(t, 4), fm);
-        __m512 f = _mm512_mul_ps(_mm512_castsi512_ps(t), _mm512_set1_ps(0x1p120f));
+        __m512 f = e4m3x16_512(_mm_loadu_si128((const __m128i *)(const void *)(sb + 512 * q)), &bad);
         _mm_storeu_ps(out[0] + 4 * q, _mm512_castps512_ps128(f));
         _mm_storeu_ps(out[1] + 4 * q, _mm512_extractf32x4_ps(f, 1));
         _mm_storeu_ps(out[2] + 4 * q, _mm512_extractf32x4_ps(f, 2));
         _mm_storeu_ps(out[3] + 4 * q, _mm512_extractf32x4_ps(f, 3));
     }
-    unsigned r = 0;
-    for (unsigned i = 0; i < 4; i++) {
+    for (unsigned i = 0; i < 4; i++)
         _mm512_storeu_ps(out[i] + 4 * nq, _mm512_setzero_ps());
-        r |= (bad >> (4 * i) & 15u) ? 1u << i : 0;
-    }
-    return r;
+    return nv_bad_rows(bad);
 }
 
 /* ---- AVX2 kernels (vpmaddubsw + vpmaddwd in place of vpdpbusd) ------------------
@@ -1205,12 +1204,9 @@ T2I static unsigned nv_scales4_256(const uint8_t *sb, uint64_t K, float *const o
         _mm_storeu_ps(out[2] + 4 * q, _mm256_castps256_ps128(hi));
         _mm_storeu_ps(out[3] + 4 * q, _mm256_extractf128_ps(hi, 1));
     }
-    unsigned r = 0;
-    for (unsigned i = 0; i < 4; i++) {
+    for (unsigned i = 0; i < 4; i++)
         memset(out[i] + 4 * nq, 0, 16 * sizeof *out[i]);
-        r |= (bad >> (4 * i) & 15u) ? 1u << i : 0;
-    }
-    return r;
+    return nv_bad_rows(bad);
 }
 
 T2I static bool scales_f32_256(const uint8_t *s, unsigned ng, float *out)
@@ -1245,12 +1241,12 @@ static unsigned nv_scales4(const uint8_t *sb, uint64_t K, float *const out[4])
         for (unsigned i = 0; i < 4; i++)
             for (unsigned b = 0; b < 4; b++) {
                 uint8_t v = sb[512 * q + 4 * i + b];
-                bad |= (v & 0x7fu) == 0x7fu ? 1u << i : 0;
+                bad |= (v & 0x7fu) == 0x7fu ? 1u << (4 * i + b) : 0;
                 out[i][4 * q + b] = g_e4m3[v];
             }
     for (unsigned i = 0; i < 4; i++)
         memset(out[i] + K / 16, 0, 16 * sizeof *out[i]);
-    return bad;
+    return nv_bad_rows(bad);
 }
 
 static bool row_setup(const ictx *c, uint64_t n, irow *r, bool scales)
