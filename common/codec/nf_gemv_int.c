@@ -762,11 +762,9 @@ T5I NF_INLINE __m512 scales512c(nf_format f, const irow *r, uint64_t c)
     }
 }
 
-/* One chunk of one row: tot += (lane sums) * fl(unit * scale), the lanes'
- * scales those of scales512c, or S (tile: nvfp4's from its tiles). */
+/* One chunk of one row: tot += (lane sums) * fl(unit * scale). */
 T5I NF_INLINE __m512 chunk512(nf_format f, unsigned nv, unsigned L, const xint *X, const irow *r,
-                              uint64_t c, bool half, __m512 D, bool tile, __m512 S, __m512 tot,
-                              const pfplan *pf)
+                              uint64_t c, bool half, __m512 D, __m512 tot, const pfplan *pf)
 {
     __m512i u[4];
     _mm_prefetch((const char *)r->base + 64 * c + pf->off0, _MM_HINT_T0);
@@ -774,7 +772,51 @@ T5I NF_INLINE __m512 chunk512(nf_format f, unsigned nv, unsigned L, const xint *
         _mm_prefetch((const char *)r->high + (f == NF_FMT_Q5_G64_FP16 ? 16 : 32) * c + pf->off1, _MM_HINT_T0);
     codes512(f, r, c, half, u);
     __m512 F = lanes512(u, nv, X->q + c * L * nv * 64, L, X->corr + 16 * c);
-    return _mm512_fmadd_ps(F, _mm512_mul_ps(D, tile ? S : scales512c(f, r, c)), tot);
+    return _mm512_fmadd_ps(F, _mm512_mul_ps(D, scales512c(f, r, c)), tot);
+}
+
+/* R rows (1, 2 or 4) of format f with L limbs: out[i] = the tree of row
+ * i's 16 slots. */
+T5I NF_INLINE void rows512(nf_format f, const xint *X, const irow *r, unsigned R, unsigned L,
+                           float *out, const pfplan *pf)
+{
+    const unsigned nv = f == NF_FMT_Q8_G32_FP16 ? 1
+                        : (f == NF_FMT_Q2_G64_FP16 || f == NF_FMT_T2_G128_FP16) ? 4 : 2;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    uint64_t nch = X->nch, full = X->half ? nch - 1 : nch, c = 0;
+    for (; c < full; c++) {
+        MCA_BEGIN();
+        __m512 D = _mm512_load_ps(X->D + 16 * c);
+        a0 = chunk512(f, nv, L, X, &r[0], c, false, D, a0, pf);
+        if (R >= 2)
+            a1 = chunk512(f, nv, L, X, &r[1], c, false, D, a1, pf);
+        if (R >= 4) {
+            a2 = chunk512(f, nv, L, X, &r[2], c, false, D, a2, pf);
+            a3 = chunk512(f, nv, L, X, &r[3], c, false, D, a3, pf);
+        }
+        if (f == NF_FMT_NVFP4 && pf->nvs) {
+            _mm_prefetch(pf->nvs + 1024 * c, _MM_HINT_T0);
+            _mm_prefetch(pf->nvs + 1024 * c + 512, _MM_HINT_T0);
+        }
+        MCA_END();
+    }
+    if (c < nch) {
+        __m512 D = _mm512_load_ps(X->D + 16 * c);
+        a0 = chunk512(f, nv, L, X, &r[0], c, true, D, a0, pf);
+        if (R >= 2)
+            a1 = chunk512(f, nv, L, X, &r[1], c, true, D, a1, pf);
+        if (R >= 4) {
+            a2 = chunk512(f, nv, L, X, &r[2], c, true, D, a2, pf);
+            a3 = chunk512(f, nv, L, X, &r[3], c, true, D, a3, pf);
+        }
+    }
+    out[0] = nf_tree16_512(a0);
+    if (R >= 2)
+        out[1] = nf_tree16_512(a1);
+    if (R >= 4) {
+        out[2] = nf_tree16_512(a2);
+        out[3] = nf_tree16_512(a3);
+    }
 }
 
 /* nvfp4's E4M3 block scales of 16 bytes as f32 (exact; a NaN code gives
@@ -787,65 +829,59 @@ T5I NF_INLINE __m512 e4m3x16_512(__m128i b, __mmask16 *bad)
     return _mm512_mul_ps(_mm512_castsi512_ps(t), _mm512_set1_ps(0x1p120f));
 }
 
-/* Chunk c of R rows into their slots a[i] (half: the last, half chunk;
- * tile: as rows512). */
-T5I NF_INLINE void step512(nf_format f, unsigned nv, unsigned L, const xint *X, const irow *r,
-                           unsigned R, uint64_t c, const bool half, const bool tile,
-                           const __m512i *tix, __m512 *a, __mmask16 *tbad, const pfplan *pf)
+/* nvfp4, chunk c of the four rows n + 32i of one tile row group (r[0].ts
+ * their scale tiles, nf_nvfp4_scale_row_part(n, K)): as chunk512, the lane
+ * scales taken from the tiles, 16 bytes of each of the chunk's two tiles
+ * (row i's blocks at 4i) serving the four rows. Its own loop: folded into
+ * rows512, the other formats' A16 kernels lost ~5% to code generation. */
+T5I NF_INLINE void nvtile_step512(unsigned L, const xint *X, const irow *r, uint64_t c, const bool half,
+                                  __m512 *a, __mmask16 *bad, const pfplan *pf)
 {
+    static const int32_t ix[4][16] = {
+        {0, 0, 1, 1, 2, 2, 3, 3, 16, 16, 17, 17, 18, 18, 19, 19},
+        {4, 4, 5, 5, 6, 6, 7, 7, 20, 20, 21, 21, 22, 22, 23, 23},
+        {8, 8, 9, 9, 10, 10, 11, 11, 24, 24, 25, 25, 26, 26, 27, 27},
+        {12, 12, 13, 13, 14, 14, 15, 15, 28, 28, 29, 29, 30, 30, 31, 31}};
+    const uint8_t *t = r[0].ts + 1024 * c;
     __m512 D = _mm512_load_ps(X->D + 16 * c);
-    __m512 T0 = D, T1 = D;
-    if (tile) { /* a half chunk has one tile */
-        const uint8_t *t = r[0].ts + 1024 * c;
-        T0 = e4m3x16_512(_mm_loadu_si128((const __m128i *)(const void *)t), tbad);
-        T1 = half ? _mm512_setzero_ps()
-                  : e4m3x16_512(_mm_loadu_si128((const __m128i *)(const void *)(t + 512)), tbad);
-    }
+    __m512 T0 = e4m3x16_512(_mm_loadu_si128((const __m128i *)(const void *)t), bad);
+    __m512 T1 = half ? _mm512_setzero_ps() /* a half chunk has one tile */
+                     : e4m3x16_512(_mm_loadu_si128((const __m128i *)(const void *)(t + 512)), bad);
 #pragma GCC unroll 4
-    for (unsigned i = 0; i < R; i++) {
-        __m512 S = tile ? _mm512_permutex2var_ps(T0, tix[i], T1) : D;
-        a[i] = chunk512(f, nv, L, X, &r[i], c, half, D, tile, S, a[i], pf);
+    for (unsigned i = 0; i < 4; i++) {
+        __m512i u[4];
+        _mm_prefetch((const char *)r[i].base + 64 * c + pf->off0, _MM_HINT_T0);
+        codes512(NF_FMT_NVFP4, &r[i], c, half, u);
+        __m512 F = lanes512(u, 2, X->q + c * L * 2 * 64, L, X->corr + 16 * c);
+        __m512 S = _mm512_permutex2var_ps(T0, _mm512_loadu_si512((const void *)ix[i]), T1);
+        a[i] = _mm512_fmadd_ps(F, _mm512_mul_ps(D, S), a[i]);
     }
 }
 
-/* R rows (1, 2 or 4) of format f with L limbs: out[i] = the tree of row
- * i's 16 slots. tile (nvfp4, R = 4: the rows n + 32i of one tile row
- * group, r[0].ts their scale tiles, nf_nvfp4_scale_row_part(n, K)): the
- * block scales come from the tiles chunk by chunk, 16 bytes of each of the
- * chunk's two tiles serving the four rows (row i's blocks at 4i), instead
- * of from r->sc; the result's bit i says row i has a NaN scale (its out[i]
- * is then not its value). */
-T5I NF_INLINE unsigned rows512(nf_format f, const xint *X, const irow *r, unsigned R, unsigned L,
-                               float *out, const pfplan *pf, const bool tile)
+/* nvfp4, the four rows of one tile row group: out[i] = row i's tree;
+ * bit i of the result: row i has a NaN scale (its out[i] is then not its
+ * value). */
+T5I NF_INLINE unsigned nvtile512(const xint *X, const irow *r, unsigned L, float *out, const pfplan *pf)
 {
-    const unsigned nv = f == NF_FMT_Q8_G32_FP16 ? 1
-                        : (f == NF_FMT_Q2_G64_FP16 || f == NF_FMT_T2_G128_FP16) ? 4 : 2;
     __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    /* row i's lane j: block j / 2 of the chunk, tile 0 (blocks 0-3) or 1 */
-    const __m512i tix[4] = {
-        _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 16, 16, 17, 17, 18, 18, 19, 19),
-        _mm512_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7, 20, 20, 21, 21, 22, 22, 23, 23),
-        _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 24, 24, 25, 25, 26, 26, 27, 27),
-        _mm512_setr_epi32(12, 12, 13, 13, 14, 14, 15, 15, 28, 28, 29, 29, 30, 30, 31, 31)};
-    __mmask16 tbad = 0;
+    __mmask16 bad = 0;
     uint64_t nch = X->nch, full = X->half ? nch - 1 : nch, c = 0;
     for (; c < full; c++) {
-        MCA_BEGIN();
-        step512(f, nv, L, X, r, R, c, false, tile, tix, a, &tbad, pf);
-        if (f == NF_FMT_NVFP4 && pf->nvs) {
+        nvtile_step512(L, X, r, c, false, a, &bad, pf);
+        if (pf->nvs) {
             _mm_prefetch(pf->nvs + 1024 * c, _MM_HINT_T0);
             _mm_prefetch(pf->nvs + 1024 * c + 512, _MM_HINT_T0);
         }
-        MCA_END();
     }
     if (c < nch)
-        step512(f, nv, L, X, r, R, c, true, tile, tix, a, &tbad, pf);
-    for (unsigned i = 0; i < R; i++)
+        nvtile_step512(L, X, r, c, true, a, &bad, pf);
+    for (unsigned i = 0; i < 4; i++)
         out[i] = nf_tree16_512(a[i]);
-    return tile ? nv_bad_rows(tbad) : 0;
+    return nv_bad_rows(bad);
 }
 
-/* rows512 for R = 1, 2 or 4; tile: the nvfp4 tile mode (R = 4). */
+/* rows512 for R = 1, 2 or 4; tile: nvtile512 (nvfp4, R = 4). Returns
+ * nvtile512's NaN rows, else 0. */
 typedef unsigned (*rows_fn)(const xint *, const irow *, unsigned R, float *, const pfplan *, bool tile);
 
 #define ROWS512(NAME, FMT, L)                                                                      \
@@ -853,12 +889,14 @@ typedef unsigned (*rows_fn)(const xint *, const irow *, unsigned R, float *, con
                              bool tile)                                                            \
     {                                                                                              \
         if (FMT == NF_FMT_NVFP4 && tile)                                                           \
-            return rows512(FMT, X, r, 4, L, out, pf, true);                                        \
+            return nvtile512(X, r, L, out, pf);                                                    \
         if (R == 4)                                                                                \
-            return rows512(FMT, X, r, 4, L, out, pf, false);                                       \
-        if (R == 2)                                                                                \
-            return rows512(FMT, X, r, 2, L, out, pf, false);                                       \
-        return rows512(FMT, X, r, 1, L, out, pf, false);                                           \
+            rows512(FMT, X, r, 4, L, out, pf);                                                     \
+        else if (R == 2)                                                                           \
+            rows512(FMT, X, r, 2, L, out, pf);                                                     \
+        else                                                                                       \
+            rows512(FMT, X, r, 1, L, out, pf);                                                     \
+        return 0;                                                                                  \
     }
 ROWS512(q2_512_1, NF_FMT_Q2_G64_FP16, 1)
 ROWS512(q2_512_3, NF_FMT_Q2_G64_FP16, 3)
