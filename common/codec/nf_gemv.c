@@ -864,6 +864,18 @@ static bool fp8_row_ok(float r)
     return a == 0.0f || (a >= 0x1p-100f && a <= 0x1p100f);
 }
 
+/* Row n's scale r (bf16: 1): 0 when the kernels take the row, 1 when it
+ * went through the two-pass path (fp8_row_ok failed), or that path's
+ * error (negative). */
+static int p_row_scale(const fctx *c, bool fp8, uint64_t n, float *r)
+{
+    *r = fp8 ? nf_bf16_to_f32(ld16(c->p1 + 2 * n)) : 1.0f;
+    if (fp8_row_ok(*r))
+        return 0;
+    int rc = nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, n, n + 1, c->xf, c->y, c->r0, c->isa);
+    return rc ? rc : 1;
+}
+
 static int rows_p(void *arg, uint64_t a, uint64_t b)
 {
     const fctx *c = arg;
@@ -883,13 +895,12 @@ static int rows_p(void *arg, uint64_t a, uint64_t b)
             float rs[P_GROUP], v[P_GROUP];
             unsigned R = 0;
             for (; n < b && R < P_GROUP; n++) {
-                float r = fp8 ? nf_bf16_to_f32(ld16(c->p1 + 2 * n)) : 1.0f;
-                if (!fp8_row_ok(r)) { /* the two-pass path, as below */
-                    int rc = nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, n, n + 1, c->xf, c->y, c->r0, c->isa);
-                    if (rc)
-                        return rc;
+                float r;
+                int rc = p_row_scale(c, fp8, n, &r);
+                if (rc < 0)
+                    return rc;
+                if (rc)
                     continue;
-                }
                 rows[R] = n;
                 rs[R++] = r;
             }
@@ -901,16 +912,12 @@ static int rows_p(void *arg, uint64_t a, uint64_t b)
     }
 #endif
     for (uint64_t n = a; n < b; n++) {
-        float r = 1.0f, v;
-        if (fp8) {
-            r = nf_bf16_to_f32(ld16(c->p1 + 2 * n));
-            if (!fp8_row_ok(r)) {
-                int rc = nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, n, n + 1, c->xf, c->y, c->r0, c->isa);
-                if (rc)
-                    return rc;
-                continue;
-            }
-        }
+        float r, v;
+        int rc = p_row_scale(c, fp8, n, &r);
+        if (rc < 0)
+            return rc;
+        if (rc)
+            continue;
 #if NF_GEMV_X86
         if (c->isa >= NF_ISA_AVX512 && (!fp8 || vbmi)) {
             const uint8_t *p = c->p0 + (fp8 ? n * K : 2 * n * K);
