@@ -524,20 +524,18 @@ static nf_hreq *hreq_start(nf_hfile *f, uint64_t off, uint64_t len, void *buf, s
     r->stream = cap < len;
     r->whole = whole;
     r->retry_after = -1;
-    if (len && r->stream && cap < NF_HREQ_MIN_STREAM) {
-        /* libcurl may hand over CURL_MAX_WRITE_SIZE bytes at once, whatever
-         * its buffer: such a request could only stall */
-        r->done = r->detached = r->failed = true;
-        seterr(&r->err, NF_RE_IO, 0, "a streamed request needs a buffer of at least %u bytes, "
-               "not %zu", (unsigned)NF_HREQ_MIN_STREAM, cap);
-        return r;
-    }
+    /* libcurl may hand over CURL_MAX_WRITE_SIZE bytes at once, whatever its
+     * buffer: a streamed request with less room could only stall */
+    bool small = len && r->stream && cap < NF_HREQ_MIN_STREAM;
     pthread_mutex_lock(&h->lock);
-    if (len == 0 || ensure_thread(h) < 0) {
-        r->done = true;
-        r->detached = true;
-        if (len)
-            r->failed = true, seterr(&r->err, NF_RE_NOMEM, 0, "cannot start the I/O thread");
+    if (len == 0 || small || ensure_thread(h) < 0) {
+        r->done = r->detached = true;
+        r->failed = len != 0;
+        if (small)
+            seterr(&r->err, NF_RE_IO, 0, "a streamed request needs a buffer of at least %u bytes, not %zu",
+                   (unsigned)NF_HREQ_MIN_STREAM, cap);
+        else if (len)
+            seterr(&r->err, NF_RE_NOMEM, 0, "cannot start the I/O thread");
         pthread_mutex_unlock(&h->lock);
         return r;
     }
