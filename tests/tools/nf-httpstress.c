@@ -90,18 +90,22 @@ static atomic_int late_armed, late_freeing, late_freed;
 static pid_t late_owner;          /* the owner's thread id */
 
 /* Is thread tid asleep ('S' in its stat)? Reads with no malloc (the owner
- * may be in free). */
+ * may be in free); exits 2 when /proc cannot tell. */
 static bool asleep(pid_t tid)
 {
     char path[64], st[512];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
     int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return true; /* no /proc: nothing to tell, let it go on */
-    ssize_t n = read(fd, st, sizeof st - 1);
-    close(fd);
-    if (n <= 0)
-        return true;
+    ssize_t n = fd < 0 ? -1 : read(fd, st, sizeof st - 1);
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0) { /* without it the check would pass whatever the code does */
+        static const char msg[] = "nf-httpstress: --free-late needs /proc/self/task/TID/stat\n";
+        if (write(2, msg, sizeof msg - 1) < 0) {
+            /* nothing more to say */
+        }
+        _exit(2);
+    }
     st[n] = 0;
     const char *rp = strrchr(st, ')');
     return !rp || rp[1] != ' ' || rp[2] == 'S';
