@@ -293,7 +293,9 @@ typedef struct {
     const double *Jp;   /* [nsc][16] */
     const int32_t *BJp; /* [nsc][16]: beta * J */
     uint64_t tailb;     /* bytes of a row's last, partial chunk (0: none) */
-    unsigned lb[16];    /* lane_block of the format's order */
+    unsigned lb[16];    /* lane_block of the format's order (xq's layout) */
+    unsigned ob[16];    /* the kernel's result lane l holds block ob[l] (dap, Jp, BJp, slots) */
+    int32_t ri[2][16];  /* AVX-512 reduce4's last two index vectors, for the order ob */
     gfield gf[3];       /* the QK 32 formats' fields: d, m, then qh (q5) or E (mxfp4) */
     float *y;
 } gctx;
@@ -327,6 +329,18 @@ static unsigned lane_block(unsigned perm, unsigned l)
     case P_K2: return 8 * (L / 2) + 2 * j + (L % 2);
     default: return l;
     }
+}
+
+/* The AVX-512 kernel's result order: the formats with one scale (and
+ * offset) per 32 columns, or per 32-column sub-block, put blocks 0, 2, ..,
+ * 14 in lanes 0-7 and 1, 3, .., 15 in lanes 8-15, so that both halves of
+ * the result take the same 8 scales without a permute; the formats with a
+ * scale per block (q6_k, q2_k, q3_k) keep blocks in order. */
+static unsigned out_block(nf_format f, unsigned l)
+{
+    if (f == NF_FMT_GGUF_Q6_K || f == NF_FMT_GGUF_Q2_K || f == NF_FMT_GGUF_Q3_K)
+        return l;
+    return l < 8 ? 2 * l : 2 * (l - 8) + 1;
 }
 
 /* ---- AVX-512 (VNNI, VBMI) ----------------------------------------------------------- */
@@ -385,13 +399,16 @@ TG5 G_INLINE void to_d(__m512 v, __m512d *d)
     d[1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
 }
 
+/* 8 f32 values, one per pair of blocks (2i, 2i + 1), as the f64 of both
+ * halves of the result in out_block's order */
+TG5 G_INLINE void dup_d(__m256 v, __m512d *d) { d[0] = d[1] = _mm512_cvtps_pd(v); }
+
 /* One 256-column chunk (at b: 8 blocks of 32, or one of 256): u[4], S[2],
- * M[2] (f64). */
+ * M[2] (f64), S and M in out_block's order. */
 TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *S, __m512d *M,
                             unsigned *bad, const gfield *gf)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const __m512i pnib = _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
     switch (f) {
     case NF_FMT_GGUF_Q8_0: {
         const __m512i x80 = _mm512_set1_epi8((char)0x80);
@@ -400,9 +417,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
             __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)(b + 68 * j + 36));
             u[j] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), x80);
         }
-        __m512 s = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-                                         _mm512_castps256_ps512(h8(b, 34, &gf[0], bad)));
-        to_d(s, S);
+        dup_d(h8(b, 34, &gf[0], bad), S);
         return;
     }
     case NF_FMT_GGUF_Q4_0:
@@ -445,15 +460,12 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
             __m256i e = _mm256_cvtepu8_epi32(_mm256_castsi256_si128(fields8(b, B, &gf[2])));
             *bad |= (unsigned)_mm256_cmpgt_epi32_mask(e, _mm256_set1_epi32(252));
             __m512d E = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(_mm512_cvtepu32_epi64(e), _mm512_set1_epi64(895)), 52));
-            S[0] = _mm512_permutexvar_pd(_mm512_setr_epi64(0, 1, 2, 3, 0, 1, 2, 3), E);
-            S[1] = _mm512_permutexvar_pd(_mm512_setr_epi64(4, 5, 6, 7, 4, 5, 6, 7), E);
+            S[0] = S[1] = E;
         } else {
-            to_d(_mm512_permutexvar_ps(pnib, _mm512_castps256_ps512(h8(b, B, &gf[0], bad))), S);
+            dup_d(h8(b, B, &gf[0], bad), S);
         }
-        if (f == NF_FMT_GGUF_Q4_1 || f == NF_FMT_GGUF_Q5_1) {
-            __m512 m = _mm512_permutexvar_ps(pnib, _mm512_castps256_ps512(h8(b, B, &gf[1], bad)));
-            to_d(_mm512_sub_ps(_mm512_setzero_ps(), m), M); /* M = -m */
-        }
+        if (f == NF_FMT_GGUF_Q4_1 || f == NF_FMT_GGUF_Q5_1) /* M = -m */
+            dup_d(_mm256_sub_ps(_mm256_setzero_ps(), h8(b, B, &gf[1], bad)), M);
         return;
     }
     case NF_FMT_GGUF_Q4_K:
@@ -479,12 +491,11 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
         uint32_t w0 = ld32(Sb), w1 = ld32(Sb + 4), w2 = ld32(Sb + 8);
         uint64_t scb = (uint64_t)(w0 & 0x3f3f3f3fu) | (uint64_t)((w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u)) << 32;
         uint64_t mb = (uint64_t)(w1 & 0x3f3f3f3fu) | (uint64_t)(((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u)) << 32;
-        const __m512i pk4 = _mm512_setr_epi32(0, 0, 2, 2, 1, 1, 3, 3, 4, 4, 6, 6, 5, 5, 7, 7);
-        __m512 scf = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(pk4, _mm512_cvtepu8_epi32(_mm_cvtsi64_si128((long long)scb))));
-        __m512 mf = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(pk4, _mm512_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mb))));
+        __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)scb)));
+        __m256 mf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mb)));
         *bad |= hbad(b) | hbad(b + 2);
-        to_d(_mm512_mul_ps(_mm512_set1_ps(hc(b)), scf), S);
-        to_d(_mm512_mul_ps(_mm512_set1_ps(hc(b + 2)), mf), M);
+        dup_d(_mm256_mul_ps(_mm256_set1_ps(hc(b)), scf), S);
+        dup_d(_mm256_mul_ps(_mm256_set1_ps(hc(b + 2)), mf), M);
         return;
     }
     case NF_FMT_GGUF_Q6_K: {
@@ -514,7 +525,6 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
         u[1] = _mm512_and_si512(_mm512_srli_epi16(QS, 2), m3);
         u[2] = _mm512_and_si512(_mm512_srli_epi16(QS, 4), m3);
         u[3] = _mm512_and_si512(_mm512_srli_epi16(QS, 6), m3);
-        const __m512i pk2 = _mm512_setr_epi32(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
         if (three) {
             __m512i HM = bcast256(b);
             const __m512i b2 = _mm512_set1_epi8(4);
@@ -530,12 +540,11 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
             uint32_t s2 = ((a0 >> 4) & 0x0f0f0f0fu) | ((a2 >> 4) & 0x03030303u) << 4;
             uint32_t s3 = ((a1 >> 4) & 0x0f0f0f0fu) | ((a2 >> 6) & 0x03030303u) << 4;
             __m512i v = _mm512_cvtepu8_epi32(_mm_setr_epi32((int)s0, (int)s1, (int)s2, (int)s3));
-            v = _mm512_permutexvar_epi32(pk2, _mm512_sub_epi32(v, _mm512_set1_epi32(32)));
+            v = _mm512_sub_epi32(v, _mm512_set1_epi32(32));
             *bad |= hbad(b + 108);
             to_d(_mm512_mul_ps(_mm512_set1_ps(hc(b + 108)), _mm512_cvtepi32_ps(v)), S);
         } else {
             __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)b));
-            v = _mm512_permutexvar_epi32(pk2, v);
             __m512i lo = _mm512_and_si512(v, _mm512_set1_epi32(15)), hi = _mm512_srli_epi32(v, 4);
             *bad |= hbad(b + 80) | hbad(b + 82);
             to_d(_mm512_mul_ps(_mm512_set1_ps(hc(b + 80)), _mm512_cvtepi32_ps(lo)), S);
@@ -557,23 +566,25 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
         __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(ld16(b + 2)), _mm256_slli_epi32(iota, 1)),
                                       _mm256_set1_epi32(3));
         __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
-        __m512 s = _mm512_permutexvar_ps(pnib, _mm512_castps256_ps512(_mm256_cvtepi32_ps(ls)));
         *bad |= hbad(b);
-        to_d(_mm512_mul_ps(_mm512_set1_ps(hc(b)), s), S);
+        dup_d(_mm256_mul_ps(_mm256_set1_ps(hc(b)), _mm256_cvtepi32_ps(ls)), S);
         return;
     }
     }
 }
 
-/* The four dwords of each 128-bit lane of a, b, c, d summed: lane 4j + L
- * of the result is vector j's lane L. */
-TG5 G_INLINE __m512i reduce4(__m512i a, __m512i b, __m512i c, __m512i d)
+/* The four dwords of each 128-bit lane of a, b, c, d summed: the pair
+ * sums first (ab: a's in lanes 0-7, b's in 8-15; cd alike), then result
+ * lane r = the two pair sums at ri[0][r] and ri[1][r] of ab:cd, which
+ * place vector j's lane L wherever the call's order ob wants it. */
+TG5 G_INLINE __m512i reduce4(__m512i a, __m512i b, __m512i c, __m512i d, const int32_t (*ri)[16])
 {
     const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     __m512i ab = _mm512_add_epi32(_mm512_permutex2var_epi32(a, ev, b), _mm512_permutex2var_epi32(a, od, b));
     __m512i cd = _mm512_add_epi32(_mm512_permutex2var_epi32(c, ev, d), _mm512_permutex2var_epi32(c, od, d));
-    return _mm512_add_epi32(_mm512_permutex2var_epi32(ab, ev, cd), _mm512_permutex2var_epi32(ab, od, cd));
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(ab, _mm512_loadu_si512((const void *)ri[0]), cd),
+                            _mm512_permutex2var_epi32(ab, _mm512_loadu_si512((const void *)ri[1]), cd));
 }
 
 /* One row: the G order's result (before canon). */
@@ -603,7 +614,7 @@ TG5 G_INLINE float grow512(nf_format f, const gctx *c, const uint8_t *row, uint6
         const __m512i z = _mm512_setzero_si512();
         __m512i U = reduce4(_mm512_dpbusd_epi32(z, u[0], ld512(xq)), _mm512_dpbusd_epi32(z, u[1], ld512(xq + 64)),
                             _mm512_dpbusd_epi32(z, u[2], ld512(xq + 128)),
-                            _mm512_dpbusd_epi32(z, u[3], ld512(xq + 192)));
+                            _mm512_dpbusd_epi32(z, u[3], ld512(xq + 192)), c->ri);
         if (beta)
             U = _mm512_sub_epi32(U, _mm512_loadu_si512((const void *)(c->BJp + 16 * sc)));
         __m512d I0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(U));
@@ -620,7 +631,7 @@ TG5 G_INLINE float grow512(nf_format f, const gctx *c, const uint8_t *row, uint6
     _mm512_storeu_pd(l, a0);
     _mm512_storeu_pd(l + 8, a1);
     for (unsigned i = 0; i < 16; i++)
-        s[c->lb[i]] = l[i];
+        s[c->ob[i]] = l[i];
     *rbad = bad != 0;
     return (float)tree16d(s);
 }
@@ -984,7 +995,7 @@ TG2 G_INLINE float grow256(nf_format f, const gctx *c, const uint8_t *row, uint6
     for (int i = 0; i < 4; i++)
         _mm256_storeu_pd(l + 4 * i, a[i]);
     for (unsigned i = 0; i < 16; i++)
-        s[c->lb[i]] = l[i];
+        s[c->ob[i]] = l[i];
     *rbad = bad != 0;
     return (float)tree16d(s);
 }
@@ -1110,7 +1121,7 @@ int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
     c->y = y;
     c->tailb = c->g.qk == 32 && (K / 32) % 8 ? ((K / 32) % 8) * c->g.bb : 0;
     for (unsigned l = 0; l < 16; l++)
-        c->lb[l] = lane_block(c->g.perm, l);
+        c->lb[l] = c->ob[l] = lane_block(c->g.perm, l);
 #if NF_G8_X86
     if (c->g.qk == 32) {
         unsigned B = c->g.bb;
@@ -1123,6 +1134,16 @@ int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
 #if NF_G8_X86
     bool k512 = isa >= NF_ISA_AVX512 && nf_gv_cpu_vnni_vbmi();
     bool simd = k512 || (isa >= NF_ISA_AVX2 && nf_codec_isa_supported(NF_ISA_AVX2));
+    if (k512) /* result lane r: the natural lane n = 4j + L holding block ob[r] */
+        for (unsigned r = 0; r < 16; r++) {
+            c->ob[r] = out_block(c->f, r);
+            unsigned n = 0;
+            while (c->lb[n] != c->ob[r])
+                n++;
+            unsigned j = n / 4, L = n % 4;
+            c->ri[0][r] = (int32_t)((j >= 2 ? 16 : 0) + (j % 2) * 8 + 2 * L);
+            c->ri[1][r] = c->ri[0][r] + 1;
+        }
 #else
     bool simd = false;
 #endif
@@ -1164,11 +1185,11 @@ int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
         int32_t *BJp = (int32_t *)(void *)(q2 + sxq + 2 * sdp);
         for (uint64_t sc = 0; sc < nsc; sc++)
             for (unsigned l = 0; l < 16; l++) {
-                uint64_t b = 16 * sc + lane_block(c->g.perm, l);
+                uint64_t b = 16 * sc + c->lb[l], o = 16 * sc + c->ob[l];
                 memcpy(xq + 256 * sc + 64 * (l / 4) + 16 * (l % 4), qa + 16 * b, 16);
-                dap[16 * sc + l] = da[b];
-                Jp[16 * sc + l] = (double)J[b];
-                BJp[16 * sc + l] = c->g.beta * J[b];
+                dap[16 * sc + l] = da[o];
+                Jp[16 * sc + l] = (double)J[o];
+                BJp[16 * sc + l] = c->g.beta * J[o];
             }
         c->xq = xq;
         c->dap = dap;
