@@ -1138,7 +1138,7 @@ int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
         for (unsigned r = 0; r < 16; r++) {
             c->ob[r] = out_block(c->f, r);
             unsigned n = 0;
-            while (c->lb[n] != c->ob[r])
+            while (n < 15 && c->lb[n] != c->ob[r]) /* lb is a permutation of 0..15 */
                 n++;
             unsigned j = n / 4, L = n % 4;
             c->ri[0][r] = (int32_t)((j >= 2 ? 16 : 0) + (j % 2) * 8 + 2 * L);
