@@ -1002,31 +1002,34 @@ T5I static unsigned nv_scales4_512(const uint8_t *sb, uint64_t K, float *const o
  * saturating s16: with u <= 63 (every format but q8) two products stay
  * within 2 * 63 * 127 = 16002; q8 takes u = |c| (at most 128) against the
  * limbs with the sign of c (vpsignb), 2 * 128 * 127 = 32512, and no bias.
- * vpmaddwd by ones then sums pairs into the int32 lane: the same exact
- * integer as vpdpbusd. Codes come from nibble masks and shifts; the high
+ * The pair sums of a limb's nv vectors are added in 16 bits, and vpmaddwd
+ * by the limb's weight sums pairs into the int32 lane: the same exact
+ * integer as vpdpbusd and the shifts (lanes256). Codes come from nibble masks and shifts; the high
  * planes' bits become bytes with vpshufb and compares. */
 #define T2I __attribute__((target("avx2,fma,f16c")))
 
 T2I NF_INLINE __m256 lanes256(const __m256i *u, const __m256i *sg, unsigned nv, const int8_t *q,
                               unsigned L, const int32_t *corr)
 {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i a[3];
+    /* per limb: the nv vectors' vpmaddubsw pair sums added in 16 bits
+     * (exact: nv * 2 * u_max * 127 <= 32004 for q6, the largest; q8 has
+     * nv = 1), then one vpmaddwd by the limb's weight 2^(7 (L-1-l)) (at
+     * most 2 * 32004 * 2^14 < 2^31): the same integers as the shifts of
+     * the per-vector sums, mod 2^32, in half the vpmaddwd */
+    __m256i t = _mm256_load_si256((const __m256i *)corr);
 #pragma GCC unroll 4
     for (unsigned l = 0; l < L; l++) {
-        a[l] = l + 1 == L ? _mm256_load_si256((const __m256i *)corr) : _mm256_setzero_si256();
+        __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (unsigned v = 0; v < nv; v++) {
             __m256i qv = _mm256_load_si256((const __m256i *)(q + (l * nv + v) * 32));
             if (sg)
                 qv = _mm256_sign_epi8(qv, sg[v]);
-            a[l] = _mm256_add_epi32(a[l], _mm256_madd_epi16(_mm256_maddubs_epi16(u[v], qv), ones));
+            __m256i p = _mm256_maddubs_epi16(u[v], qv);
+            s = v == 0 ? p : _mm256_add_epi16(s, p);
         }
+        t = _mm256_add_epi32(t, _mm256_madd_epi16(s, _mm256_set1_epi16((short)(1 << (7 * (L - 1 - l))))));
     }
-    __m256i t = a[L - 1];
-    if (L == 3)
-        t = _mm256_add_epi32(_mm256_add_epi32(t, _mm256_slli_epi32(a[1], 7)),
-                             _mm256_slli_epi32(a[0], 14));
     return _mm256_cvtepi32_ps(t);
 }
 
