@@ -880,8 +880,11 @@ TG2 G_INLINE void unpack256(nf_format f, const uint8_t *b, __m256i *y, __m256d *
             for (int j = 0; j < 4; j++)
                 y[2 * j + h] = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * j), m3);
         }
-        static const uint8_t pk2[16] = {0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15};
-        int32_t lo[16], hi[16];
+        /* the 16 scale bytes in the lane order (vector v: blocks pk2[2v],
+         * pk2[2v + 1]) with one byte shuffle: no scalar stores read back as
+         * a vector (a store-forwarding stall each) */
+        const __m128i pk2 = _mm_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+        const __m128i m4 = _mm_set1_epi8(0x0f);
         if (three) {
             __m256i HM = ld256(b);
             const __m256i b2 = _mm256_set1_epi8(4);
@@ -889,27 +892,26 @@ TG2 G_INLINE void unpack256(nf_format f, const uint8_t *b, __m256i *y, __m256d *
                 y[v] = _mm256_or_si256(y[v], _mm256_and_si256(tbit(HM, 1u << (v / 2 + 4 * (v % 2))), b2));
             const uint8_t *SC = b + 96;
             uint32_t a0 = ld32(SC), a1 = ld32(SC + 4), a2 = ld32(SC + 8);
-            uint32_t s[4] = {(a0 & 0x0f0f0f0fu) | (a2 & 0x03030303u) << 4,
-                             (a1 & 0x0f0f0f0fu) | ((a2 >> 2) & 0x03030303u) << 4,
-                             ((a0 >> 4) & 0x0f0f0f0fu) | ((a2 >> 4) & 0x03030303u) << 4,
-                             ((a1 >> 4) & 0x0f0f0f0fu) | ((a2 >> 6) & 0x03030303u) << 4};
-            for (unsigned l = 0; l < 16; l++)
-                lo[l] = (int32_t)((s[pk2[l] / 4] >> (8 * (pk2[l] % 4))) & 0xffu) - 32;
+            __m128i sv = _mm_setr_epi32((int)((a0 & 0x0f0f0f0fu) | (a2 & 0x03030303u) << 4),
+                                        (int)((a1 & 0x0f0f0f0fu) | ((a2 >> 2) & 0x03030303u) << 4),
+                                        (int)(((a0 >> 4) & 0x0f0f0f0fu) | ((a2 >> 4) & 0x03030303u) << 4),
+                                        (int)(((a1 >> 4) & 0x0f0f0f0fu) | ((a2 >> 6) & 0x03030303u) << 4));
+            sv = _mm_shuffle_epi8(sv, pk2);
+            const __m256i b32 = _mm256_set1_epi32(32);
             *bad |= hbad(b + 108);
             __m256 d = _mm256_set1_ps(hc2(b + 108));
-            to_d2(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)lo))),
-                  _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)(lo + 8)))), S);
+            to_d2(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(sv), b32))),
+                  _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(sv, 8)), b32))),
+                  S);
         } else {
-            for (unsigned l = 0; l < 16; l++) {
-                lo[l] = b[pk2[l]] & 15;
-                hi[l] = b[pk2[l]] >> 4;
-            }
+            __m128i sv = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)b), pk2);
+            __m128i lo = _mm_and_si128(sv, m4), hi = _mm_and_si128(_mm_srli_epi16(sv, 4), m4);
             *bad |= hbad(b + 80) | hbad(b + 82);
             __m256 d = _mm256_set1_ps(hc2(b + 80)), dm = _mm256_set1_ps(hc2(b + 82));
-            to_d2(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)lo))),
-                  _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)(lo + 8)))), S);
-            to_d2(_mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)hi))),
-                  _mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(void *)(hi + 8)))), M);
+            to_d2(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo))),
+                  _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)))), S);
+            to_d2(_mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi))),
+                  _mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)))), M);
         }
         return;
     }
