@@ -993,13 +993,34 @@ static bool x_finite(const uint16_t *x, uint64_t K)
     return true;
 }
 
+#if NF_GEMV_X86
+/* xf = fl(q * d) of the whole blocks of 16, 16 columns a step; returns the
+ * columns done */
+T256 static uint64_t a8_dequant256(const int8_t *q, const float *d, uint64_t K, float *xf)
+{
+    uint64_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(q + k));
+        __m256 s = _mm256_set1_ps(d[k / 16]);
+        _mm256_storeu_ps(xf + k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), s));
+        _mm256_storeu_ps(xf + k + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))), s));
+    }
+    return k;
+}
+#endif
+
 /* x (bf16) as f32 into xf, or for A8 its quantized values x^ (nf_a8_quantize,
  * x^ = q * d rounded to f32); q8/d8: room for the codes and scales. */
 static void x_to_f32(const uint16_t *x, uint64_t K, nf_act act, float *xf, int8_t *q8, float *d8)
 {
     if (act == NF_ACT_A8) {
         nf_a8_quantize(x, K, q8, d8);
-        for (uint64_t k = 0; k < K; k++)
+        uint64_t k = 0;
+#if NF_GEMV_X86
+        if (nf_gv_isa() >= NF_ISA_AVX2)
+            k = a8_dequant256(q8, d8, K, xf);
+#endif
+        for (; k < K; k++)
             xf[k] = (float)q8[k] * d8[k / NF_A8_BLOCK];
         return;
     }

@@ -1041,6 +1041,27 @@ static grows_fn pick256(nf_format f)
     }
 }
 
+/* x's per-block sums J[b] (exact) and x^ = fl(q * d) in f32 (xf, for the
+ * rows that take the F order), 16 columns a step: the values of the
+ * portable loops in nf_gemv_gguf_a8_rows. */
+TG2 static void a8_sums256(const int8_t *qa, const double *da, uint64_t nb, uint64_t K, int32_t *J, float *xf)
+{
+    const __m128i x80 = _mm_set1_epi8((char)0x80);
+    for (uint64_t b = 0; b < nb; b++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(qa + 16 * b));
+        __m128i s = _mm_sad_epu8(_mm_xor_si128(v, x80), _mm_setzero_si128()); /* sums of q + 128 */
+        J[b] = (int32_t)(_mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4)) - 16 * 128;
+        if (16 * b + 16 <= K) {
+            __m256 d = _mm256_set1_ps((float)da[b]);
+            _mm256_storeu_ps(xf + 16 * b, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), d));
+            _mm256_storeu_ps(xf + 16 * b + 8,
+                             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))), d));
+        } else {
+            for (uint64_t k = 16 * b; k < K; k++)
+                xf[k] = (float)qa[k] * (float)da[b];
+        }
+    }
+}
 #endif /* NF_G8_X86 */
 
 /* ---- the rows --------------------------------------------------------------------- */
@@ -1167,15 +1188,23 @@ int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
 #undef A64
     memset(qa, 0, nbp * 16);
     nf_a8_quantize(x, K, qa, dtmp);
-    for (uint64_t b = nbp; b-- > 0;) { /* backwards: dtmp shares xf's room */
+    for (uint64_t b = nbp; b-- > 0;) /* backwards: dtmp shares xf's room */
         da[b] = b < c->nb ? (double)dtmp[b] : 0.0;
-        int32_t s = 0;
-        for (unsigned i = 0; i < 16; i++)
-            s += qa[16 * b + i];
-        J[b] = s;
+#if NF_G8_X86
+    if (simd) {
+        a8_sums256(qa, da, nbp, K, J, xf);
+    } else
+#endif
+    {
+        for (uint64_t b = 0; b < nbp; b++) {
+            int32_t s = 0;
+            for (unsigned i = 0; i < 16; i++)
+                s += qa[16 * b + i];
+            J[b] = s;
+        }
+        for (uint64_t k = 0; k < K; k++)
+            xf[k] = (float)qa[k] * (float)da[k / 16];
     }
-    for (uint64_t k = 0; k < K; k++)
-        xf[k] = (float)qa[k] * (float)da[k / 16];
     c->qa = qa;
     c->da = da;
     c->J = J;
