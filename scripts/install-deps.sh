@@ -11,10 +11,10 @@
 set -u
 # what building needs; what the tests need besides (bats, the zstd and
 # openssl commands, /usr/bin/time; nginx, which the HTTP suites start on a
-# loopback port of their own, and curl; the system nginx the package may
-# start is never used)
+# loopback port of their own, and curl; mandoc, which lints every man page;
+# the system nginx the package may start is never used)
 BUILD_PKGS="build-essential pkg-config libjson-c-dev libzstd-dev libssl-dev libcurl4-openssl-dev"
-TEST_PKGS="bats zstd openssl time nginx-light curl"
+TEST_PKGS="bats zstd openssl time nginx-light curl mandoc"
 mode=${1:-install}
 # `make` (--check) builds only: it asks for the build packages alone
 if [ "$mode" = --check ]; then PKGS=$BUILD_PKGS; else PKGS="$BUILD_PKGS $TEST_PKGS"; fi
