@@ -471,6 +471,41 @@ static void a8_quantize(void)
     }
     CHECK(bad == 0 && d[2] == 0 && q[32] == 0, "nf_a8_quantize: d = amax/127, |x - q d| <= d/2, "
           "the largest magnitude at +-127, zero blocks and the tail 0");
+    /* every ISA gives the portable bytes: whole groups of 16 blocks and a
+     * tail, blocks with an inf or a NaN, a zero block, one of subnormals
+     * (127 / amax overflows: the quotients by d), one near the largest */
+    {
+        enum { K2 = 16 * 53 + 7 };
+        static uint16_t x2[K2];
+        static int8_t qr[16 * 54], qi[16 * 54];
+        static float dr[54], di[54];
+        fill_x(x2, K2);
+        x2[16 * 3 + 5] = 0x7f80;                 /* +inf */
+        x2[16 * 20 + 1] = 0xffc1;                /* NaN */
+        for (unsigned k = 16 * 7; k < 16 * 8; k++)
+            x2[k] = 0;
+        for (unsigned k = 16 * 9; k < 16 * 10; k++)
+            x2[k] = (uint16_t)((k & 1 ? 0x8000 : 0) | (k % 5 + 1)); /* subnormal */
+        for (unsigned k = 16 * 40; k < 16 * 41; k++)
+            x2[k] = (uint16_t)(0x7f70 + k % 15);
+        nf_isa cur = nf_codec_isa();
+        nf_codec_set_isa(NF_ISA_SCALAR);
+        nf_a8_quantize(x2, K2, qr, dr);
+        long diff = 0;
+        unsigned ran = 0;
+        for (nf_isa isa = NF_ISA_AVX2; isa <= NF_ISA_AVX512; isa++) {
+            if (!nf_codec_isa_supported(isa))
+                continue;
+            nf_codec_set_isa(isa);
+            memset(qi, 0x55, sizeof qi);
+            nf_a8_quantize(x2, K2, qi, di);
+            diff += memcmp(qi, qr, sizeof qr) != 0 || memcmp(di, dr, sizeof dr) != 0;
+            ran++;
+        }
+        nf_codec_set_isa(cur);
+        CHECK(diff == 0 && dr[3] == 0 && dr[20] == 0 && dr[9] > 0 && qr[16 * 9] != 0,
+              "nf_a8_quantize: the same codes and scales on every ISA the CPU has (%u run)", ran);
+    }
     /* an input holding a non-finite value: A8 is A16 */
     tobj o;
     if (mk(&o, NF_FMT_Q4_G64_FP16, 9, 200, 1) == 0 && fill_encoded(&o) == 0) {
