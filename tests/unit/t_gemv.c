@@ -532,8 +532,9 @@ static void a8_quantize(void)
  * its limbs), optionally with four planted values that it must keep aside:
  * a tiny value beside a large one (bits below the block's unit), two in a
  * block whose largest is 2^-80 (a unit outside the f32 range), a bf16
- * subnormal. */
-static void fill_smooth(uint16_t *x, uint64_t K, bool plant)
+ * subnormal; plant 2 adds four values near 2^110 in one block (set aside on A8 too, where
+ * its A8 scale leaves [2^-60, 2^100]: counted twice, y would double). */
+static void fill_smooth(uint16_t *x, uint64_t K, int plant)
 {
     for (uint64_t k = 0; k < K; k++) {
         double v = gauss();
@@ -547,6 +548,9 @@ static void fill_smooth(uint16_t *x, uint64_t K, bool plant)
                                       : 0;
         x[40] = 0x0003; /* a subnormal */
     }
+    if (plant == 2 && K >= 64) /* four values, so that the residuals stay within 16 + K/256 */
+        for (uint64_t k = 48; k < 64; k++)
+            x[k] = k < 52 ? nf_f32_to_bf16((float)ldexp(1.0 + (double)(k % 5) / 8, 110) * (k & 1 ? -1.0f : 1.0f)) : 0;
 }
 
 /* The integer path (AVX-512 VNNI+VBMI here; nf_gemv_int.h): it serves an
@@ -594,7 +598,7 @@ static void int_path_on(nf_isa isa)
         float *y = malloc(N * sizeof *y), *yr = malloc(N * sizeof *yr);
         double *bd = malloc(N * sizeof *bd);
         const char *fn = nf_format_name(cs[i].f);
-        for (int plant = 0; plant < 2; plant++) {
+        for (int plant = 0; plant < 3; plant++) {
             fill_smooth(x, K, plant);
             for (int a = 0; a < 2; a++) {
                 nf_act act = a ? NF_ACT_A8 : NF_ACT_A16;
@@ -607,7 +611,7 @@ static void int_path_on(nf_isa isa)
                                y[n], yr[n], bd[n]);
                 CHECK(rc == 0 && bad == 0, "int path (%s) %s %llux%llu %s%s: served, within the bound",
                       in, fn, (unsigned long long)N, (unsigned long long)K, a ? "A8" : "A16",
-                      plant ? " (values kept aside)" : "");
+                      plant == 2 ? " (values kept aside, one block near 2^110)" : plant ? " (values kept aside)" : "");
             }
         }
         /* too many values outside the limbs: declined (A16) */
