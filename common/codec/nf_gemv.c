@@ -994,8 +994,7 @@ static bool x_finite(const uint16_t *x, uint64_t K)
 }
 
 #if NF_GEMV_X86
-/* xf = fl(q * d) of the whole blocks of 16, 16 columns a step; returns the
- * columns done */
+/* nf_gv_a8_dequant over the whole blocks of 16; returns the columns done */
 T256 static uint64_t a8_dequant256(const int8_t *q, const float *d, uint64_t K, float *xf)
 {
     uint64_t k = 0;
@@ -1009,19 +1008,24 @@ T256 static uint64_t a8_dequant256(const int8_t *q, const float *d, uint64_t K, 
 }
 #endif
 
+void nf_gv_a8_dequant(const int8_t *q, const float *d, uint64_t K, float *xf)
+{
+    uint64_t k = 0;
+#if NF_GEMV_X86
+    if (nf_gv_isa() >= NF_ISA_AVX2)
+        k = a8_dequant256(q, d, K, xf);
+#endif
+    for (; k < K; k++)
+        xf[k] = (float)q[k] * d[k / NF_A8_BLOCK];
+}
+
 /* x (bf16) as f32 into xf, or for A8 its quantized values x^ (nf_a8_quantize,
  * x^ = q * d rounded to f32); q8/d8: room for the codes and scales. */
 static void x_to_f32(const uint16_t *x, uint64_t K, nf_act act, float *xf, int8_t *q8, float *d8)
 {
     if (act == NF_ACT_A8) {
         nf_a8_quantize(x, K, q8, d8);
-        uint64_t k = 0;
-#if NF_GEMV_X86
-        if (nf_gv_isa() >= NF_ISA_AVX2)
-            k = a8_dequant256(q8, d8, K, xf);
-#endif
-        for (; k < K; k++)
-            xf[k] = (float)q8[k] * d8[k / NF_A8_BLOCK];
+        nf_gv_a8_dequant(q8, d8, K, xf);
         return;
     }
     for (uint64_t k = 0; k < K; k++)
@@ -1268,9 +1272,8 @@ T512 static void a8q_512(const uint16_t *x, uint64_t K, int8_t *q, float *d)
         __mmask16 nz = _mm512_cmpneq_ps_mask(db, _mm512_setzero_ps());
         __m512 id = _mm512_maskz_div_ps(nz, _mm512_set1_ps(127.0f), amax);
         __mmask16 rec = _mm512_cmp_ps_mask(_mm512_abs_ps(id), _mm512_set1_ps(0x1.fffffep127f), _CMP_LE_OQ);
-        float dv[16], iv[16];
+        float iv[16];
         _mm512_storeu_ps(d + b, db);
-        _mm512_storeu_ps(dv, db);
         _mm512_storeu_ps(iv, id);
         for (unsigned i = 0; i < 16; i++) {
             uint64_t k0 = 16 * (b + i);
@@ -1279,7 +1282,7 @@ T512 static void a8q_512(const uint16_t *x, uint64_t K, int8_t *q, float *d)
                 continue;
             }
             __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(x + k0))), 16));
-            __m512 t = (rec >> i) & 1 ? _mm512_mul_ps(v, _mm512_set1_ps(iv[i])) : _mm512_div_ps(v, _mm512_set1_ps(dv[i]));
+            __m512 t = (rec >> i) & 1 ? _mm512_mul_ps(v, _mm512_set1_ps(iv[i])) : _mm512_div_ps(v, _mm512_set1_ps(d[b + i]));
             t = _mm512_min_ps(_mm512_max_ps(t, lo), hi);
             t = _mm512_sub_ps(_mm512_add_ps(t, mg), mg);
             _mm_storeu_si128((__m128i *)(void *)(q + k0), _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(t)));

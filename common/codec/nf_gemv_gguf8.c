@@ -1041,25 +1041,15 @@ static grows_fn pick256(nf_format f)
     }
 }
 
-/* x's per-block sums J[b] (exact) and x^ = fl(q * d) in f32 (xf, for the
- * rows that take the F order), 16 columns a step: the values of the
- * portable loops in nf_gemv_gguf_a8_rows. */
-TG2 static void a8_sums256(const int8_t *qa, const double *da, uint64_t nb, uint64_t K, int32_t *J, float *xf)
+/* x's per-block sums J[b] (exact), 16 codes a vpsadbw: the values of the
+ * portable loop in nf_gemv_gguf_a8_rows. */
+TG2 static void a8_sums256(const int8_t *qa, uint64_t nb, int32_t *J)
 {
     const __m128i x80 = _mm_set1_epi8((char)0x80);
     for (uint64_t b = 0; b < nb; b++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(qa + 16 * b));
         __m128i s = _mm_sad_epu8(_mm_xor_si128(v, x80), _mm_setzero_si128()); /* sums of q + 128 */
         J[b] = (int32_t)(_mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4)) - 16 * 128;
-        if (16 * b + 16 <= K) {
-            __m256 d = _mm256_set1_ps((float)da[b]);
-            _mm256_storeu_ps(xf + 16 * b, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), d));
-            _mm256_storeu_ps(xf + 16 * b + 8,
-                             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))), d));
-        } else {
-            for (uint64_t k = 16 * b; k < K; k++)
-                xf[k] = (float)qa[k] * (float)da[b];
-        }
     }
 }
 #endif /* NF_G8_X86 */
@@ -1174,37 +1164,34 @@ int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
      * thread's buffer */
     uint64_t nsc = c->nsc, nbp = 16 * nsc;
 #define A64(n) (((uint64_t)(n) + 63) & ~(uint64_t)63)
-    uint64_t sq = A64(nbp * 16), sd = A64(nbp * 8), sj = A64(nbp * 4), sx = A64(K * 4);
+    uint64_t sq = A64(nbp * 16), sd = A64(nbp * 8), sj = A64(nbp * 4), sx = A64(K * 4), sf = A64(nbp * 4);
     uint64_t sxq = simd ? A64(nsc * 256) : 0, sdp = simd ? A64(nsc * 16 * 8) : 0, sbj = simd ? A64(nsc * 16 * 4) : 0;
-    uint8_t *p = nf_pool_scratch(3, sq + sd + sj + sx + sxq + 2 * sdp + sbj);
+    uint8_t *p = nf_pool_scratch(3, sq + sd + sj + sx + sf + sxq + 2 * sdp + sbj);
     if (!p)
         return NF_CODEC_ENOMEM;
     int8_t *qa = (int8_t *)p;
     double *da = (double *)(void *)(p + sq);
     int32_t *J = (int32_t *)(void *)(p + sq + sd);
     float *xf = (float *)(void *)(p + sq + sd + sj);
-    float *dtmp = xf; /* nf_a8_quantize's f32 scales, before xf is filled */
-    uint8_t *q2 = p + sq + sd + sj + sx;
+    float *df = (float *)(void *)(p + sq + sd + sj + sx); /* nf_a8_quantize's f32 scales */
+    uint8_t *q2 = p + sq + sd + sj + sx + sf;
 #undef A64
     memset(qa, 0, nbp * 16);
-    nf_a8_quantize(x, K, qa, dtmp);
-    for (uint64_t b = nbp; b-- > 0;) /* backwards: dtmp shares xf's room */
-        da[b] = b < c->nb ? (double)dtmp[b] : 0.0;
+    nf_a8_quantize(x, K, qa, df);
+    for (uint64_t b = 0; b < nbp; b++)
+        da[b] = b < c->nb ? (double)df[b] : 0.0;
+    nf_gv_a8_dequant(qa, df, K, xf);
 #if NF_G8_X86
-    if (simd) {
-        a8_sums256(qa, da, nbp, K, J, xf);
-    } else
+    if (simd)
+        a8_sums256(qa, nbp, J);
+    else
 #endif
-    {
         for (uint64_t b = 0; b < nbp; b++) {
             int32_t s = 0;
             for (unsigned i = 0; i < 16; i++)
                 s += qa[16 * b + i];
             J[b] = s;
         }
-        for (uint64_t k = 0; k < K; k++)
-            xf[k] = (float)qa[k] * (float)da[k / 16];
-    }
     c->qa = qa;
     c->da = da;
     c->J = J;

@@ -36,6 +36,11 @@ float nf_gv_tree(float *s, unsigned n);
 /* A row's result made canonical: +0 for a zero, the default NaN for a NaN. */
 float nf_gv_canon(float y);
 
+/* A8's x^ in f32: xf[k] = fl(q[k] * d[k / NF_A8_BLOCK]) for k < K (q and
+ * d as nf_a8_quantize writes them), 16 columns a step on AVX2 and up; the
+ * same bits on every isa. */
+void nf_gv_a8_dequant(const int8_t *q, const float *d, uint64_t K, float *xf);
+
 /* F order: sum of w[k] * x[k], k < K, slot k % 64, then the tree; the
  * same bits on every isa. */
 float nf_gv_dot64(const float *w, const float *x, uint64_t K, nf_isa isa);

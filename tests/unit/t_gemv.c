@@ -532,8 +532,9 @@ static void a8_quantize(void)
  * its limbs), optionally with four planted values that it must keep aside:
  * a tiny value beside a large one (bits below the block's unit), two in a
  * block whose largest is 2^-80 (a unit outside the f32 range), a bf16
- * subnormal; plant 2 adds four values near 2^110 in one block (set aside on A8 too, where
- * its A8 scale leaves [2^-60, 2^100]: counted twice, y would double). */
+ * subnormal; plant 2 adds four values near 2^110 in one block, kept aside
+ * on A8 too (its A8 scale leaves [2^-60, 2^100]): they dominate y, so a
+ * residual lost or added twice leaves the bound. */
 static void fill_smooth(uint16_t *x, uint64_t K, int plant)
 {
     for (uint64_t k = 0; k < K; k++) {
