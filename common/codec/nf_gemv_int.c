@@ -307,6 +307,164 @@ T5P static void a8_fill512(const int8_t *q, float d, int32_t *Q, float *xf, unsi
 }
 #endif
 
+#if NF_INT_X86
+#define T2P __attribute__((target("avx2,fma,f16c")))
+
+/* The 16 columns of a block as two vectors of 8 int32 lanes (n of them
+ * from p, the rest 0). */
+T2P static inline void load16x32_256(const int32_t *p, unsigned n, __m256i *v)
+{
+    int32_t t[16] = {0};
+    if (n < 16) {
+        memcpy(t, p, n * sizeof *p);
+        p = t;
+    }
+    v[0] = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    v[1] = _mm256_loadu_si256((const __m256i *)(const void *)(p + 8));
+}
+
+/* Store n <= 16 of the 16 int32 (or f32 bits) of v at p. */
+T2P static inline void store16x32_256(void *p, unsigned n, const __m256i *v)
+{
+    if (n == 16) {
+        _mm256_storeu_si256((__m256i *)p, v[0]);
+        _mm256_storeu_si256((__m256i *)((char *)p + 32), v[1]);
+        return;
+    }
+    int32_t t[16];
+    _mm256_storeu_si256((__m256i *)(void *)t, v[0]);
+    _mm256_storeu_si256((__m256i *)(void *)(t + 8), v[1]);
+    memcpy(p, t, n * sizeof *t);
+}
+
+/* A16 stage 1 on AVX2: a16_block512's integers, units and mask (bit t:
+ * column t needs the scalar treatment), 8 columns a vector. */
+T2P static unsigned a16_block256(const uint16_t *x, unsigned n, int32_t *Q, float *xf, float *Db)
+{
+    uint16_t tx[16] = {0};
+    if (n < 16) {
+        memcpy(tx, x, n * sizeof *x);
+        x = tx;
+    }
+    const __m256i ones = _mm256_set1_epi32(-1), cff = _mm256_set1_epi32(0xff);
+    __m256i u[2], e[2], zero[2], inf[2], ee[2], live = _mm256_setzero_si256();
+    for (unsigned h = 0; h < 2; h++) {
+        u[h] = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(x + 8 * h)));
+        e[h] = _mm256_and_si256(_mm256_srli_epi32(u[h], 7), cff);
+        zero[h] = _mm256_cmpeq_epi32(_mm256_and_si256(u[h], _mm256_set1_epi32(0x7fff)),
+                                     _mm256_setzero_si256());
+        inf[h] = _mm256_cmpeq_epi32(e[h], cff);
+        ee[h] = _mm256_max_epi32(e[h], _mm256_set1_epi32(1));
+        /* the exponents of the finite nonzero columns (0 elsewhere) */
+        live = _mm256_max_epi32(live, _mm256_andnot_si256(_mm256_or_si256(zero[h], inf[h]), ee[h]));
+    }
+    __m256i xb[2] = {_mm256_slli_epi32(u[0], 16), _mm256_slli_epi32(u[1], 16)};
+    store16x32_256(xf, n, xb);
+    __m256i mx = _mm256_max_epi32(live, _mm256_permute2x128_si256(live, live, 1));
+    mx = _mm256_max_epi32(mx, _mm256_shuffle_epi32(mx, 0x4e));
+    mx = _mm256_max_epi32(mx, _mm256_shuffle_epi32(mx, 0xb1));
+    int E = _mm256_cvtsi256_si32(mx);
+    bool ok = E >= 127 - 60 && E <= 127 + 100;
+    *Db = ok ? nf_f32_from_bits((uint32_t)(E - 20) << 23) : 0.0f;
+    __m256i Qv[2];
+    unsigned fix = 0;
+    for (unsigned h = 0; h < 2; h++) {
+        __m256i normal = _mm256_andnot_si256(_mm256_cmpeq_epi32(e[h], _mm256_setzero_si256()),
+                                             _mm256_set1_epi32(128));
+        __m256i mant = _mm256_or_si256(_mm256_and_si256(u[h], _mm256_set1_epi32(127)), normal);
+        __m256i sh = _mm256_add_epi32(ee[h], _mm256_set1_epi32(13 - E));
+        __m256i neg = _mm256_cmpgt_epi32(_mm256_setzero_si256(), sh);
+        __m256i rs = _mm256_sub_epi32(_mm256_setzero_si256(), sh);
+        /* a count past 31 (a negative one) shifts to 0 */
+        __m256i N = _mm256_blendv_epi8(_mm256_sllv_epi32(mant, sh), _mm256_srlv_epi32(mant, rs), neg);
+        __m256i lost = _mm256_and_si256(
+            neg, _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_sllv_epi32(N, rs), mant), ones));
+        __m256i sg = _mm256_srai_epi32(_mm256_slli_epi32(u[h], 16), 31);
+        Qv[h] = _mm256_sub_epi32(_mm256_xor_si256(N, sg), sg);
+        __m256i f = _mm256_andnot_si256(zero[h], ok ? _mm256_or_si256(inf[h], lost) : ones);
+        fix |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(f)) << (8 * h);
+    }
+    store16x32_256(Q, n, Qv);
+    return fix & ((1u << n) - 1);
+}
+
+/* 16 int32 in [-128, 127] as 16 bytes, in order. */
+T2P static inline __m128i bytes16_256(__m256i a, __m256i b)
+{
+    __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8);
+    return _mm_packs_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+}
+
+/* Stage 2 on AVX2 for 16 columns of one block: scatter_block512's limbs
+ * and lane sums into a chunk of 32-byte vectors. */
+T2P static void scatter_block256(const int32_t *Q, unsigned n, unsigned nv, unsigned L, unsigned bi,
+                                 int8_t *qc, int32_t *co, float *dc, float Db, int bias)
+{
+    __m256i q[2];
+    load16x32_256(Q, n, q);
+    __m128i lb[3];
+    if (L == 1) {
+        lb[0] = bytes16_256(q[0], q[1]);
+    } else {
+        __m256i a0 = _mm256_abs_epi32(q[0]), a1 = _mm256_abs_epi32(q[1]);
+        const __m256i m7 = _mm256_set1_epi32(127);
+        lb[0] = bytes16_256(_mm256_sign_epi32(_mm256_srli_epi32(a0, 14), q[0]),
+                            _mm256_sign_epi32(_mm256_srli_epi32(a1, 14), q[1]));
+        lb[1] = bytes16_256(_mm256_sign_epi32(_mm256_and_si256(_mm256_srli_epi32(a0, 7), m7), q[0]),
+                            _mm256_sign_epi32(_mm256_and_si256(_mm256_srli_epi32(a1, 7), m7), q[1]));
+        lb[2] = bytes16_256(_mm256_sign_epi32(_mm256_and_si256(a0, m7), q[0]),
+                            _mm256_sign_epi32(_mm256_and_si256(a1, m7), q[1]));
+    }
+    /* column t of the block: vector t % nv, byte 16*bi/nv + t/nv */
+    const __m128i dei2 = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m128i dei4 = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (unsigned l = 0; l < L; l++) {
+        int8_t *ql = qc + l * nv * 32;
+        if (nv == 1) {
+            _mm_storeu_si128((__m128i *)(void *)(ql + 16 * bi), lb[l]);
+        } else if (nv == 2) {
+            __m128i d = _mm_shuffle_epi8(lb[l], dei2);
+            _mm_storel_epi64((__m128i *)(void *)(ql + 8 * bi), d);
+            _mm_storel_epi64((__m128i *)(void *)(ql + 32 + 8 * bi), _mm_unpackhi_epi64(d, d));
+        } else {
+            __m128i d = _mm_shuffle_epi8(lb[l], dei4);
+            int32_t w[4];
+            _mm_storeu_si128((__m128i *)(void *)w, d);
+            for (unsigned v = 0; v < 4; v++)
+                memcpy(ql + v * 32 + 4 * bi, &w[v], 4);
+        }
+    }
+    /* the sums of the four columns 4j..4j+3 (exact integers); a lane of
+     * 4*nv columns adds nv of them */
+    __m256i h = _mm256_hadd_epi32(q[0], q[1]);
+    h = _mm256_hadd_epi32(h, h); /* s0 s2 . . | s1 s3 . . */
+    int32_t s[4] = {_mm256_extract_epi32(h, 0), _mm256_extract_epi32(h, 4),
+                    _mm256_extract_epi32(h, 1), _mm256_extract_epi32(h, 5)};
+    unsigned per = 4 * nv, lanes = 16 / per, l0 = 16 * bi / per;
+    unsigned valid = (n + per - 1) / per;
+    valid = valid < lanes ? valid : lanes;
+    for (unsigned j = 0; j < valid; j++) {
+        int32_t sum = 0;
+        for (unsigned i = 0; i < nv; i++)
+            sum += s[j * nv + i];
+        co[l0 + j] = -bias * sum;
+        dc[l0 + j] = Db;
+    }
+}
+
+/* A8, one block of n <= 16 columns: Q = q, xf = q * d (a8_fill512). */
+T2P static void a8_fill256(const int8_t *q, float d, int32_t *Q, float *xf, unsigned n)
+{
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)q);
+    __m256i v[2] = {_mm256_cvtepi8_epi32(b), _mm256_cvtepi8_epi32(_mm_srli_si128(b, 8))};
+    store16x32_256(Q, n, v);
+    __m256 dv = _mm256_set1_ps(d);
+    __m256i f[2] = {_mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(v[0]), dv)),
+                    _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(v[1]), dv))};
+    store16x32_256(xf, n, f);
+}
+#endif
+
 /* Scatter the integer activations Q (and the block units Db) of chunks
  * [c0, c1) into the kernel's order, lane by lane: lane ln of chunk c holds
  * columns c*B + 4*nv*ln + t, t < 4*nv, column t at vector t % nv, byte
@@ -345,10 +503,11 @@ static void scatter_scalar(xint *X, const ifmt *F, uint64_t c0, uint64_t c1)
 }
 
 /* Build chunks [c0, c1) of X from x (participant `part`'s share, its own
- * residual list). simd: the AVX-512 builders. */
+ * residual list), on the vectors of the kernel's ISA (X->W). */
 static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, uint64_t c0,
-                        uint64_t c1, unsigned part, bool simd)
+                        uint64_t c1, unsigned part)
 {
+    unsigned simd = NF_INT_X86 ? X->W : 0; /* 64: AVX-512, 32: AVX2, 0: portable */
     uint64_t K = X->K, L = X->L;
     uint64_t b0 = c0 * X->bpc, b1 = c1 * X->bpc < X->nb ? c1 * X->bpc : X->nb;
     X->rn[part] = 0;
@@ -369,8 +528,11 @@ static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, u
             bool aside = d != 0.0f && !(d >= 0x1p-60f && d <= 0x1p100f);
 #if NF_INT_X86
             if (simd && !aside) {
-                a8_fill512(X->qa + 16 * b, d, Q + 16 * b, X->xf + 16 * b,
-                           K - 16 * b < 16 ? (unsigned)(K - 16 * b) : 16);
+                unsigned n = K - 16 * b < 16 ? (unsigned)(K - 16 * b) : 16;
+                if (simd == 64)
+                    a8_fill512(X->qa + 16 * b, d, Q + 16 * b, X->xf + 16 * b, n);
+                else
+                    a8_fill256(X->qa + 16 * b, d, Q + 16 * b, X->xf + 16 * b, n);
                 continue;
             }
 #endif
@@ -389,7 +551,8 @@ static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, u
         for (uint64_t b = b0; b < b1; b++) {
             uint64_t kb = 16 * b;
             unsigned n = K - kb < 16 ? (unsigned)(K - kb) : 16;
-            __mmask16 fix = a16_block512(x + kb, n, Q + kb, X->xf + kb, &Db[b]);
+            unsigned fix = simd == 64 ? a16_block512(x + kb, n, Q + kb, X->xf + kb, &Db[b])
+                                      : a16_block256(x + kb, n, Q + kb, X->xf + kb, &Db[b]);
             for (unsigned t = 0; fix; t++, fix >>= 1) {
                 if (!(fix & 1))
                     continue;
@@ -454,13 +617,18 @@ static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, u
     if (!X->W)
         return;
 #if NF_INT_X86
-    if (simd && X->W == 64) {
+    if (simd) {
         float half = F->half_unit ? 0.5f : 1.0f;
         for (uint64_t b = b0; b < b1; b++) {
             uint64_t c = b / X->bpc;
-            unsigned n = K - 16 * b < 16 ? (unsigned)(K - 16 * b) : 16;
-            scatter_block512(Q + 16 * b, n, X->nv, X->L, (unsigned)(b % X->bpc), X->q + c * X->L * X->B,
-                             X->corr + c * X->lanes, X->D + c * X->lanes, Db[b] * half, F->bias);
+            unsigned n = K - 16 * b < 16 ? (unsigned)(K - 16 * b) : 16, bi = (unsigned)(b % X->bpc);
+            int8_t *qc = X->q + c * X->L * X->B;
+            int32_t *co = X->corr + c * X->lanes;
+            float *dc = X->D + c * X->lanes;
+            if (simd == 64)
+                scatter_block512(Q + 16 * b, n, X->nv, X->L, bi, qc, co, dc, Db[b] * half, F->bias);
+            else
+                scatter_block256(Q + 16 * b, n, X->nv, X->L, bi, qc, co, dc, Db[b] * half, F->bias);
         }
         return;
     }
@@ -1475,7 +1643,7 @@ static void ipart(void *arg, unsigned idx, unsigned n)
         uint64_t c0 = X->nch * p / n, c1 = X->nch * (p + 1) / n;
         if (p == 0)
             X->nres = n; /* the lists this job writes (n may be less than asked) */
-        build_range(X, j->x, j->act, &j->c.F, c0, c1, p, X->W == 64);
+        build_range(X, j->x, j->act, &j->c.F, c0, c1, p);
         atomic_fetch_add(&j->built, 1);
     }
     nf_pool_wait(&j->built, n);
