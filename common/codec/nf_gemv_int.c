@@ -121,8 +121,10 @@ typedef struct {
     float *D;      /* [nch][lanes]: the lane's unit (nvfp4: halved) */
     int32_t *Q;    /* [K]: the integer activations */
     float *Db;     /* [nb]: the block units (0: the block is all residuals) */
-    float *xf;     /* [K]: x (A16) or x^ (A8) in f32, for the rows done on the two-pass path */
+    float *xf;     /* [K]: x (A16) or x^ (A8) in f32, for the rows done on the two-pass path
+                      (W 0: built with the rest; else by xint_xf when first needed) */
     int8_t *qa;    /* [nb * 16]: A8 codes */
+    float *dq;     /* [nb]: A8 scales (nf_a8_quantize's d) */
     uint64_t maxr; /* residuals a list may hold (and all lists together) */
     unsigned nres; /* residual lists, one per builder */
     uint32_t *rk;  /* [nres][maxr] columns */
@@ -159,9 +161,9 @@ static int xint_alloc(xint *X, uint64_t K, uint64_t Kc, nf_act act, const ifmt *
     uint64_t sq = W ? A64(X->nch * X->L * X->B) : 0;
     uint64_t sl = W ? A64(X->nch * X->lanes * 4) : 0;
     uint64_t sQ = A64(X->nb * 16 * 4), sD = A64(X->nb * 4 + 64), sx = A64(K * 4);
-    uint64_t sa = act == NF_ACT_A8 ? A64(X->nb * 16) : 0;
+    uint64_t sa = act == NF_ACT_A8 ? A64(X->nb * 16) : 0, sdq = act == NF_ACT_A8 ? A64(X->nb * 4) : 0;
     uint64_t sk = A64(nres * X->maxr * 4), sv = A64(nres * X->maxr * 8), sn = A64(nres * 4);
-    uint64_t tot = sq + 2 * sl + sQ + sD + sx + sa + sk + sv + sn;
+    uint64_t tot = sq + 2 * sl + sQ + sD + sx + sa + sdq + sk + sv + sn;
     uint8_t *p = nf_pool_scratch(3, tot ? tot : 64);
     if (!p)
         return NF_CODEC_ENOMEM;
@@ -179,6 +181,8 @@ static int xint_alloc(xint *X, uint64_t K, uint64_t Kc, nf_act act, const ifmt *
     p += sx;
     X->qa = act == NF_ACT_A8 ? (int8_t *)p : NULL;
     p += sa;
+    X->dq = act == NF_ACT_A8 ? (float *)(void *)p : NULL;
+    p += sdq;
     X->rk = (uint32_t *)(void *)p;
     p += sk;
     X->rv = (double *)(void *)p;
@@ -206,14 +210,12 @@ static bool resid(xint *X, unsigned part, uint64_t k, double v)
 #define T5P __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 
 /* A16 stage 1 for 16 columns k0.. (n of them): Q (the exact multiples of
- * the block unit), xf, the unit, and a mask of the columns that need the
+ * the block unit), the unit, and a mask of the columns that need the
  * scalar treatment (non-finite, out of range, bits below the unit). */
-T5P static __mmask16 a16_block512(const uint16_t *x, unsigned n, int32_t *Q, float *xf,
-                                  float *Db)
+T5P static __mmask16 a16_block512(const uint16_t *x, unsigned n, int32_t *Q, float *Db)
 {
     __mmask16 m = (__mmask16)((1u << n) - 1);
     __m512i u = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x));
-    _mm512_mask_storeu_ps(xf, m, _mm512_castsi512_ps(_mm512_slli_epi32(u, 16)));
     __m512i e = _mm512_and_si512(_mm512_srli_epi32(u, 7), _mm512_set1_epi32(0xff));
     __mmask16 nz = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7fff));
     __mmask16 fin = _mm512_cmpneq_epi32_mask(e, _mm512_set1_epi32(0xff));
@@ -235,14 +237,13 @@ T5P static __mmask16 a16_block512(const uint16_t *x, unsigned n, int32_t *Q, flo
     return (__mmask16)(m & nz & (ok ? (~fin | lost) : 0xffff));
 }
 
-/* Stage 2 for 16 columns of one block: limbs and lane sums into the
- * chunk (nv vectors of 64 bytes per limb); block index bi inside the chunk. */
-T5P static void scatter_block512(const int32_t *Q, unsigned n, unsigned nv, unsigned L,
-                                 unsigned bi, int8_t *qc, int32_t *co, float *dc, float Db,
-                                 int bias)
+/* Stage 2 for the 16 columns Qv (n of them, 0 past n) of one block: limbs
+ * and lane sums into the chunk (nv vectors of 64 bytes per limb); block
+ * index bi inside the chunk. */
+T5P static inline __attribute__((always_inline)) void
+scatter512(__m512i Qv, unsigned n, unsigned nv, unsigned L, unsigned bi, int8_t *qc, int32_t *co,
+           float *dc, float Db, int bias)
 {
-    __mmask16 m = (__mmask16)((1u << n) - 1);
-    __m512i Qv = _mm512_maskz_loadu_epi32(m, Q);
     __mmask16 sg = _mm512_cmplt_epi32_mask(Qv, _mm512_setzero_si512());
     __m512i N = _mm512_abs_epi32(Qv);
     __m128i lb[3];
@@ -294,16 +295,21 @@ T5P static void scatter_block512(const int32_t *Q, unsigned n, unsigned nv, unsi
     _mm512_mask_storeu_epi32(co + l0, lm, _mm512_mullo_epi32(sums, _mm512_set1_epi32(-bias)));
     _mm512_mask_storeu_ps(dc + l0, lm, _mm512_set1_ps(Db));
 }
-#endif
 
-#if NF_INT_X86
-/* A8, one block of n <= 16 columns: Q = q, xf = q * d. */
-T5P static void a8_fill512(const int8_t *q, float d, int32_t *Q, float *xf, unsigned n)
+/* scatter512 of n <= 16 int32 activations Q (A16), of n int8 codes q (A8) */
+T5P static void scatter_block512(const int32_t *Q, unsigned n, unsigned nv, unsigned L,
+                                 unsigned bi, int8_t *qc, int32_t *co, float *dc, float Db,
+                                 int bias)
 {
-    __mmask16 m = (__mmask16)((1u << n) - 1);
-    __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)q));
-    _mm512_mask_storeu_epi32(Q, m, v);
-    _mm512_mask_storeu_ps(xf, m, _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(d)));
+    __m512i Qv = _mm512_maskz_loadu_epi32((__mmask16)((1u << n) - 1), Q);
+    scatter512(Qv, n, nv, L, bi, qc, co, dc, Db, bias);
+}
+
+T5P static void scatter8_block512(const int8_t *q, unsigned n, unsigned nv, unsigned bi, int8_t *qc,
+                                  int32_t *co, float *dc, float Db, int bias)
+{
+    __m512i Qv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8((__mmask16)((1u << n) - 1), q));
+    scatter512(Qv, n, nv, 1, bi, qc, co, dc, Db, bias);
 }
 #endif
 
@@ -323,7 +329,7 @@ T2P static inline void load16x32_256(const int32_t *p, unsigned n, __m256i *v)
     v[1] = _mm256_loadu_si256((const __m256i *)(const void *)(p + 8));
 }
 
-/* Store n <= 16 of the 16 int32 (or f32 bits) of v at p. */
+/* Store n <= 16 of the 16 int32 of v at p. */
 T2P static inline void store16x32_256(void *p, unsigned n, const __m256i *v)
 {
     if (n == 16) {
@@ -339,7 +345,7 @@ T2P static inline void store16x32_256(void *p, unsigned n, const __m256i *v)
 
 /* A16 stage 1 on AVX2: a16_block512's integers, units and mask (bit t:
  * column t needs the scalar treatment), 8 columns a vector. */
-T2P static unsigned a16_block256(const uint16_t *x, unsigned n, int32_t *Q, float *xf, float *Db)
+T2P static unsigned a16_block256(const uint16_t *x, unsigned n, int32_t *Q, float *Db)
 {
     uint16_t tx[16] = {0};
     if (n < 16) {
@@ -358,8 +364,6 @@ T2P static unsigned a16_block256(const uint16_t *x, unsigned n, int32_t *Q, floa
         /* the exponents of the finite nonzero columns (0 elsewhere) */
         live = _mm256_max_epi32(live, _mm256_andnot_si256(_mm256_or_si256(zero[h], inf[h]), ee[h]));
     }
-    __m256i xb[2] = {_mm256_slli_epi32(u[0], 16), _mm256_slli_epi32(u[1], 16)};
-    store16x32_256(xf, n, xb);
     __m256i mx = _mm256_max_epi32(live, _mm256_permute2x128_si256(live, live, 1));
     mx = _mm256_max_epi32(mx, _mm256_shuffle_epi32(mx, 0x4e));
     mx = _mm256_max_epi32(mx, _mm256_shuffle_epi32(mx, 0xb1));
@@ -397,11 +401,10 @@ T2P static inline __m128i bytes16_256(__m256i a, __m256i b)
 
 /* Stage 2 on AVX2 for 16 columns of one block: scatter_block512's limbs
  * and lane sums into a chunk of 32-byte vectors. */
-T2P static void scatter_block256(const int32_t *Q, unsigned n, unsigned nv, unsigned L, unsigned bi,
-                                 int8_t *qc, int32_t *co, float *dc, float Db, int bias)
+T2P static inline __attribute__((always_inline)) void
+scatter256(const __m256i *q, unsigned n, unsigned nv, unsigned L, unsigned bi, int8_t *qc,
+           int32_t *co, float *dc, float Db, int bias)
 {
-    __m256i q[2];
-    load16x32_256(Q, n, q);
     __m128i lb[3];
     if (L == 1) {
         lb[0] = bytes16_256(q[0], q[1]);
@@ -452,62 +455,98 @@ T2P static void scatter_block256(const int32_t *Q, unsigned n, unsigned nv, unsi
     }
 }
 
-/* A8, one block of n <= 16 columns: Q = q, xf = q * d (a8_fill512). */
-T2P static void a8_fill256(const int8_t *q, float d, int32_t *Q, float *xf, unsigned n)
+/* scatter256 of n <= 16 int32 activations Q (A16), of n int8 codes q (A8) */
+T2P static void scatter_block256(const int32_t *Q, unsigned n, unsigned nv, unsigned L, unsigned bi,
+                                 int8_t *qc, int32_t *co, float *dc, float Db, int bias)
 {
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)q);
+    __m256i v[2];
+    load16x32_256(Q, n, v);
+    scatter256(v, n, nv, L, bi, qc, co, dc, Db, bias);
+}
+
+T2P static void scatter8_block256(const int8_t *q, unsigned n, unsigned nv, unsigned bi, int8_t *qc,
+                                  int32_t *co, float *dc, float Db, int bias)
+{
+    int8_t t[16] = {0};
+    memcpy(t, q, n);
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)t);
     __m256i v[2] = {_mm256_cvtepi8_epi32(b), _mm256_cvtepi8_epi32(_mm_srli_si128(b, 8))};
-    store16x32_256(Q, n, v);
-    __m256 dv = _mm256_set1_ps(d);
-    __m256i f[2] = {_mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(v[0]), dv)),
-                    _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(v[1]), dv))};
-    store16x32_256(xf, n, f);
+    scatter256(v, n, nv, 1, bi, qc, co, dc, Db, bias);
 }
 #endif
 
-/* Scatter the integer activations Q (and the block units Db) of chunks
- * [c0, c1) into the kernel's order, lane by lane: lane ln of chunk c holds
- * columns c*B + 4*nv*ln + t, t < 4*nv, column t at vector t % nv, byte
- * 4*ln + t / nv; with the lane's bias correction and unit. */
-static void scatter_scalar(xint *X, const ifmt *F, uint64_t c0, uint64_t c1)
+/* The scalar treatment of A16 column k of block b: a non-finite value, or
+ * any value of a block out of range (Db 0), goes to the residuals whole
+ * with Q 0; otherwise the bits below the unit. false: the list is full. */
+static bool a16_fix(xint *X, unsigned part, const uint16_t *x, uint64_t k, uint64_t b)
 {
-    unsigned nv = X->nv, sh = nv == 1 ? 0 : nv == 2 ? 1 : 2, L = X->L, per = 4 * nv, W = X->W;
+    unsigned u = x[k], e = (u >> 7) & 0xff;
+    double v = (double)nf_bf16_to_f32((uint16_t)u);
+    if (e == 0xff || X->Db[b] == 0.0f) {
+        X->Q[k] = 0;
+        return resid(X, part, k, v);
+    }
+    return resid(X, part, k, v - (double)X->Q[k] * (double)X->Db[b]);
+}
+
+#if NF_INT_X86
+/* Chunks [c0, c1) on the kernel's vectors (W 64: AVX-512, 32: AVX2), block
+ * by block: stage 1 (A16: Q and the unit; A8: the codes as they are), then
+ * the scatter into the chunk. An A8 block set aside leaves its chunk bytes
+ * 0. xf is left to xint_xf. */
+static void build_simd(xint *X, const uint16_t *x, nf_act act, const ifmt *F, uint64_t c0,
+                       uint64_t c1, unsigned part)
+{
+    unsigned W = X->W, L = X->L, nv = X->nv;
     float half = F->half_unit ? 0.5f : 1.0f;
-    uint64_t K = X->K;
+    uint64_t K = X->K, nb = X->nb;
     for (uint64_t c = c0; c < c1; c++) {
-        uint64_t k0 = c * X->B;
         int8_t *qc = X->q + c * L * X->B;
-        for (unsigned ln = 0; ln < X->lanes; ln++) {
-            uint64_t kl = k0 + (uint64_t)per * ln;
-            if (kl >= K)
-                break;
-            unsigned n = K - kl < per ? (unsigned)(K - kl) : per;
-            int32_t sum = 0;
-            for (unsigned t = 0; t < n; t++) {
-                int32_t qq = X->Q[kl + t];
-                unsigned pos = (t & (nv - 1)) * W + 4 * ln + (t >> sh);
-                sum += qq;
-                if (L == 1) {
-                    qc[pos] = (int8_t)qq;
-                } else {
-                    int32_t m = qq < 0 ? -qq : qq, sg = qq < 0 ? -1 : 1;
-                    qc[pos] = (int8_t)(sg * (m >> 14));
-                    qc[pos + nv * W] = (int8_t)(sg * ((m >> 7) & 127));
-                    qc[pos + 2 * nv * W] = (int8_t)(sg * (m & 127));
+        int32_t *co = X->corr + c * X->lanes;
+        float *dc = X->D + c * X->lanes;
+        for (unsigned bi = 0; bi < X->bpc; bi++) {
+            uint64_t b = c * X->bpc + bi, kb = 16 * b;
+            if (b >= nb)
+                return;
+            unsigned n = K - kb < 16 ? (unsigned)(K - kb) : 16;
+            if (act == NF_ACT_A8) {
+                const int8_t *q = X->qa + kb;
+                float d = X->dq[b];
+                if (d != 0.0f && !(d >= 0x1p-60f && d <= 0x1p100f)) { /* set aside */
+                    X->Db[b] = 0.0f;
+                    for (unsigned t = 0; t < n; t++)
+                        if (q[t] && !resid(X, part, kb + t, (double)q[t] * (double)d))
+                            return;
+                    continue;
                 }
+                X->Db[b] = d;
+                if (W == 64)
+                    scatter8_block512(q, n, nv, bi, qc, co, dc, d * half, F->bias);
+                else
+                    scatter8_block256(q, n, nv, bi, qc, co, dc, d * half, F->bias);
+                continue;
             }
-            X->corr[c * X->lanes + ln] = -F->bias * sum;
-            X->D[c * X->lanes + ln] = X->Db[kl / 16] * half;
+            int32_t *Q = X->Q + kb;
+            unsigned fix = W == 64 ? a16_block512(x + kb, n, Q, &X->Db[b])
+                                   : a16_block256(x + kb, n, Q, &X->Db[b]);
+            for (unsigned t = 0; fix; t++, fix >>= 1)
+                if ((fix & 1) && !a16_fix(X, part, x, kb + t, b))
+                    return;
+            if (W == 64)
+                scatter_block512(Q, n, nv, L, bi, qc, co, dc, X->Db[b] * half, F->bias);
+            else
+                scatter_block256(Q, n, nv, L, bi, qc, co, dc, X->Db[b] * half, F->bias);
         }
     }
 }
+#endif
 
 /* Build chunks [c0, c1) of X from x (participant `part`'s share, its own
- * residual list), on the vectors of the kernel's ISA (X->W). */
+ * residual list): on the kernel's vectors (build_simd), or for the
+ * portable code (W 0) Q, Db and xf. */
 static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, uint64_t c0,
                         uint64_t c1, unsigned part)
 {
-    unsigned simd = NF_INT_X86 ? X->W : 0; /* 64: AVX-512, 32: AVX2, 0: portable */
     uint64_t K = X->K, L = X->L;
     uint64_t b0 = c0 * X->bpc, b1 = c1 * X->bpc < X->nb ? c1 * X->bpc : X->nb;
     X->rn[part] = 0;
@@ -519,121 +558,74 @@ static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, u
     if (b0 >= b1)
         return;
     uint64_t k0 = 16 * b0, k1 = 16 * b1 < K ? 16 * b1 : K;
+    if (act == NF_ACT_A8)
+        nf_a8_quantize(x + k0, k1 - k0, X->qa + k0, X->dq + b0);
+#if NF_INT_X86
+    if (X->W) {
+        build_simd(X, x, act, F, c0, c1, part);
+        return;
+    }
+#endif
     int32_t *Q = X->Q;
     float *Db = X->Db;
     if (act == NF_ACT_A8) {
-        nf_a8_quantize(x + k0, k1 - k0, X->qa + k0, Db + b0);
+        nf_gv_a8_dequant(X->qa + k0, X->dq + b0, k1 - k0, X->xf + k0);
         for (uint64_t b = b0; b < b1; b++) {
-            float d = Db[b];
+            float d = X->dq[b];
             bool aside = d != 0.0f && !(d >= 0x1p-60f && d <= 0x1p100f);
-#if NF_INT_X86
-            if (simd && !aside) {
-                unsigned n = K - 16 * b < 16 ? (unsigned)(K - 16 * b) : 16;
-                if (simd == 64)
-                    a8_fill512(X->qa + 16 * b, d, Q + 16 * b, X->xf + 16 * b, n);
-                else
-                    a8_fill256(X->qa + 16 * b, d, Q + 16 * b, X->xf + 16 * b, n);
-                continue;
-            }
-#endif
+            Db[b] = aside ? 0.0f : d;
             for (uint64_t k = 16 * b; k < 16 * b + 16 && k < K; k++) {
                 int8_t qk = X->qa[k];
-                X->xf[k] = (float)qk * d;
                 Q[k] = aside ? 0 : qk;
                 if (aside && qk && !resid(X, part, k, (double)qk * (double)d))
                     return;
             }
-            if (aside)
-                Db[b] = 0.0f;
         }
-    } else if (simd) {
-#if NF_INT_X86
-        for (uint64_t b = b0; b < b1; b++) {
-            uint64_t kb = 16 * b;
-            unsigned n = K - kb < 16 ? (unsigned)(K - kb) : 16;
-            unsigned fix = simd == 64 ? a16_block512(x + kb, n, Q + kb, X->xf + kb, &Db[b])
-                                      : a16_block256(x + kb, n, Q + kb, X->xf + kb, &Db[b]);
-            for (unsigned t = 0; fix; t++, fix >>= 1) {
-                if (!(fix & 1))
-                    continue;
-                uint64_t k = kb + t;
-                unsigned u = x[k], e = (u >> 7) & 0xff;
-                double v = (double)nf_bf16_to_f32((uint16_t)u);
-                if (e == 0xff || Db[b] == 0.0f) {
+        return;
+    }
+    for (uint64_t k = k0; k < k1; k++)
+        X->xf[k] = nf_bf16_to_f32(x[k]);
+    for (uint64_t b = b0; b < b1; b++) {
+        uint64_t kb = 16 * b, ke = kb + 16 < K ? kb + 16 : K;
+        int E = 0;
+        for (uint64_t k = kb; k < ke; k++) {
+            unsigned u = x[k], e = (u >> 7) & 0xff;
+            if (e == 0xff || !(u & 0x7fff))
+                continue;
+            int ee = e ? (int)e : 1;
+            E = ee > E ? ee : E;
+        }
+        bool ok = E >= 127 - 60 && E <= 127 + 100;
+        Db[b] = ok ? nf_f32_from_bits((uint32_t)(E - 20) << 23) : 0.0f; /* 2^(E-147) */
+        for (uint64_t k = kb; k < ke; k++) {
+            unsigned u = x[k], e = (u >> 7) & 0xff;
+            int ee = e ? (int)e : 1, s = ee - E + 13; /* s <= 13 */
+            uint32_t mant = (e ? 128u : 0u) | (u & 127u), N, rb;
+            if (e == 0xff) { /* inf or NaN: s may pass 31; Q = 0 below */
+                N = 0;
+                rb = 0;
+            } else if (s >= 0) {
+                N = mant << s;
+                rb = 0;
+            } else {
+                unsigned r = -s < 9 ? (unsigned)-s : 9; /* mant < 2^8 */
+                N = mant >> r;
+                rb = mant & ((1u << r) - 1);
+            }
+            Q[k] = (u & 0x8000) ? -(int32_t)N : (int32_t)N;
+            if (__builtin_expect(rb != 0 || !ok || e == 0xff, 0) && (u & 0x7fff)) {
+                bool fits;
+                if (e == 0xff || !ok) {
                     Q[k] = 0;
-                    if (!resid(X, part, k, v))
-                        return;
-                } else if (!resid(X, part, k, v - (double)Q[k] * (double)Db[b])) {
-                    return; /* the bits below the unit */
-                }
-            }
-        }
-#endif
-    } else {
-        for (uint64_t k = k0; k < k1; k++)
-            X->xf[k] = nf_bf16_to_f32(x[k]);
-        for (uint64_t b = b0; b < b1; b++) {
-            uint64_t kb = 16 * b, ke = kb + 16 < K ? kb + 16 : K;
-            int E = 0;
-            for (uint64_t k = kb; k < ke; k++) {
-                unsigned u = x[k], e = (u >> 7) & 0xff;
-                if (e == 0xff || !(u & 0x7fff))
-                    continue;
-                int ee = e ? (int)e : 1;
-                E = ee > E ? ee : E;
-            }
-            bool ok = E >= 127 - 60 && E <= 127 + 100;
-            Db[b] = ok ? nf_f32_from_bits((uint32_t)(E - 20) << 23) : 0.0f; /* 2^(E-147) */
-            for (uint64_t k = kb; k < ke; k++) {
-                unsigned u = x[k], e = (u >> 7) & 0xff;
-                int ee = e ? (int)e : 1, s = ee - E + 13; /* s <= 13 */
-                uint32_t mant = (e ? 128u : 0u) | (u & 127u), N, rb;
-                if (e == 0xff) { /* inf or NaN: s may pass 31; Q = 0 below */
-                    N = 0;
-                    rb = 0;
-                } else if (s >= 0) {
-                    N = mant << s;
-                    rb = 0;
+                    fits = resid(X, part, k, (double)nf_bf16_to_f32((uint16_t)u));
                 } else {
-                    unsigned r = -s < 9 ? (unsigned)-s : 9; /* mant < 2^8 */
-                    N = mant >> r;
-                    rb = mant & ((1u << r) - 1);
+                    fits = resid(X, part, k, ldexp((u & 0x8000) ? -(double)rb : (double)rb, ee - 134));
                 }
-                Q[k] = (u & 0x8000) ? -(int32_t)N : (int32_t)N;
-                if (__builtin_expect(rb != 0 || !ok || e == 0xff, 0) && (u & 0x7fff)) {
-                    bool fits;
-                    if (e == 0xff || !ok) {
-                        Q[k] = 0;
-                        fits = resid(X, part, k, (double)nf_bf16_to_f32((uint16_t)u));
-                    } else {
-                        fits = resid(X, part, k, ldexp((u & 0x8000) ? -(double)rb : (double)rb, ee - 134));
-                    }
-                    if (!fits)
-                        return;
-                }
+                if (!fits)
+                    return;
             }
         }
     }
-    if (!X->W)
-        return;
-#if NF_INT_X86
-    if (simd) {
-        float half = F->half_unit ? 0.5f : 1.0f;
-        for (uint64_t b = b0; b < b1; b++) {
-            uint64_t c = b / X->bpc;
-            unsigned n = K - 16 * b < 16 ? (unsigned)(K - 16 * b) : 16, bi = (unsigned)(b % X->bpc);
-            int8_t *qc = X->q + c * X->L * X->B;
-            int32_t *co = X->corr + c * X->lanes;
-            float *dc = X->D + c * X->lanes;
-            if (simd == 64)
-                scatter_block512(Q + 16 * b, n, X->nv, X->L, bi, qc, co, dc, Db[b] * half, F->bias);
-            else
-                scatter_block256(Q + 16 * b, n, X->nv, X->L, bi, qc, co, dc, Db[b] * half, F->bias);
-        }
-        return;
-    }
-#endif
-    scatter_scalar(X, F, c0, c1);
 }
 
 /* ---- rows --------------------------------------------------------------------------- */
@@ -1516,6 +1508,7 @@ struct ijob {
     float *y;
     unsigned spans;
     atomic_uint built;  /* build shares done */
+    atomic_uint xfclaim, xfdone; /* xint_xf: taken, done */
     atomic_int declined;
     atomic_int err;
 #if NF_INT_X86
@@ -1524,6 +1517,27 @@ struct ijob {
     atomic_uint bclaim[NF_POOL_MAX]; /* build share i taken */
     nf_pool_span span[NF_POOL_MAX];
 };
+
+/* X's xf for the rows on the two-pass path: built with the rest on the
+ * portable code; after a vector build, by the first participant that asks,
+ * once a call, the others waiting for it. */
+static const float *xint_xf(struct ijob *j)
+{
+    xint *X = j->X;
+    if (!X->W)
+        return X->xf;
+    unsigned free_ = 0;
+    if (atomic_compare_exchange_strong(&j->xfclaim, &free_, 1)) {
+        if (j->act == NF_ACT_A8)
+            nf_gv_a8_dequant(X->qa, X->dq, X->K, X->xf);
+        else
+            for (uint64_t k = 0; k < X->K; k++)
+                X->xf[k] = nf_bf16_to_f32(j->x[k]);
+        atomic_store(&j->xfdone, 1);
+    }
+    nf_pool_wait(&j->xfdone, 1);
+    return X->xf;
+}
 
 /* Finish row r's value v: nvfp4's divisor, the residuals, canonical. */
 static float finish(const ictx *c, const irow *r, float v)
@@ -1619,7 +1633,7 @@ static int irows(struct ijob *j, uint64_t a, uint64_t b, float *scb)
                 j->y[rows[i] - j->r0] = finish(c, &r[i], v[i]);
                 continue;
             }
-            int rc = nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, rows[i], rows[i] + 1, c->X->xf,
+            int rc = nf_gv_rows_f32(c->t, c->obj, c->obj_bytes, rows[i], rows[i] + 1, xint_xf(j),
                                     j->y, j->r0, c->isa);
             if (rc)
                 return rc;
