@@ -613,17 +613,9 @@ static void build_range(xint *X, const uint16_t *x, nf_act act, const ifmt *F, u
                 rb = mant & ((1u << r) - 1);
             }
             Q[k] = (u & 0x8000) ? -(int32_t)N : (int32_t)N;
-            if (__builtin_expect(rb != 0 || !ok || e == 0xff, 0) && (u & 0x7fff)) {
-                bool fits;
-                if (e == 0xff || !ok) {
-                    Q[k] = 0;
-                    fits = resid(X, part, k, (double)nf_bf16_to_f32((uint16_t)u));
-                } else {
-                    fits = resid(X, part, k, ldexp((u & 0x8000) ? -(double)rb : (double)rb, ee - 134));
-                }
-                if (!fits)
-                    return;
-            }
+            if (__builtin_expect(rb != 0 || !ok || e == 0xff, 0) && (u & 0x7fff) &&
+                !a16_fix(X, part, x, k, b))
+                return;
         }
     }
 }
