@@ -412,6 +412,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
     switch (f) {
     case NF_FMT_GGUF_Q8_0: {
         const __m512i x80 = _mm512_set1_epi8((char)0x80);
+        #pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
             __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)(b + 68 * j + 2));
             __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)(b + 68 * j + 36));
@@ -441,6 +442,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
                             ? _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141,
                                                                    (char)153, (char)166, (char)181, (char)197, (char)217, (char)241))
                             : _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+            #pragma GCC unroll 4
             for (int j = 0; j < 4; j++)
                 u[j] = _mm512_shuffle_epi8(L, u[j]);
         }
@@ -481,6 +483,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
             __m512i QH = bcast256(b + 16);
             const __m512i b4 = _mm512_set1_epi8(0x10);
             static const uint8_t bits[4][2] = {{0x01, 0x04}, {0x02, 0x08}, {0x10, 0x40}, {0x20, 0x80}};
+            #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 __m512i t = _mm512_mask_blend_epi8(0xffffffff00000000ull, _mm512_set1_epi8((char)bits[j][0]),
                                                    _mm512_set1_epi8((char)bits[j][1]));
@@ -528,6 +531,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
         if (three) {
             __m512i HM = bcast256(b);
             const __m512i b2 = _mm512_set1_epi8(4);
+            #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 __m512i t = _mm512_mask_blend_epi8(0xffffffff00000000ull, _mm512_set1_epi8((char)(1 << j)),
                                                    _mm512_set1_epi8((char)(1 << (4 + j))));
@@ -587,60 +591,119 @@ TG5 G_INLINE __m512i reduce4(__m512i a, __m512i b, __m512i c, __m512i d, const i
                             _mm512_permutex2var_epi32(ab, _mm512_loadu_si512((const void *)ri[1]), cd));
 }
 
-/* One row: the G order's result (before canon). */
-TG5 G_INLINE float grow512(nf_format f, const gctx *c, const uint8_t *row, uint64_t pfo, bool *rbad)
+/* Bytes of one 256-column chunk of format f: 8 blocks of 32 or one of 256 */
+static inline unsigned chunk_bytes(nf_format f)
 {
-    unsigned bad = 0;
-    const bool min = f == NF_FMT_GGUF_Q4_1 || f == NF_FMT_GGUF_Q5_1 || f == NF_FMT_GGUF_Q2_K ||
-                     f == NF_FMT_GGUF_Q4_K || f == NF_FMT_GGUF_Q5_K;
-    const bool beta = c->g.beta != 0;
-    const uint64_t csz = c->g.qk == 256 ? c->g.bb : 8 * (uint64_t)c->g.bb; /* bytes a chunk */
-    __m512d a0 = _mm512_setzero_pd(), a1 = a0;
-    uint64_t full = c->tailb ? c->nsc - 1 : c->nsc;
-    for (uint64_t sc = 0; sc < c->nsc; sc++) {
-        const uint8_t *xq = c->xq + 256 * sc;
-        for (uint64_t o = 0; o < csz; o += 64)
-            _mm_prefetch((const char *)row + sc * csz + o + pfo, _MM_HINT_T0);
-        __m512i u[4];
-        __m512d S[2], M[2];
-        if (sc >= full) { /* the last blocks of a row, zero padded to a chunk */
-            uint8_t pad[8 * 34];
-            memset(pad, 0, sizeof pad);
-            memcpy(pad, row + sc * csz, c->tailb);
-            unpack512(f, pad, u, S, M, &bad, c->gf);
-        } else {
-            unpack512(f, row + sc * csz, u, S, M, &bad, c->gf);
-        }
-        const __m512i z = _mm512_setzero_si512();
-        __m512i U = reduce4(_mm512_dpbusd_epi32(z, u[0], ld512(xq)), _mm512_dpbusd_epi32(z, u[1], ld512(xq + 64)),
-                            _mm512_dpbusd_epi32(z, u[2], ld512(xq + 128)),
-                            _mm512_dpbusd_epi32(z, u[3], ld512(xq + 192)), c->ri);
-        if (beta)
-            U = _mm512_sub_epi32(U, _mm512_loadu_si512((const void *)(c->BJp + 16 * sc)));
-        __m512d I0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(U));
-        __m512d I1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(U, 1));
-        __m512d T0 = _mm512_mul_pd(S[0], I0), T1 = _mm512_mul_pd(S[1], I1);
-        if (min) { /* one rounding of the exact S I - M J */
-            T0 = _mm512_fnmadd_pd(M[0], _mm512_loadu_pd(c->Jp + 16 * sc), T0);
-            T1 = _mm512_fnmadd_pd(M[1], _mm512_loadu_pd(c->Jp + 16 * sc + 8), T1);
-        }
-        a0 = _mm512_add_pd(a0, _mm512_mul_pd(T0, _mm512_loadu_pd(c->dap + 16 * sc)));
-        a1 = _mm512_add_pd(a1, _mm512_mul_pd(T1, _mm512_loadu_pd(c->dap + 16 * sc + 8)));
+    switch (f) {
+    case NF_FMT_GGUF_Q8_0: return 8 * 34;
+    case NF_FMT_GGUF_Q4_0: case NF_FMT_GGUF_IQ4_NL: return 8 * 18;
+    case NF_FMT_GGUF_Q4_1: return 8 * 20;
+    case NF_FMT_GGUF_Q5_0: return 8 * 22;
+    case NF_FMT_GGUF_Q5_1: return 8 * 24;
+    case NF_FMT_GGUF_MXFP4: return 8 * 17;
+    case NF_FMT_GGUF_Q2_K: return 84;
+    case NF_FMT_GGUF_Q3_K: return 110;
+    case NF_FMT_GGUF_Q4_K: return 144;
+    case NF_FMT_GGUF_Q5_K: return 176;
+    case NF_FMT_GGUF_Q6_K: return 210;
+    default: return 136; /* NF_FMT_GGUF_IQ4_XS */
     }
-    double l[16], s[16];
-    _mm512_storeu_pd(l, a0);
-    _mm512_storeu_pd(l + 8, a1);
-    for (unsigned i = 0; i < 16; i++)
-        s[c->ob[i]] = l[i];
-    *rbad = bad != 0;
-    return (float)tree16d(s);
 }
 
-typedef float (*grows_fn)(const gctx *, const uint8_t *, uint64_t, bool *);
+/* One chunk of one row: its 16 block results T_b added into the row's
+ * slots a (two f64 vectors, the lane order ob); X the chunk's four code
+ * vectors of x, sc the chunk's index (dap, Jp, BJp). */
+TG5 G_INLINE void gchunk512(nf_format f, const gctx *c, const uint8_t *b, const __m512i *X, uint64_t sc,
+                            __m512d *a, unsigned *bad)
+{
+    const bool min = f == NF_FMT_GGUF_Q4_1 || f == NF_FMT_GGUF_Q5_1 || f == NF_FMT_GGUF_Q2_K ||
+                     f == NF_FMT_GGUF_Q4_K || f == NF_FMT_GGUF_Q5_K;
+    __m512i u[4];
+    __m512d S[2], M[2];
+    unpack512(f, b, u, S, M, bad, c->gf);
+    const __m512i z = _mm512_setzero_si512();
+    __m512i U = reduce4(_mm512_dpbusd_epi32(z, u[0], X[0]), _mm512_dpbusd_epi32(z, u[1], X[1]),
+                        _mm512_dpbusd_epi32(z, u[2], X[2]), _mm512_dpbusd_epi32(z, u[3], X[3]), c->ri);
+    if (f != NF_FMT_GGUF_Q4_1 && f != NF_FMT_GGUF_Q5_1 && f != NF_FMT_GGUF_Q2_K && f != NF_FMT_GGUF_Q4_K &&
+        f != NF_FMT_GGUF_Q5_K) /* the formats of gfmt_of's beta != 0 */
+        U = _mm512_sub_epi32(U, _mm512_loadu_si512((const void *)(c->BJp + 16 * sc)));
+    __m512d I0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(U));
+    __m512d I1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(U, 1));
+    __m512d T0 = _mm512_mul_pd(S[0], I0), T1 = _mm512_mul_pd(S[1], I1);
+    if (min) { /* one rounding of the exact S I - M J */
+        T0 = _mm512_fnmadd_pd(M[0], _mm512_loadu_pd(c->Jp + 16 * sc), T0);
+        T1 = _mm512_fnmadd_pd(M[1], _mm512_loadu_pd(c->Jp + 16 * sc + 8), T1);
+    }
+    a[0] = _mm512_add_pd(a[0], _mm512_mul_pd(T0, _mm512_loadu_pd(c->dap + 16 * sc)));
+    a[1] = _mm512_add_pd(a[1], _mm512_mul_pd(T1, _mm512_loadu_pd(c->dap + 16 * sc + 8)));
+}
+
+/* R rows (1, 2 or 4) in one pass over x, each in the G order (before
+ * canon): every row's chunks in increasing order, as one row alone, so the
+ * grouping changes no bit; x's code vectors are loaded once a chunk for
+ * all R. The main loop has no tail test: a row's last, partial chunk (the
+ * QK 32 formats, K / 32 not a multiple of 8) is done after it from a zero
+ * padded copy. */
+TG5 G_INLINE void growR512(nf_format f, const unsigned R, const gctx *c, const uint8_t *const *rows, uint64_t pfo,
+                           float *v, unsigned *bad)
+{
+    const uint64_t csz = chunk_bytes(f);
+    unsigned bl[4] = {0, 0, 0, 0}; /* local: no store in the loop for c's loads to fear */
+    __m512d a[4][2];
+    #pragma GCC unroll 4
+    for (unsigned r = 0; r < R; r++)
+        a[r][0] = a[r][1] = _mm512_setzero_pd();
+    const uint64_t full = c->tailb ? c->nsc - 1 : c->nsc;
+    for (uint64_t sc = 0; sc < full; sc++) {
+        const uint8_t *xq = c->xq + 256 * sc;
+        __m512i X[4] = {ld512(xq), ld512(xq + 64), ld512(xq + 128), ld512(xq + 192)};
+        #pragma GCC unroll 4
+        for (unsigned r = 0; r < R; r++) {
+            const uint8_t *b = rows[r] + sc * csz;
+#pragma GCC unroll 8
+            for (unsigned o = 0; o < csz; o += 64)
+                _mm_prefetch((const char *)b + o + pfo, _MM_HINT_T0);
+            gchunk512(f, c, b, X, sc, a[r], &bl[r]);
+        }
+    }
+    if (full < c->nsc) {
+        const uint8_t *xq = c->xq + 256 * full;
+        __m512i X[4] = {ld512(xq), ld512(xq + 64), ld512(xq + 128), ld512(xq + 192)};
+        #pragma GCC unroll 4
+        for (unsigned r = 0; r < R; r++) {
+            uint8_t pad[8 * 34];
+            memset(pad, 0, sizeof pad);
+            memcpy(pad, rows[r] + full * csz, c->tailb);
+            gchunk512(f, c, pad, X, full, a[r], &bl[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (unsigned r = 0; r < R; r++) {
+        double l[16], s[16];
+        _mm512_storeu_pd(l, a[r][0]);
+        _mm512_storeu_pd(l + 8, a[r][1]);
+        for (unsigned i = 0; i < 16; i++)
+            s[c->ob[i]] = l[i];
+        v[r] = (float)tree16d(s);
+        bad[r] = bl[r];
+    }
+}
+
+/* R rows at rows[0..R) (R 1 to 4): v[r] their results, bad[r] non-zero
+ * where a row has a field that sends it to the F order */
+typedef void (*growsR_fn)(const gctx *, const uint8_t *const *, unsigned, uint64_t, float *, unsigned *);
 #define GROWS(NAME, F)                                                                             \
-    TG5 static float NAME(const gctx *c, const uint8_t *row, uint64_t pfo, bool *bad)               \
+    TG5 static void NAME(const gctx *c, const uint8_t *const *rows, unsigned R, uint64_t pfo,      \
+                         float *v, unsigned *bad)                                                  \
     {                                                                                              \
-        return grow512(F, c, row, pfo, bad);                                                       \
+        if (R == 4)                                                                                \
+            growR512(F, 4, c, rows, pfo, v, bad);                                                  \
+        else if (R >= 2) {                                                                         \
+            growR512(F, 2, c, rows, pfo, v, bad);                                                  \
+            if (R == 3)                                                                            \
+                growR512(F, 1, c, rows + 2, pfo, v + 2, bad + 2);                                  \
+        } else                                                                                     \
+            growR512(F, 1, c, rows, pfo, v, bad);                                                  \
     }
 GROWS(g_q8_0, NF_FMT_GGUF_Q8_0)
 GROWS(g_q4_0, NF_FMT_GGUF_Q4_0)
@@ -656,7 +719,7 @@ GROWS(g_q5_k, NF_FMT_GGUF_Q5_K)
 GROWS(g_q6_k, NF_FMT_GGUF_Q6_K)
 GROWS(g_iq4_xs, NF_FMT_GGUF_IQ4_XS)
 
-static grows_fn pick512(nf_format f)
+static growsR_fn pick512(nf_format f)
 {
     switch (f) {
     case NF_FMT_GGUF_Q8_0: return g_q8_0;
@@ -1003,9 +1066,14 @@ TG2 G_INLINE float grow256(nf_format f, const gctx *c, const uint8_t *row, uint6
 }
 
 #define GROWS2(NAME, F)                                                                            \
-    TG2 static float NAME(const gctx *c, const uint8_t *row, uint64_t pfo, bool *bad)               \
+    TG2 static void NAME(const gctx *c, const uint8_t *const *rows, unsigned R, uint64_t pfo,      \
+                         float *v, unsigned *bad)                                                  \
     {                                                                                              \
-        return grow256(F, c, row, pfo, bad);                                                       \
+        for (unsigned r = 0; r < R; r++) {                                                         \
+            bool b_ = false;                                                                       \
+            v[r] = grow256(F, c, rows[r], pfo, &b_);                                               \
+            bad[r] = b_;                                                                           \
+        }                                                                                          \
     }
 GROWS2(g2_q8_0, NF_FMT_GGUF_Q8_0)
 GROWS2(g2_q4_0, NF_FMT_GGUF_Q4_0)
@@ -1021,7 +1089,7 @@ GROWS2(g2_q5_k, NF_FMT_GGUF_Q5_K)
 GROWS2(g2_q6_k, NF_FMT_GGUF_Q6_K)
 GROWS2(g2_iq4_xs, NF_FMT_GGUF_IQ4_XS)
 
-static grows_fn pick256(nf_format f)
+static growsR_fn pick256(nf_format f)
 {
     switch (f) {
     case NF_FMT_GGUF_Q8_0: return g2_q8_0;
@@ -1059,7 +1127,7 @@ TG2 static void a8_sums256(const int8_t *qa, uint64_t nb, int32_t *J)
 typedef struct {
     gctx c;
 #if NF_G8_X86
-    grows_fn fn;
+    growsR_fn fn;
 #endif
     uint64_t pfd; /* prefetch distance in rows */
 } gjob8;
@@ -1075,20 +1143,21 @@ static int grows8(void *arg, uint64_t a, uint64_t b)
         bool ok[4];
         float v[4] = {0, 0, 0, 0};
         uint64_t pfo = n + j->pfd + R <= c->t->rows ? j->pfd * c->rb : 0;
-        for (unsigned i = 0; i < R; i++) {
+        for (unsigned i = 0; i < R; i++)
             rows[i] = c->data + (n + i) * c->rb;
 #if NF_G8_X86
-            if (j->fn) { /* the kernel checks the fields as it goes */
-                bool bad = false;
-                v[i] = j->fn(c, rows[i], pfo, &bad);
-                ok[i] = !bad;
-                continue;
-            }
+        if (j->fn) { /* the kernel checks the fields as it goes */
+            unsigned bad[4] = {0, 0, 0, 0};
+            j->fn(c, rows, R, pfo, v, bad);
+            for (unsigned i = 0; i < R; i++)
+                ok[i] = bad[i] == 0;
+        } else
 #endif
-            ok[i] = row_ok(c->f, &c->g, rows[i], nblk);
-            if (ok[i])
-                v[i] = row_portable(c, rows[i]);
-        }
+            for (unsigned i = 0; i < R; i++) {
+                ok[i] = row_ok(c->f, &c->g, rows[i], nblk);
+                if (ok[i])
+                    v[i] = row_portable(c, rows[i]);
+            }
         for (unsigned i = 0; i < R; i++) {
             if (ok[i]) {
                 c->y[n + i - c->r0] = nf_gv_canon(v[i]);
