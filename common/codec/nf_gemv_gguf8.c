@@ -452,10 +452,11 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
             __m256i qh = fields8(b, B, &gf[2]);
             __m128i lo = _mm256_cvtepi32_epi16(qh), hi = _mm256_cvtepi32_epi16(_mm256_srli_epi32(qh, 16));
             const __m512i b4 = _mm512_set1_epi8(0x10);
-            u[0] = _mm512_or_si512(u[0], _mm512_maskz_mov_epi8((__mmask64)_mm_cvtsi128_si64(lo), b4));
-            u[1] = _mm512_or_si512(u[1], _mm512_maskz_mov_epi8((__mmask64)_mm_cvtsi128_si64(hi), b4));
-            u[2] = _mm512_or_si512(u[2], _mm512_maskz_mov_epi8((__mmask64)_mm_extract_epi64(lo, 1), b4));
-            u[3] = _mm512_or_si512(u[3], _mm512_maskz_mov_epi8((__mmask64)_mm_extract_epi64(hi, 1), b4));
+            /* bit 4 of a nibble is 0: adding 16 under the mask sets it */
+            u[0] = _mm512_mask_add_epi8(u[0], (__mmask64)_mm_cvtsi128_si64(lo), u[0], b4);
+            u[1] = _mm512_mask_add_epi8(u[1], (__mmask64)_mm_cvtsi128_si64(hi), u[1], b4);
+            u[2] = _mm512_mask_add_epi8(u[2], (__mmask64)_mm_extract_epi64(lo, 1), u[2], b4);
+            u[3] = _mm512_mask_add_epi8(u[3], (__mmask64)_mm_extract_epi64(hi, 1), u[3], b4);
         }
         if (f == NF_FMT_GGUF_MXFP4) {
             /* 2^(E - 128) for E <= 252 exactly in f64: the exponent field E + 895 */
@@ -487,7 +488,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
             for (int j = 0; j < 4; j++) {
                 __m512i t = _mm512_mask_blend_epi8(0xffffffff00000000ull, _mm512_set1_epi8((char)bits[j][0]),
                                                    _mm512_set1_epi8((char)bits[j][1]));
-                u[j] = _mm512_or_si512(u[j], _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(QH, t), b4));
+                u[j] = _mm512_mask_add_epi8(u[j], _mm512_test_epi8_mask(QH, t), u[j], b4); /* bit 4 was 0 */
             }
         }
         const uint8_t *Sb = b + 4;
@@ -535,7 +536,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
             for (int j = 0; j < 4; j++) {
                 __m512i t = _mm512_mask_blend_epi8(0xffffffff00000000ull, _mm512_set1_epi8((char)(1 << j)),
                                                    _mm512_set1_epi8((char)(1 << (4 + j))));
-                u[j] = _mm512_or_si512(u[j], _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(HM, t), b2));
+                u[j] = _mm512_mask_add_epi8(u[j], _mm512_test_epi8_mask(HM, t), u[j], b2); /* bit 2 was 0 */
             }
             const uint8_t *SC = b + 96;
             uint32_t a0 = ld32(SC), a1 = ld32(SC + 4), a2 = ld32(SC + 8);
