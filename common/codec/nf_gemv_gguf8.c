@@ -25,7 +25,9 @@
  * one block of 16 columns (the order of the blocks among the lanes is the
  * format's, x's codes are laid out the same way once per call), vpdpbusd
  * against them, the four dwords of each lane summed (I + beta J), then the
- * f64 epilogue 16 blocks at a time, a row at a time. The AVX2 kernel
+ * f64 epilogue 16 blocks at a time; up to 4 rows a pass share x's code
+ * vectors, each row's chunks still in increasing order, so the grouping
+ * changes no bit. The AVX2 kernel
  * computes the same integers with vpmaddubsw and vpmaddwd in vectors of 32
  * bytes (below), and the same epilogue four slots a vector.
  */
