@@ -88,7 +88,7 @@ typedef struct {
 
 enum { P_NAT = 0, P_NIB = 1, P_K4 = 2, P_K2 = 3 };
 
-static bool gfmt_of(nf_format f, gfmt *g)
+static inline bool gfmt_of(nf_format f, gfmt *g)
 {
     switch (f) {
     case NF_FMT_GGUF_Q8_0: *g = (gfmt){32, 34, 128, false, P_NAT}; return true;
@@ -414,7 +414,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
     switch (f) {
     case NF_FMT_GGUF_Q8_0: {
         const __m512i x80 = _mm512_set1_epi8((char)0x80);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
             __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)(b + 68 * j + 2));
             __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)(b + 68 * j + 36));
@@ -444,7 +444,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
                             ? _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141,
                                                                    (char)153, (char)166, (char)181, (char)197, (char)217, (char)241))
                             : _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int j = 0; j < 4; j++)
                 u[j] = _mm512_shuffle_epi8(L, u[j]);
         }
@@ -486,7 +486,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
             __m512i QH = bcast256(b + 16);
             const __m512i b4 = _mm512_set1_epi8(0x10);
             static const uint8_t bits[4][2] = {{0x01, 0x04}, {0x02, 0x08}, {0x10, 0x40}, {0x20, 0x80}};
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 __m512i t = _mm512_mask_blend_epi8(0xffffffff00000000ull, _mm512_set1_epi8((char)bits[j][0]),
                                                    _mm512_set1_epi8((char)bits[j][1]));
@@ -534,7 +534,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
         if (three) {
             __m512i HM = bcast256(b);
             const __m512i b2 = _mm512_set1_epi8(4);
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 __m512i t = _mm512_mask_blend_epi8(0xffffffff00000000ull, _mm512_set1_epi8((char)(1 << j)),
                                                    _mm512_set1_epi8((char)(1 << (4 + j))));
@@ -594,23 +594,13 @@ TG5 G_INLINE __m512i reduce4(__m512i a, __m512i b, __m512i c, __m512i d, const i
                             _mm512_permutex2var_epi32(ab, _mm512_loadu_si512((const void *)ri[1]), cd));
 }
 
-/* Bytes of one 256-column chunk of format f: 8 blocks of 32 or one of 256 */
-static inline unsigned chunk_bytes(nf_format f)
+/* format f's gfmt as a value, for the kernels' compile-time constants (f
+ * is a constant at every call: the switch folds away) */
+static inline gfmt gfmt_k(nf_format f)
 {
-    switch (f) {
-    case NF_FMT_GGUF_Q8_0: return 8 * 34;
-    case NF_FMT_GGUF_Q4_0: case NF_FMT_GGUF_IQ4_NL: return 8 * 18;
-    case NF_FMT_GGUF_Q4_1: return 8 * 20;
-    case NF_FMT_GGUF_Q5_0: return 8 * 22;
-    case NF_FMT_GGUF_Q5_1: return 8 * 24;
-    case NF_FMT_GGUF_MXFP4: return 8 * 17;
-    case NF_FMT_GGUF_Q2_K: return 84;
-    case NF_FMT_GGUF_Q3_K: return 110;
-    case NF_FMT_GGUF_Q4_K: return 144;
-    case NF_FMT_GGUF_Q5_K: return 176;
-    case NF_FMT_GGUF_Q6_K: return 210;
-    default: return 136; /* NF_FMT_GGUF_IQ4_XS */
-    }
+    gfmt g = {0, 0, 0, false, P_NAT};
+    (void)gfmt_of(f, &g);
+    return g;
 }
 
 /* One chunk of one row: its 16 block results T_b added into the row's
@@ -619,21 +609,19 @@ static inline unsigned chunk_bytes(nf_format f)
 TG5 G_INLINE void gchunk512(nf_format f, const gctx *c, const uint8_t *b, const __m512i *X, uint64_t sc,
                             __m512d *a, unsigned *bad)
 {
-    const bool min = f == NF_FMT_GGUF_Q4_1 || f == NF_FMT_GGUF_Q5_1 || f == NF_FMT_GGUF_Q2_K ||
-                     f == NF_FMT_GGUF_Q4_K || f == NF_FMT_GGUF_Q5_K;
+    const gfmt g = gfmt_k(f);
     __m512i u[4];
     __m512d S[2], M[2];
     unpack512(f, b, u, S, M, bad, c->gf);
     const __m512i z = _mm512_setzero_si512();
     __m512i U = reduce4(_mm512_dpbusd_epi32(z, u[0], X[0]), _mm512_dpbusd_epi32(z, u[1], X[1]),
                         _mm512_dpbusd_epi32(z, u[2], X[2]), _mm512_dpbusd_epi32(z, u[3], X[3]), c->ri);
-    if (f != NF_FMT_GGUF_Q4_1 && f != NF_FMT_GGUF_Q5_1 && f != NF_FMT_GGUF_Q2_K && f != NF_FMT_GGUF_Q4_K &&
-        f != NF_FMT_GGUF_Q5_K) /* the formats of gfmt_of's beta != 0 */
+    if (g.beta != 0)
         U = _mm512_sub_epi32(U, _mm512_loadu_si512((const void *)(c->BJp + 16 * sc)));
     __m512d I0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(U));
     __m512d I1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(U, 1));
     __m512d T0 = _mm512_mul_pd(S[0], I0), T1 = _mm512_mul_pd(S[1], I1);
-    if (min) { /* one rounding of the exact S I - M J */
+    if (g.min) { /* one rounding of the exact S I - M J */
         T0 = _mm512_fnmadd_pd(M[0], _mm512_loadu_pd(c->Jp + 16 * sc), T0);
         T1 = _mm512_fnmadd_pd(M[1], _mm512_loadu_pd(c->Jp + 16 * sc + 8), T1);
     }
@@ -641,7 +629,7 @@ TG5 G_INLINE void gchunk512(nf_format f, const gctx *c, const uint8_t *b, const 
     a[1] = _mm512_add_pd(a[1], _mm512_mul_pd(T1, _mm512_loadu_pd(c->dap + 16 * sc + 8)));
 }
 
-/* R rows (1, 2 or 4) in one pass over x, each in the G order (before
+/* R rows (1, 2 or 4: a constant) in one pass over x, each in the G order (before
  * canon): every row's chunks in increasing order, as one row alone, so the
  * grouping changes no bit; x's code vectors are loaded once a chunk for
  * all R. The main loop has no tail test: a row's last, partial chunk (the
@@ -650,17 +638,18 @@ TG5 G_INLINE void gchunk512(nf_format f, const gctx *c, const uint8_t *b, const 
 TG5 G_INLINE void growR512(nf_format f, const unsigned R, const gctx *c, const uint8_t *const *rows, uint64_t pfo,
                            float *v, unsigned *bad)
 {
-    const uint64_t csz = chunk_bytes(f);
+    const gfmt g = gfmt_k(f);
+    const uint64_t csz = g.qk == 256 ? g.bb : 8 * (uint64_t)g.bb; /* bytes a chunk */
     unsigned bl[4] = {0, 0, 0, 0}; /* local: no store in the loop for c's loads to fear */
     __m512d a[4][2];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (unsigned r = 0; r < R; r++)
         a[r][0] = a[r][1] = _mm512_setzero_pd();
     const uint64_t full = c->tailb ? c->nsc - 1 : c->nsc;
     for (uint64_t sc = 0; sc < full; sc++) {
         const uint8_t *xq = c->xq + 256 * sc;
         __m512i X[4] = {ld512(xq), ld512(xq + 64), ld512(xq + 128), ld512(xq + 192)};
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (unsigned r = 0; r < R; r++) {
             const uint8_t *b = rows[r] + sc * csz;
 #pragma GCC unroll 8
@@ -672,7 +661,7 @@ TG5 G_INLINE void growR512(nf_format f, const unsigned R, const gctx *c, const u
     if (full < c->nsc) {
         const uint8_t *xq = c->xq + 256 * full;
         __m512i X[4] = {ld512(xq), ld512(xq + 64), ld512(xq + 128), ld512(xq + 192)};
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (unsigned r = 0; r < R; r++) {
             uint8_t pad[8 * 34];
             memset(pad, 0, sizeof pad);
@@ -680,7 +669,7 @@ TG5 G_INLINE void growR512(nf_format f, const unsigned R, const gctx *c, const u
             gchunk512(f, c, pad, X, full, a[r], &bl[r]);
         }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (unsigned r = 0; r < R; r++) {
         double l[16], s[16];
         _mm512_storeu_pd(l, a[r][0]);
@@ -692,8 +681,8 @@ TG5 G_INLINE void growR512(nf_format f, const unsigned R, const gctx *c, const u
     }
 }
 
-/* R rows at rows[0..R) (R 1 to 4): v[r] their results, bad[r] non-zero
- * where a row has a field that sends it to the F order */
+/* R rows at rows[0..R) (R 1, 2 or 4: grows8's groups): v[r] their results,
+ * bad[r] non-zero where a row has a field that sends it to the F order */
 typedef void (*growsR_fn)(const gctx *, const uint8_t *const *, unsigned, uint64_t, float *, unsigned *);
 #define GROWS(NAME, F)                                                                             \
     TG5 static void NAME(const gctx *c, const uint8_t *const *rows, unsigned R, uint64_t pfo,      \
@@ -701,11 +690,9 @@ typedef void (*growsR_fn)(const gctx *, const uint8_t *const *, unsigned, uint64
     {                                                                                              \
         if (R == 4)                                                                                \
             growR512(F, 4, c, rows, pfo, v, bad);                                                  \
-        else if (R >= 2) {                                                                         \
+        else if (R == 2)                                                                           \
             growR512(F, 2, c, rows, pfo, v, bad);                                                  \
-            if (R == 3)                                                                            \
-                growR512(F, 1, c, rows + 2, pfo, v + 2, bad + 2);                                  \
-        } else                                                                                     \
+        else                                                                                       \
             growR512(F, 1, c, rows, pfo, v, bad);                                                  \
     }
 GROWS(g_q8_0, NF_FMT_GGUF_Q8_0)
