@@ -335,3 +335,26 @@ poke() { # FILE OFFSET HEXBYTES...
         [ "$d1" = "$d2" ] && [ "$d1" = "$d3" ] || { echo "$f: $digests" >&2; return 1; }
     done
 }
+
+@test "the scale search's bytes are pinned: each q format's objects of a seeded checkpoint (a tail group in down_proj, K = 688)" {
+    # pinned from the search before the candidate memo (ab9998d); the bytes
+    # are the same on every ISA and thread count, so any machine gives them
+    nf-mkckpt --seed 7 --dtype f16 ck > /dev/null
+    ninfer-import ck > l.json
+    local f want got
+    for f in q2_g64_fp16 q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 t2_g128_fp16; do
+        want=$(case $f in
+            q2_g64_fp16) echo e294abc4b3c7925592010fd0cbbabfbd1c45ef5a56c9f5c058ac5f2c10643d4a ;;
+            q4_g64_fp16) echo 2bbc61aeeb91a519b8eb6542bc87aafa31a5d87da2f8c4054683d2980ffcc76d ;;
+            q5_g64_fp16) echo aef4dcebd84e9c12d19d6c52e04c783407649a56ae9c18de6dbd5076acd56045 ;;
+            q6_g64_fp16) echo f82bb45c4ade92fe40fc78f1d62cc9c8a492daf84fa7956464b0ad96f7b7e357 ;;
+            q8_g32_fp16) echo 99762f5f68dea068efbed8f25fff795340de42ddc83160964e65410a3405c3ec ;;
+            t2_g128_fp16) echo ae97b824b6fde303bb9c8f2d2b7b20268660b819b88a5408d70b77f57b047e1c ;;
+        esac)
+        ninfer-quant -i l.json "text/*=$f" > q.json
+        run -0 ninfer-pack -q --no-sync --force -o q.ninfer q.json
+        got=$({ ninfer-cat --object model.layers.0.mlp.down_proj.weight q.ninfer
+                ninfer-cat --object model.layers.1.self_attn.q_proj.weight q.ninfer; } | sha256sum | cut -c1-64)
+        [ "$got" = "$want" ] || { echo "$f: $got, pinned $want" >&2; return 1; }
+    done
+}

@@ -823,10 +823,35 @@ static uint16_t q_group(nf_format f, const qrange *q, const qgrid *qg, const flo
     return sb;
 }
 
+/* The candidates a group's search has evaluated and their nf_qs_fast
+ * errors, direct-mapped by the scale's low 6 bits (a group's candidates lie
+ * within a few dozen FP16 steps of each other, so they seldom collide; a
+ * collision forgets the older entry, which is then evaluated again, to the
+ * same bits). 0xffff, a NaN, is never a candidate: it marks a free slot. */
+typedef struct {
+    uint16_t sb[64];
+    double err[64];
+} qmemo;
+
+static inline bool memo_get(const qmemo *mm, uint16_t sb, double *err)
+{
+    if (mm->sb[sb & 63] != sb)
+        return false;
+    *err = mm->err[sb & 63];
+    return true;
+}
+
+static inline void memo_put(qmemo *mm, uint16_t sb, double err)
+{
+    mm->sb[sb & 63] = sb;
+    mm->err[sb & 63] = err;
+}
+
 /* Choose the FP16 scale of one group (DESIGN 7.4) and its codes: the
  * absmax baseline, the grid above, least-squares refits of the best codes
  * (for fixed codes the best real scale is sum(c*x)/sum(c*c)), and the FP16
- * neighbours of the best, ranked by nf_qs_fast. The winner replaces the
+ * neighbours of the best, ranked by nf_qs_fast (a scale met twice is
+ * evaluated once, qmemo). The winner replaces the
  * baseline only if its exact error (nf_qs_exact) is strictly smaller, so
  * the result is never worse than absmax (base: its scale; m: the first
  * element of the largest magnitude). Returns the scale bits;
@@ -844,20 +869,32 @@ static uint16_t q_group_(const qrange *q, const qgrid *qg, const float *x, unsig
         memcpy(xp, x, n * sizeof *xp);
         for (unsigned i = n; i < L; i++)
             xp[i] = 0.0f;
-        /* the baseline and the grid, evaluated together (first wins ties) */
-        uint16_t cand[1 + 2 * (2 * NF_GRID + 1)];
+        /* the baseline and the grid, evaluated together (first wins ties,
+         * so a scale that repeats an earlier one is left out) */
+        uint16_t grid[2 * (2 * NF_GRID + 1)], cand[1 + 2 * (2 * NF_GRID + 1)];
         double err[1 + 2 * (2 * NF_GRID + 1)];
         unsigned nc = 0;
         cand[nc++] = base;
-        nf_qs_grid((double)m, qg->dv, qg->nd, cand + 1, isa); /* q_scale(m / d) */
-        nc += qg->nd;
+        nf_qs_grid((double)m, qg->dv, qg->nd, grid, isa); /* q_scale(m / d) */
+        qmemo mm;
+        memset(mm.sb, 0xff, sizeof mm.sb);
+        mm.sb[base & 63] = base;
+        for (unsigned j = 0; j < qg->nd; j++)
+            if (mm.sb[grid[j] & 63] != grid[j]) /* not a repeat (or a collision: kept) */
+                mm.sb[grid[j] & 63] = cand[nc++] = grid[j];
         nf_qs_fast(xp, L, q->qmin, q->qmax, cand, nc, err, isa);
         double best_err = err[0];
-        for (unsigned j = 1; j < nc; j++)
+        memo_put(&mm, cand[0], err[0]);
+        for (unsigned j = 1; j < nc; j++) {
+            memo_put(&mm, cand[j], err[j]);
             if (err[j] < best_err) {
                 best_err = err[j];
                 best = cand[j];
             }
+        }
+        /* Every candidate compared so far has an error >= best_err, so one
+         * met again cannot win (a win is strictly smaller): the memo skips
+         * it with the result unchanged. */
         /* least-squares refits: the sums of the best's codes, then each
          * candidate's error and its own sums in one pass */
         double cx;
@@ -867,7 +904,10 @@ static uint16_t q_group_(const qrange *q, const qgrid *qg, const float *x, unsig
             uint16_t sb = q_scale(cx / (double)cc);
             double e1, cx1;
             int64_t cc1;
+            if (memo_get(&mm, sb, &e1))
+                break; /* evaluated: e1 >= best_err */
             nf_qs_fast_refit(xp, L, q->qmin, q->qmax, sb, &e1, &cx1, &cc1, isa);
+            memo_put(&mm, sb, e1);
             if (!(e1 < best_err))
                 break;
             best_err = e1;
@@ -876,29 +916,32 @@ static uint16_t q_group_(const qrange *q, const qgrid *qg, const float *x, unsig
             cc = cc1;
         }
         /* the FP16 neighbours: dlt -2, -1, 1, 2 from the current best (which
-         * moves when one wins); those of the best at entry are evaluated
-         * together, the others when reached */
-        uint16_t b0 = best, nb[4];
+         * moves when one wins); those of the best at entry not yet
+         * evaluated are evaluated together, the others when reached */
+        static const int dl[4] = {-2, -1, 1, 2};
+        uint16_t nb[4];
         double ne[4];
         unsigned nn = 0;
-        static const int dl[4] = {-2, -1, 1, 2};
         for (int k = 0; k < 4; k++) {
-            int mag = (int)(b0 & 0x7fffu) + dl[k];
-            nb[k] = (uint16_t)((b0 & 0x8000u) | (unsigned)(mag > 0 ? mag : 0));
-            if (mag > 0 && mag <= 0x7bff)
-                nn = (unsigned)k + 1;
+            int mag = (int)(best & 0x7fffu) + dl[k];
+            uint16_t sb = (uint16_t)((best & 0x8000u) | (unsigned)(mag > 0 ? mag : 0));
+            double e1;
+            if (mag > 0 && mag <= 0x7bff && !memo_get(&mm, sb, &e1))
+                nb[nn++] = sb;
         }
         nf_qs_fast(xp, L, q->qmin, q->qmax, nb, nn, ne, isa);
+        for (unsigned k = 0; k < nn; k++)
+            memo_put(&mm, nb[k], ne[k]);
         for (int k = 0; k < 4; k++) {
             int mag = (int)(best & 0x7fffu) + dl[k];
             if (mag <= 0 || mag > 0x7bff)
                 continue;
             uint16_t sb = (uint16_t)((best & 0x8000u) | (unsigned)mag);
             double e1;
-            if (best == b0)
-                e1 = ne[k];
-            else
+            if (!memo_get(&mm, sb, &e1)) {
                 nf_qs_fast(xp, L, q->qmin, q->qmax, &sb, 1, &e1, isa);
+                memo_put(&mm, sb, e1);
+            }
             if (e1 < best_err) {
                 best_err = e1;
                 best = sb;

@@ -373,37 +373,52 @@ TQ2 static double exact_avx2(const float *x, unsigned n, int qmin, int qmax, uin
 
 /* ---- AVX-512 -------------------------------------------------------------------- */
 
-/* combine8f of lanes 0-7 and 8-15 of a, in f64 vectors: ((l0 + l4) +
- * (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the same additions as combine8f. */
-TQ5 NF_QS_INLINE void combine2_512(__m512 a, double *ea, double *eb)
+/* combine8f of four candidates at once: a holds candidates 0 (lanes 0-7)
+ * and 1 (8-15), b candidates 2 and 3; out[0..4) their errors, each formed
+ * by the same f64 additions as combine8f. */
+TQ5 NF_QS_INLINE void combine4_512(__m512 a, __m512 b, double *out)
 {
-    __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(a));       /* A0..A7 */
-    __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1));     /* B0..B7 */
-    /* (A0+A4, A1+A5, A2+A6, A3+A7 | B0+B4, ...) */
-    __m512d t = _mm512_add_pd(_mm512_shuffle_f64x2(lo, hi, 0x44), _mm512_shuffle_f64x2(lo, hi, 0xee));
-    /* (x0 + x2, x1 + x3) per half: lanes 0,1 and 4,5 */
-    __m512d u = _mm512_add_pd(t, _mm512_permutex_pd(t, 0x4e));
-    /* (x0 + x2) + (x1 + x3) */
-    __m512d v = _mm512_add_pd(u, _mm512_permute_pd(u, 0x55));
-    double r[8];
-    _mm512_storeu_pd(r, v);
-    *ea = r[0];
-    *eb = r[4];
+    __m512d a0 = _mm512_cvtps_pd(_mm512_castps512_ps256(a)), a1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1));
+    __m512d b0 = _mm512_cvtps_pd(_mm512_castps512_ps256(b)), b1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(b, 1));
+    /* per candidate, lanes j and j + 4: (l0 + l4, l1 + l5, l2 + l6, l3 + l7) */
+    __m512d ta = _mm512_add_pd(_mm512_shuffle_f64x2(a0, a1, 0x44), _mm512_shuffle_f64x2(a0, a1, 0xee));
+    __m512d tb = _mm512_add_pd(_mm512_shuffle_f64x2(b0, b1, 0x44), _mm512_shuffle_f64x2(b0, b1, 0xee));
+    /* (l0 + l4) + (l2 + l6) and (l1 + l5) + (l3 + l7), candidates 0-3 in pairs of lanes */
+    const __m512i P02 = _mm512_set_epi64(13, 12, 9, 8, 5, 4, 1, 0), P13 = _mm512_set_epi64(15, 14, 11, 10, 7, 6, 3, 2);
+    __m512d u = _mm512_add_pd(_mm512_permutex2var_pd(ta, P02, tb), _mm512_permutex2var_pd(ta, P13, tb));
+    /* the two halves of each candidate added: lanes 0, 2, 4, 6 + 1, 3, 5, 7 */
+    const __m512i E = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+    __m512d v = _mm512_permutexvar_pd(E, u);
+    _mm256_storeu_pd(out, _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1)));
 }
 
-/* The candidates in pairs (lanes 0-7 one, 8-15 the next) over x held in
- * registers; the scales and their reciprocals converted and divided 16 at a
- * time (the same IEEE division as the scalar 1.0f / s). */
+/* One step of the ranking error for a pair of candidates (S, I: their
+ * scales and reciprocals in lanes 0-7 and 8-15), as fast_scalar:
+ * t = clamp(x * inv), c = (t + 1.5*2^23) - 1.5*2^23, acc += (x - c*s)^2. */
+TQ5 NF_QS_INLINE __m512 fast_step512(__m512 acc, __m512 X, __m512 S, __m512 I, __m512 LO, __m512 HI,
+                                     __m512 M)
+{
+    __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(X, I), LO), HI);
+    __m512 q = _mm512_sub_ps(_mm512_add_ps(t, M), M);
+    __m512 d = _mm512_sub_ps(X, _mm512_mul_ps(q, S));
+    return _mm512_add_ps(acc, _mm512_mul_ps(d, d));
+}
+
+/* The candidates four at a time, in two pairs (lanes 0-7 one, 8-15 the
+ * next) over x held in registers; the scales and their reciprocals
+ * converted and divided 16 at a time (the same IEEE division as the scalar
+ * 1.0f / s). A missing fourth (or third) candidate repeats the last;
+ * where only two are left, one pair is evaluated. */
 TQ5 NF_QS_INLINE void fast_n512_(const float *x, unsigned L, float lo, float hi,
                                  const uint16_t *sb, unsigned nc, double *err)
 {
-    float sv[32] __attribute__((aligned(64))), iv[32] __attribute__((aligned(64)));
+    __m512 SV[2], IV[2];
     for (unsigned c = 0; c < nc; c += 16) { /* nc <= 32 */
         unsigned m = nc - c < 16 ? nc - c : 16;
         __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)((1u << m) - 1), sb + c));
         __mmask16 nz = _mm512_cmp_ps_mask(s, _mm512_setzero_ps(), _CMP_NEQ_UQ);
-        _mm512_store_ps(sv + c, s);
-        _mm512_store_ps(iv + c, _mm512_maskz_div_ps(nz, _mm512_set1_ps(1.0f), s));
+        SV[c / 16] = s;
+        IV[c / 16] = _mm512_maskz_div_ps(nz, _mm512_set1_ps(1.0f), s);
     }
     const __m512 LO = _mm512_set1_ps(lo), HI = _mm512_set1_ps(hi), M = _mm512_set1_ps(MAGIC23);
     __m512 X[16];
@@ -412,23 +427,38 @@ TQ5 NF_QS_INLINE void fast_n512_(const float *x, unsigned L, float lo, float hi,
         __m256 h = _mm256_loadu_ps(x + 8 * k);
         X[k] = _mm512_insertf32x8(_mm512_castps256_ps512(h), h, 1);
     }
-    unsigned c = 0;
-    for (; c < nc; c += 2) {
-        unsigned c1 = c + 1 < nc ? c + 1 : c;
-        __m512 S = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(sv[c]), _mm512_set1_ps(sv[c1]));
-        __m512 I = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(iv[c]), _mm512_set1_ps(iv[c1]));
-        __m512 acc = _mm512_setzero_ps();
-        for (unsigned k = 0; k < nx; k++) {
-            __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(X[k], I), LO), HI);
-            __m512 q = _mm512_sub_ps(_mm512_add_ps(t, M), M);
-            __m512 d = _mm512_sub_ps(X[k], _mm512_mul_ps(q, S));
-            acc = _mm512_add_ps(acc, _mm512_mul_ps(d, d));
+    /* lanes 0-7 candidate c, 8-15 candidate c + 1 (the last one where c + 1
+     * is past the end), taken from the registers by index */
+    const __m512i LANE = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (unsigned c = 0; c < nc; c += 4) {
+        __m512i ia = _mm512_min_epu32(_mm512_add_epi32(LANE, _mm512_set1_epi32((int)c)), _mm512_set1_epi32((int)nc - 1));
+        __m512i ib = _mm512_min_epu32(_mm512_add_epi32(LANE, _mm512_set1_epi32((int)c + 2)), _mm512_set1_epi32((int)nc - 1));
+        __m512 Sa, Ia, Sb, Ib;
+        if (c + 4 <= 16 || nc <= 16) {
+            Sa = _mm512_permutexvar_ps(ia, SV[0]);
+            Ia = _mm512_permutexvar_ps(ia, IV[0]);
+            Sb = _mm512_permutexvar_ps(ib, SV[0]);
+            Ib = _mm512_permutexvar_ps(ib, IV[0]);
+        } else { /* indexes 0-31 across the two vectors */
+            Sa = _mm512_permutex2var_ps(SV[0], ia, SV[1]);
+            Ia = _mm512_permutex2var_ps(IV[0], ia, IV[1]);
+            Sb = _mm512_permutex2var_ps(SV[0], ib, SV[1]);
+            Ib = _mm512_permutex2var_ps(IV[0], ib, IV[1]);
         }
-        double e0, e1;
-        combine2_512(acc, &e0, &e1);
-        err[c] = e0;
-        if (c1 != c)
-            err[c1] = e1;
+        __m512 acca = _mm512_setzero_ps(), accb = _mm512_setzero_ps();
+        if (nc - c > 2) {
+            for (unsigned k = 0; k < nx; k++) {
+                acca = fast_step512(acca, X[k], Sa, Ia, LO, HI, M);
+                accb = fast_step512(accb, X[k], Sb, Ib, LO, HI, M);
+            }
+        } else { /* one pair left */
+            for (unsigned k = 0; k < nx; k++)
+                acca = fast_step512(acca, X[k], Sa, Ia, LO, HI, M);
+        }
+        double e[4];
+        combine4_512(acca, accb, e);
+        for (unsigned j = 0; j < 4 && c + j < nc; j++)
+            err[c + j] = e[j];
     }
 }
 
