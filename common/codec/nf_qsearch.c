@@ -474,6 +474,45 @@ TQ5 static void fast_n512(const float *x, unsigned L, float lo, float hi, const 
     }
 }
 
+/* Eight elements of the exact evaluation in f64 (the definition's
+ * arithmetic: t = x * (1/s) in f64, x/s where t is near a half-integer). */
+TQ5 NF_QS_INLINE void exact8_512(const float *x, float s, double inv, int qmin, int qmax,
+                                 int *codes, __m512d *acc, uint64_t *ns)
+{
+    const __m512d INV = _mm512_set1_pd(inv), M = _mm512_set1_pd(MAGIC52),
+                  LO = _mm512_set1_pd((double)qmin), HI = _mm512_set1_pd((double)qmax),
+                  H = _mm512_set1_pd(0.5), EPS = _mm512_set1_pd(0x1p-30);
+    __m512d xd = _mm512_cvtps_pd(_mm256_loadu_ps(x));
+    __m512d t = _mm512_mul_pd(xd, INV);
+    __m512d r = _mm512_sub_pd(_mm512_add_pd(t, M), M);
+    __mmask8 near = _mm512_cmp_pd_mask(
+        _mm512_abs_pd(_mm512_sub_pd(_mm512_abs_pd(_mm512_sub_pd(t, r)), H)), EPS, _CMP_LT_OQ);
+    if (near) {
+        double tt[8], rr[8];
+        _mm512_storeu_pd(tt, t);
+        _mm512_storeu_pd(rr, r);
+        for (unsigned l = 0; l < 8; l++)
+            if (near >> l & 1) {
+                tt[l] = (double)x[l] / (double)s;
+                rr[l] = rne_d(tt[l]);
+            }
+        r = _mm512_loadu_pd(rr);
+    }
+    __mmask8 satm = _mm512_cmp_pd_mask(r, HI, _CMP_GT_OQ) | _mm512_cmp_pd_mask(r, LO, _CMP_LT_OQ);
+    *ns += (uint64_t)__builtin_popcount(satm);
+    __m512d c = _mm512_min_pd(_mm512_max_pd(r, LO), HI);
+    __m512d dec = _mm512_cvtps_pd(_mm256_mul_ps(_mm512_cvtpd_ps(c), _mm256_set1_ps(s)));
+    __m512d d = _mm512_sub_pd(xd, dec);
+    *acc = _mm512_add_pd(*acc, _mm512_mul_pd(d, d));
+    _mm256_storeu_si256((__m256i *)codes, _mm512_cvtpd_epi32(c));
+}
+
+/* The exact evaluation, 16 elements a step: the codes from t = x * (1/s)
+ * in f32, which are those of the quotient x/s wherever |t| <= 256 and t is
+ * at least 2^-13 from a half-integer (t is within |x/s| * 2^-23 <= 2^-15
+ * of x/s, so both round to the same integer); any other step, about one in
+ * 250, goes through exact8_512. The error sum is the definition's: d = x -
+ * f32(c * s) (exact: c has 8 bits, s 11) in f64, d*d added to lane i % 8. */
 TQ5 static double exact_avx512(const float *x, unsigned n, int qmin, int qmax, uint16_t sb,
                                int *codes, uint64_t *sat)
 {
@@ -481,39 +520,38 @@ TQ5 static double exact_avx512(const float *x, unsigned n, int qmin, int qmax, u
     if (s == 0.0f)
         return exact_scalar(x, n, qmin, qmax, sb, codes, sat);
     double inv = 1.0 / (double)s;
-    const __m512d INV = _mm512_set1_pd(inv), M = _mm512_set1_pd(MAGIC52),
-                  LO = _mm512_set1_pd((double)qmin), HI = _mm512_set1_pd((double)qmax),
-                  H = _mm512_set1_pd(0.5), EPS = _mm512_set1_pd(0x1p-30);
-    const __m256 S = _mm256_set1_ps(s);
+    const __m512 INV = _mm512_set1_ps(1.0f / s), M = _mm512_set1_ps(MAGIC23),
+                 LO = _mm512_set1_ps((float)qmin), HI = _mm512_set1_ps((float)qmax),
+                 S = _mm512_set1_ps(s), NEAR = _mm512_set1_ps(0.5f - 0x1p-13f),
+                 TMAX = _mm512_set1_ps(256.0f);
     __m512d acc = _mm512_setzero_pd();
     uint64_t ns = 0;
     unsigned i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m512d xd = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
-        __m512d t = _mm512_mul_pd(xd, INV);
-        __m512d r = _mm512_sub_pd(_mm512_add_pd(t, M), M);
-        __mmask8 near = _mm512_cmp_pd_mask(
-            _mm512_abs_pd(_mm512_sub_pd(_mm512_abs_pd(_mm512_sub_pd(t, r)), H)), EPS, _CMP_LT_OQ);
+    for (; i + 16 <= n; i += 16) {
+        __m512 xv = _mm512_loadu_ps(x + i);
+        __m512 t = _mm512_mul_ps(xv, INV);
+        __m512 r = _mm512_sub_ps(_mm512_add_ps(t, M), M);
+        __mmask16 near = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, r)), NEAR, _CMP_NLE_UQ) |
+                         _mm512_cmp_ps_mask(_mm512_abs_ps(t), TMAX, _CMP_NLE_UQ);
         if (near) {
-            double tt[8], rr[8];
-            _mm512_storeu_pd(tt, t);
-            _mm512_storeu_pd(rr, r);
-            for (unsigned l = 0; l < 8; l++)
-                if (near >> l & 1) {
-                    tt[l] = (double)x[i + l] / (double)s;
-                    rr[l] = rne_d(tt[l]);
-                }
-            t = _mm512_loadu_pd(tt);
-            r = _mm512_loadu_pd(rr);
+            exact8_512(x + i, s, inv, qmin, qmax, codes + i, &acc, &ns);
+            exact8_512(x + i + 8, s, inv, qmin, qmax, codes + i + 8, &acc, &ns);
+            continue;
         }
-        __mmask8 satm = _mm512_cmp_pd_mask(r, HI, _CMP_GT_OQ) | _mm512_cmp_pd_mask(r, LO, _CMP_LT_OQ);
+        __mmask16 satm = _mm512_cmp_ps_mask(r, HI, _CMP_GT_OQ) | _mm512_cmp_ps_mask(r, LO, _CMP_LT_OQ);
         ns += (uint64_t)__builtin_popcount(satm);
-        __m512d c = _mm512_min_pd(_mm512_max_pd(r, LO), HI);
-        __m512d dec = _mm512_cvtps_pd(_mm256_mul_ps(_mm512_cvtpd_ps(c), S));
-        __m512d d = _mm512_sub_pd(xd, dec);
-        acc = _mm512_add_pd(acc, _mm512_mul_pd(d, d));
-        _mm256_storeu_si256((__m256i *)(codes + i), _mm512_cvtpd_epi32(c));
+        __m512 c = _mm512_min_ps(_mm512_max_ps(r, LO), HI);
+        __m512 dec = _mm512_mul_ps(c, S);
+        __m512d d0 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(xv)),
+                                   _mm512_cvtps_pd(_mm512_castps512_ps256(dec)));
+        __m512d d1 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(xv, 1)),
+                                   _mm512_cvtps_pd(_mm512_extractf32x8_ps(dec, 1)));
+        acc = _mm512_add_pd(acc, _mm512_mul_pd(d0, d0));
+        acc = _mm512_add_pd(acc, _mm512_mul_pd(d1, d1));
+        _mm512_storeu_si512((void *)(codes + i), _mm512_cvtps_epi32(c));
     }
+    for (; i + 8 <= n; i += 8)
+        exact8_512(x + i, s, inv, qmin, qmax, codes + i, &acc, &ns);
     double a[8];
     _mm512_storeu_pd(a, acc);
     for (; i < n; i++) {

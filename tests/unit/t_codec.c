@@ -991,10 +991,31 @@ static void encoder_isa(void)
             xs[i] = (float)(k * s);
             if ((double)xs[i] != k * s || !isfinite(xs[i]))
                 xs[i] = (float)((double)(r >> 40) * 0x1p-20 * s); /* not exact: any value */
+            else if (it % 3 == 1) /* a step off the half-integer: the f32 codes' margin */
+                xs[i] = nextafterf(xs[i], (r >> 9 & 1) ? INFINITY : -INFINITY);
+            if (it % 3 == 2 && i % 5 == 0) /* quotients past 256, past 2^22 */
+                xs[i] = (float)((double)xs[i] * (i % 2 ? 300.0 : 0x1p23));
+            if (!isfinite(xs[i]))
+                xs[i] = s;
         }
+        double e_ref[2] = {0, 0};
+        int c_ref[2][64];
         for (int isa = 1; isa <= 3; isa++) {
             if (!nf_codec_isa_supported((nf_isa)isa))
                 continue;
+            /* the error sum and codes of every ISA are the scalar one's, bit for bit */
+            for (int k = 0; k < 2; k++) {
+                static const int rq[2][2] = {{-127, 127}, {-32, 31}};
+                int cc[64];
+                double e = nf_qs_exact(xs, 64 - 8 * k + k, rq[k][0], rq[k][1], sb, cc, NULL, (nf_isa)isa);
+                if (isa == 1) {
+                    e_ref[k] = e;
+                    memcpy(c_ref[k], cc, sizeof cc);
+                } else {
+                    bad += memcmp(&e, &e_ref[k], sizeof e) != 0;
+                    bad += memcmp(c_ref[k], cc, (64 - 8 * k + k) * sizeof *cc) != 0;
+                }
+            }
             /* q8's range, and q4's, where half-integer quotients at the ends
              * tie to a code outside (7.5 -> 8, clamped: saturated) or inside
              * (-8.5 -> -8: not saturated) */
@@ -1013,7 +1034,9 @@ static void encoder_isa(void)
         }
     }
     CHECK(bad == 0, "nf_qs_exact: the codes of the division x / s, ties to even, and the clamped "
-                    "ones counted (nearest even outside the range), on every ISA");
+                    "ones counted (nearest even outside the range), on every ISA; the error sum and "
+                    "codes of each ISA the scalar one's bit for bit (values a step off a "
+                    "half-integer, quotients past 256 and 2^22, n = 64 and 57)");
 }
 
 int main(void)
