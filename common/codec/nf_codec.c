@@ -1047,8 +1047,8 @@ static int enc_rowsplit(const nf_tensor_enc *t, const float *src, uint64_t r0,
 #endif
     for (uint64_t n = r0; n < r1; n++) {
         const float *x = src + (n - r0) * K;
-        double ssx;
-        if (!nf_qs_row(x, K, &ssx, nf_codec_isa()))
+        double l2[8] = {0};
+        if (!nf_qs_finite(x, K, nf_codec_isa()))
             return NF_CODEC_ENONFINITE;
         uint8_t *base = obj + pb->offset + n * pb->row_bytes;
         uint8_t *high = hb ? obj + ph->offset + n * ph->row_bytes : NULL;
@@ -1057,6 +1057,7 @@ static int enc_rowsplit(const nf_tensor_enc *t, const float *src, uint64_t r0,
             uint64_t k0 = g * G;
             unsigned nv = k0 >= K ? 0 : (unsigned)(K - k0 < G ? K - k0 : G);
             uint16_t sb = 0;
+            nf_qs_sq8(x + k0, nv, l2, nf_codec_isa()); /* beside the search, not before it */
             if (nv)
                 sb = q_group(t->format, &q, &qg, x + k0, nv, o->absmax_only, codes, st);
             st16(scales + 2 * g, sb);
@@ -1098,7 +1099,7 @@ static int enc_rowsplit(const nf_tensor_enc *t, const float *src, uint64_t r0,
                                        ((raw[4 * j + 2] >> 4) & 3) << 4 | ((raw[4 * j + 3] >> 4) & 3) << 6);
             }
         }
-        st->ssx += ssx;
+        st->ssx += nf_qs_combine8(l2);
     }
     return 0;
 }

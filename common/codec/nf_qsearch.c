@@ -122,15 +122,11 @@ static void refit_scalar(const float *x, unsigned L, float lo, float hi, uint16_
     *cc = c2;
 }
 
-static bool row_scalar(const float *x, uint64_t K, double *ssx)
+static bool finite_scalar(const float *x, uint64_t K)
 {
-    double l2[8] = {0};
     bool ok = true;
-    for (uint64_t k = 0; k < K; k++) {
+    for (uint64_t k = 0; k < K; k++)
         ok &= isfinite(x[k]) != 0;
-        l2[k % 8] += (double)x[k] * x[k];
-    }
-    *ssx = combine8d(l2);
     return ok;
 }
 
@@ -247,29 +243,35 @@ TQ2 static void fast_refit_avx2(const float *x, unsigned L, float lo, float hi, 
     *cc = tq;
 }
 
-TQ2 static bool row_avx2(const float *x, uint64_t K, double *ssx)
+TQ2 static bool finite_avx2(const float *x, uint64_t K)
 {
-    __m256d a0 = _mm256_setzero_pd(), a1 = a0;
     const __m256i ex = _mm256_set1_epi32(0x7f800000);
     __m256i bad = _mm256_setzero_si256();
     uint64_t k = 0;
     for (; k + 8 <= K; k += 8) {
-        __m256 xv = _mm256_loadu_ps(x + k);
-        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(xv), ex), ex));
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(x + k));
+        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(v, ex), ex));
+    }
+    bool ok = _mm256_testz_si256(bad, bad);
+    for (; k < K; k++)
+        ok &= isfinite(x[k]) != 0;
+    return ok;
+}
+
+TQ2 static void sq8_avx2(const float *x, unsigned n, double *l)
+{
+    __m256d a0 = _mm256_loadu_pd(l), a1 = _mm256_loadu_pd(l + 4);
+    unsigned i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 xv = _mm256_loadu_ps(x + i);
         __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(xv)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1));
         a0 = _mm256_add_pd(a0, _mm256_mul_pd(lo, lo));
         a1 = _mm256_add_pd(a1, _mm256_mul_pd(hi, hi));
     }
-    double l[8];
     _mm256_storeu_pd(l, a0);
     _mm256_storeu_pd(l + 4, a1);
-    bool ok = _mm256_testz_si256(bad, bad);
-    for (; k < K; k++) {
-        ok &= isfinite(x[k]) != 0;
-        l[k % 8] += (double)x[k] * x[k];
-    }
-    *ssx = combine8d(l);
-    return ok;
+    for (; i < n; i++)
+        l[i % 8] += (double)x[i] * x[i];
 }
 
 TQ2 static float amax_avx2(const float *x, unsigned n, float *first)
@@ -717,14 +719,32 @@ void nf_qs_fast_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t s
     refit_scalar(x, L, (float)qmin, (float)qmax, sb, cx, cc);
 }
 
-bool nf_qs_row(const float *x, uint64_t K, double *ssx, nf_isa isa)
+bool nf_qs_finite(const float *x, uint64_t K, nf_isa isa)
 {
 #if NF_QS_X86
     if (isa >= NF_ISA_AVX2)
-        return row_avx2(x, K, ssx);
+        return finite_avx2(x, K);
 #endif
     (void)isa;
-    return row_scalar(x, K, ssx);
+    return finite_scalar(x, K);
+}
+
+void nf_qs_sq8(const float *x, unsigned n, double *l, nf_isa isa)
+{
+#if NF_QS_X86
+    if (isa >= NF_ISA_AVX2) {
+        sq8_avx2(x, n, l);
+        return;
+    }
+#endif
+    (void)isa;
+    for (unsigned i = 0; i < n; i++)
+        l[i % 8] += (double)x[i] * x[i];
+}
+
+double nf_qs_combine8(const double *l)
+{
+    return combine8d(l);
 }
 
 static uint16_t grid1(double m, double d)

@@ -48,9 +48,18 @@ void nf_qs_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t sb, do
 void nf_qs_fast_refit(const float *x, unsigned L, int qmin, int qmax, uint16_t sb, double *err,
                       double *cx, int64_t *cc, nf_isa isa);
 
-/* A row's values x[0..K): returns false if one is not finite; *ssx = sum
- * x^2 in f64 in eight lane sums (lane j: k % 8 == j), combined as above. */
-bool nf_qs_row(const float *x, uint64_t K, double *ssx, nf_isa isa);
+/* Whether every value of x[0..K) is finite. */
+bool nf_qs_finite(const float *x, uint64_t K, nf_isa isa);
+
+/* The sum of squares of a row, a group at a time: adds x[i]^2 (in f64) to
+ * l[i % 8] for i in [0, n), in i order. Called for a row's groups in order
+ * (each starting at a multiple of 8), it gives the row's eight lane sums
+ * (lane j: the columns k % 8 == j, in k order); nf_qs_combine8 combines
+ * them. */
+void nf_qs_sq8(const float *x, unsigned n, double *l, nf_isa isa);
+
+/* ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) in f64. */
+double nf_qs_combine8(const double *l);
 
 /* The grid of candidate scales: out[i] = FP16 of the f32 rounding of the
  * f64 quotient m / d[i] (round to nearest even both times), an infinite
