@@ -573,7 +573,7 @@ TQ5 static double exact_avx512(const float *x, unsigned n, int qmin, int qmax, u
  * halves of 8 in order, so each of the eight lane sums sees its elements
  * in the scalar order. */
 TQ5 NF_QS_INLINE void refit_step512(__m512 xv, __m512 I, __m512 LO, __m512 HI, __m512 M,
-                                    __m512 *c, __m512d *lx, __m512i *c2)
+                                    __m512 *c, __m512d *lx, __m512 *c2)
 {
     __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(xv, I), LO), HI);
     *c = _mm512_sub_ps(_mm512_add_ps(t, M), M);
@@ -581,8 +581,8 @@ TQ5 NF_QS_INLINE void refit_step512(__m512 xv, __m512 I, __m512 LO, __m512 HI, _
                                            _mm512_cvtps_pd(_mm512_castps512_ps256(xv))));
     *lx = _mm512_add_pd(*lx, _mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(*c, 1)),
                                            _mm512_cvtps_pd(_mm512_extractf32x8_ps(xv, 1))));
-    __m512i ci = _mm512_cvtps_epi32(*c);
-    *c2 = _mm512_add_epi32(*c2, _mm512_mullo_epi32(ci, ci));
+    /* c*c summed in f32 is exact: integers, at most 128 * 127^2 < 2^24 */
+    *c2 = _mm512_add_ps(*c2, _mm512_mul_ps(*c, *c));
 }
 
 TQ5 static void refit_512(const float *x, unsigned L, float lo, float hi, uint16_t sb, double *err,
@@ -594,7 +594,7 @@ TQ5 static void refit_512(const float *x, unsigned L, float lo, float hi, uint16
                  HI = _mm512_set1_ps(hi), M = _mm512_set1_ps(MAGIC23);
     __m256 acc = _mm256_setzero_ps();
     __m512d lx = _mm512_setzero_pd();
-    __m512i c2 = _mm512_setzero_si512();
+    __m512 c2 = _mm512_setzero_ps();
     unsigned i = 0;
     for (; i + 16 <= L; i += 16) {
         __m512 xv = _mm512_loadu_ps(x + i), c;
@@ -612,8 +612,7 @@ TQ5 static void refit_512(const float *x, unsigned L, float lo, float hi, uint16
         c = _mm512_sub_ps(_mm512_add_ps(t, M), M);
         lx = _mm512_add_pd(lx, _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(c)),
                                              _mm512_cvtps_pd(_mm512_castps512_ps256(xv))));
-        __m512i ci = _mm512_maskz_cvtps_epi32(0xff, c);
-        c2 = _mm512_add_epi32(c2, _mm512_mullo_epi32(ci, ci));
+        c2 = _mm512_add_ps(c2, _mm512_mul_ps(c, c)); /* lanes 8-15 are 0 */
         if (err) {
             __m512 d = _mm512_sub_ps(xv, _mm512_mul_ps(c, S));
             acc = _mm256_add_ps(acc, _mm512_castps512_ps256(_mm512_mul_ps(d, d)));
@@ -627,12 +626,7 @@ TQ5 static void refit_512(const float *x, unsigned L, float lo, float hi, uint16
     double l[8];
     _mm512_storeu_pd(l, lx);
     *cx = combine8d(l);
-    int32_t q[16];
-    _mm512_storeu_si512((void *)q, c2);
-    int64_t tq = 0;
-    for (int j = 0; j < 16; j++)
-        tq += q[j];
-    *cc = tq;
+    *cc = (int64_t)_mm512_reduce_add_ps(c2); /* exact, as above */
 }
 
 TQ5 static float amax_512(const float *x, unsigned n, float *first)
