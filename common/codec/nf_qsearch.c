@@ -415,7 +415,12 @@ TQ5 NF_QS_INLINE void fast_n512_(const float *x, unsigned L, float lo, float hi,
                                  const uint16_t *sb, unsigned nc, double *err)
 {
     __m512 SV[2], IV[2];
-    for (unsigned c = 0; c < nc; c += 16) { /* nc <= 32 */
+    for (unsigned c = 0; c < 32; c += 16) { /* nc <= 32; the second vector repeats the first if unused */
+        if (c >= nc) {
+            SV[1] = SV[0];
+            IV[1] = IV[0];
+            break;
+        }
         unsigned m = nc - c < 16 ? nc - c : 16;
         __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)((1u << m) - 1), sb + c));
         __mmask16 nz = _mm512_cmp_ps_mask(s, _mm512_setzero_ps(), _CMP_NEQ_UQ);
@@ -435,18 +440,9 @@ TQ5 NF_QS_INLINE void fast_n512_(const float *x, unsigned L, float lo, float hi,
     for (unsigned c = 0; c < nc; c += 4) {
         __m512i ia = _mm512_min_epu32(_mm512_add_epi32(LANE, _mm512_set1_epi32((int)c)), _mm512_set1_epi32((int)nc - 1));
         __m512i ib = _mm512_min_epu32(_mm512_add_epi32(LANE, _mm512_set1_epi32((int)c + 2)), _mm512_set1_epi32((int)nc - 1));
-        __m512 Sa, Ia, Sb, Ib;
-        if (c + 4 <= 16 || nc <= 16) {
-            Sa = _mm512_permutexvar_ps(ia, SV[0]);
-            Ia = _mm512_permutexvar_ps(ia, IV[0]);
-            Sb = _mm512_permutexvar_ps(ib, SV[0]);
-            Ib = _mm512_permutexvar_ps(ib, IV[0]);
-        } else { /* indexes 0-31 across the two vectors */
-            Sa = _mm512_permutex2var_ps(SV[0], ia, SV[1]);
-            Ia = _mm512_permutex2var_ps(IV[0], ia, IV[1]);
-            Sb = _mm512_permutex2var_ps(SV[0], ib, SV[1]);
-            Ib = _mm512_permutex2var_ps(IV[0], ib, IV[1]);
-        }
+        /* indexes 0-31 across the two vectors */
+        __m512 Sa = _mm512_permutex2var_ps(SV[0], ia, SV[1]), Ia = _mm512_permutex2var_ps(IV[0], ia, IV[1]);
+        __m512 Sb = _mm512_permutex2var_ps(SV[0], ib, SV[1]), Ib = _mm512_permutex2var_ps(IV[0], ib, IV[1]);
         __m512 acca = _mm512_setzero_ps(), accb = _mm512_setzero_ps();
         if (nc - c > 2) {
             for (unsigned k = 0; k < nx; k++) {
@@ -514,7 +510,8 @@ TQ5 NF_QS_INLINE void exact8_512(const float *x, float s, double inv, int qmin, 
  * at least 2^-13 from a half-integer (t is within |x/s| * 2^-23 <= 2^-15
  * of x/s, so both round to the same integer); any other step, about one in
  * 250, goes through exact8_512. The error sum is the definition's: d = x -
- * f32(c * s) (exact: c has 8 bits, s 11) in f64, d*d added to lane i % 8. */
+ * f32(c * s) (exact where |c| < 2^13: s has 11 significant bits) in f64,
+ * d*d added to lane i % 8. */
 TQ5 static double exact_avx512(const float *x, unsigned n, int qmin, int qmax, uint16_t sb,
                                int *codes, uint64_t *sat)
 {

@@ -991,29 +991,46 @@ static void encoder_isa(void)
             xs[i] = (float)(k * s);
             if ((double)xs[i] != k * s || !isfinite(xs[i]))
                 xs[i] = (float)((double)(r >> 40) * 0x1p-20 * s); /* not exact: any value */
-            else if (it % 3 == 1) /* a step off the half-integer: the f32 codes' margin */
+            else if (it % 3 != 0) /* a step off the half-integer: the f32 codes' margin */
                 xs[i] = nextafterf(xs[i], (r >> 9 & 1) ? INFINITY : -INFINITY);
-            if (it % 3 == 2 && i % 5 == 0) /* quotients past 256, past 2^22 */
-                xs[i] = (float)((double)xs[i] * (i % 2 ? 300.0 : 0x1p23));
+            if (it % 3 == 2 && i < 16) {
+                /* a step of quotients near a half-integer past 256, each one the f32
+                 * product x * (1/s) puts outside the margin (its error exceeds it there) */
+                for (int tries = 0; tries < 64; tries++) {
+                    r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+                    xs[i] = (float)(((double)(r >> 42) + 0.5) * s);
+                    float t = xs[i] * (1.0f / s);
+                    if (isfinite(t) && fabsf(t - rintf(t)) <= 0.5f - 0x1p-13f)
+                        break;
+                }
+            }
+            else if (it % 3 == 2 && i % 5 == 0) /* quotients past 2^22 */
+                xs[i] = (float)((double)xs[i] * 0x1p23);
             if (!isfinite(xs[i]))
                 xs[i] = s;
         }
-        double e_ref[2] = {0, 0};
-        int c_ref[2][64];
-        for (int isa = 1; isa <= 3; isa++) {
+        /* the error sum, codes and saturation count of every ISA are the
+         * scalar one's, bit for bit: q8's range, q6's, and one of +-2^22
+         * where quotients past 256 keep their own codes */
+        static const int rq[3][2] = {{-127, 127}, {-32, 31}, {-(1 << 22), 1 << 22}};
+        static const unsigned rn[3] = {64, 57, 64};
+        double e_ref[3];
+        int c_ref[3][64];
+        uint64_t s_ref[3];
+        for (int isa = NF_ISA_SCALAR; isa <= NF_ISA_AVX512; isa++) {
             if (!nf_codec_isa_supported((nf_isa)isa))
                 continue;
-            /* the error sum and codes of every ISA are the scalar one's, bit for bit */
-            for (int k = 0; k < 2; k++) {
-                static const int rq[2][2] = {{-127, 127}, {-32, 31}};
+            for (int k = 0; k < 3; k++) {
                 int cc[64];
-                double e = nf_qs_exact(xs, 64 - 8 * k + k, rq[k][0], rq[k][1], sb, cc, NULL, (nf_isa)isa);
-                if (isa == 1) {
+                uint64_t sat = 0;
+                double e = nf_qs_exact(xs, rn[k], rq[k][0], rq[k][1], sb, cc, &sat, (nf_isa)isa);
+                if (isa == NF_ISA_SCALAR) {
                     e_ref[k] = e;
+                    s_ref[k] = sat;
                     memcpy(c_ref[k], cc, sizeof cc);
                 } else {
-                    bad += memcmp(&e, &e_ref[k], sizeof e) != 0;
-                    bad += memcmp(c_ref[k], cc, (64 - 8 * k + k) * sizeof *cc) != 0;
+                    bad += memcmp(&e, &e_ref[k], sizeof e) != 0 || sat != s_ref[k];
+                    bad += memcmp(c_ref[k], cc, rn[k] * sizeof *cc) != 0;
                 }
             }
             /* q8's range, and q4's, where half-integer quotients at the ends
@@ -1034,9 +1051,9 @@ static void encoder_isa(void)
         }
     }
     CHECK(bad == 0, "nf_qs_exact: the codes of the division x / s, ties to even, and the clamped "
-                    "ones counted (nearest even outside the range), on every ISA; the error sum and "
-                    "codes of each ISA the scalar one's bit for bit (values a step off a "
-                    "half-integer, quotients past 256 and 2^22, n = 64 and 57)");
+                    "ones counted (nearest even outside the range), on every ISA; the error sum, "
+                    "codes and count of each ISA the scalar one's bit for bit (values a step off "
+                    "a half-integer, quotients past 256 and 2^22, a range of +-2^22, n = 64 and 57)");
 }
 
 int main(void)
