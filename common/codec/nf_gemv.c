@@ -1106,16 +1106,7 @@ int nf_gemv_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
         if (fp8)
             c.p1 = obj + t->enc.plane[1].offset;
         pthread_once(&g_e4m3_once, e4m3_table);
-        if (act == NF_ACT_A8) {
-            /* P order with f32 x: the even and odd columns apart */
-            float *xe = (float *)(void *)(xbuf + xfb), *xo = (float *)(void *)(xbuf + xfb + pb);
-            for (uint64_t p = 0; p < np; p++) {
-                xe[p] = xf[2 * p];
-                xo[p] = 2 * p + 1 < K ? xf[2 * p + 1] : 0.0f;
-            }
-            c.xe = xe;
-            c.xo = xo;
-        } else {
+        if (act == NF_ACT_A16) {
             c.xb = x;
 #if NF_GEMV_X86
             if (isa >= NF_ISA_AVX512 && cpu_bf16() && (!fp8 || cpu_vbmi())) {
@@ -1123,6 +1114,18 @@ int nf_gemv_rows_act(const nf_tensor_enc *t, const uint8_t *obj, uint64_t obj_by
                 c.vdp = fp8 ? c.ex >= 17 : c.ex >= 1;
             }
 #endif
+        }
+        if (!c.vdp) {
+            /* the FMA form takes x's even and odd columns apart as f32, once
+             * a call instead of once a row (A8: x^; A16: x, the same values
+             * the kernels would split from the bf16 words) */
+            float *xe = (float *)(void *)(xbuf + xfb), *xo = (float *)(void *)(xbuf + xfb + pb);
+            for (uint64_t p = 0; p < np; p++) {
+                xe[p] = xf[2 * p];
+                xo[p] = 2 * p + 1 < K ? xf[2 * p + 1] : 0.0f;
+            }
+            c.xe = xe;
+            c.xo = xo;
         }
 #if NF_GEMV_X86
         /* without vdp, x in pieces that stay in L1 once it outgrows it */
