@@ -263,6 +263,46 @@ typedef struct {
     uint64_t mh, m1;
 } gfield;
 
+/* The header fields of the 8 blocks of the 4-bit and 5-bit formats (8 * B
+ * <= 192) in one vector (hdr: d or E at bytes 0-15, m at 16-31, qh at
+ * 32-63), picked from the chunk's three 64-byte loads W0, W1, W2 (W2 cut
+ * at the chunk's end) that the code runs come from too: a field that ends
+ * below byte 128 from the window W0:W1 (index i0), any other from W1:W2
+ * (index i1, at its offset - 64; result bytes m1). Where 7 * B + (the
+ * header's length) <= 128 all come from W0:W1 (the kernel knows this at
+ * compile time). */
+typedef struct {
+    uint8_t i0[64], i1[64];
+    uint64_t m1;
+} gwin;
+
+/* Field (off, w) of the 8 blocks at result byte out + k * w (block k). */
+static void gwin_add(gwin *g, unsigned B, unsigned off, unsigned w, unsigned out)
+{
+    for (unsigned k = 0; k < 8; k++)
+        for (unsigned i = 0; i < w; i++) {
+            unsigned pos = k * B + off + i, t = out + k * w + i;
+            if (k * B + off + w <= 128) {
+                g->i0[t] = (uint8_t)pos;
+            } else {
+                g->i1[t] = (uint8_t)(pos - 64);
+                g->m1 |= 1ull << t;
+            }
+        }
+}
+
+/* The code runs of 16 bytes at qo of blocks 0-3 (q[0], from W0:W1) and 4-7
+ * (q[1], from W1:W2), one block a 128-bit lane. */
+static void gruns_of(gwin *q, unsigned B, unsigned qo)
+{
+    memset(q, 0, 2 * sizeof *q);
+    for (unsigned k = 0; k < 4; k++)
+        for (unsigned i = 0; i < 16; i++) {
+            q[0].i0[16 * k + i] = (uint8_t)(k * B + qo + i);
+            q[1].i0[16 * k + i] = (uint8_t)((4 + k) * B + qo + i - 64);
+        }
+}
+
 static void gfield_of(gfield *g, unsigned B, unsigned off, unsigned w)
 {
     memset(g, 0, sizeof *g);
@@ -298,7 +338,9 @@ typedef struct {
     unsigned lb[16];    /* lane_block of the format's order (xq's layout) */
     unsigned ob[16];    /* the kernel's result lane l holds block ob[l] (dap, Jp, BJp, slots) */
     int32_t ri[2][16];  /* AVX-512 reduce4's last two index vectors, for the order ob */
-    gfield gf[3];       /* the QK 32 formats' fields: d, m, then qh (q5) or E (mxfp4) */
+    gfield gf;          /* q8_0's d fields */
+    gwin gh;            /* the other QK 32 formats' header fields (gwin) */
+    gwin gq[2];         /* their code runs: blocks 0-3 (from W0:W1), 4-7 (W1:W2) */
     float *y;
 } gctx;
 
@@ -357,13 +399,6 @@ TG5 G_INLINE float hc(const uint8_t *p)
 {
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld16(p))));
 }
-TG5 G_INLINE __m512i ld128x4(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint8_t *p3)
-{
-    __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)p0));
-    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(const void *)p1), 1);
-    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(const void *)p2), 2);
-    return _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(const void *)p3), 3);
-}
 TG5 G_INLINE __m512i bcast256(const uint8_t *p)
 {
     __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)p);
@@ -391,6 +426,21 @@ TG5 G_INLINE __m256 h8(const uint8_t *b, unsigned B, const gfield *g, unsigned *
     *bad |= (unsigned)_mm_cmpeq_epi16_mask(_mm_and_si128(h, _mm_set1_epi16(0x7c00)), _mm_set1_epi16(0x7c00));
     return _mm256_cvtph_ps(h);
 }
+/* The header vector of gwin from the chunk's three loads; one: every
+ * field lies in W0:W1 (a constant) */
+TG5 G_INLINE __m512i fields64w(const __m512i *W, const gwin *g, const bool one)
+{
+    __m512i r = _mm512_permutex2var_epi8(W[0], _mm512_loadu_si512((const void *)g->i0), W[1]);
+    if (!one)
+        r = _mm512_mask_blend_epi8(g->m1, r, _mm512_permutex2var_epi8(W[1], _mm512_loadu_si512((const void *)g->i1), W[2]));
+    return r;
+}
+/* 8 f16 fields as f32, as h8 */
+TG5 G_INLINE __m256 h8w(__m128i h, unsigned *bad)
+{
+    *bad |= (unsigned)_mm_cmpeq_epi16_mask(_mm_and_si128(h, _mm_set1_epi16(0x7c00)), _mm_set1_epi16(0x7c00));
+    return _mm256_cvtph_ps(h);
+}
 /* the same test on one field */
 static inline unsigned hbad(const uint8_t *p) { return (ld16(p) & 0x7c00u) == 0x7c00u; }
 
@@ -408,7 +458,7 @@ TG5 G_INLINE void dup_d(__m256 v, __m512d *d) { d[0] = d[1] = _mm512_cvtps_pd(v)
 /* One 256-column chunk (at b: 8 blocks of 32, or one of 256): u[4], S[2],
  * M[2] (f64), S and M in out_block's order. */
 TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *S, __m512d *M,
-                            unsigned *bad, const gfield *gf)
+                            unsigned *bad, const gctx *c)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     switch (f) {
@@ -420,7 +470,7 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
             __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)(b + 68 * j + 36));
             u[j] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), x80);
         }
-        dup_d(h8(b, 34, &gf[0], bad), S);
+        dup_d(h8(b, 34, &c->gf, bad), S);
         return;
     }
     case NF_FMT_GGUF_Q4_0:
@@ -429,12 +479,16 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
     case NF_FMT_GGUF_MXFP4:
     case NF_FMT_GGUF_Q5_0:
     case NF_FMT_GGUF_Q5_1: {
-        unsigned B = f == NF_FMT_GGUF_Q8_0 ? 34 : f == NF_FMT_GGUF_Q4_1 ? 20 : f == NF_FMT_GGUF_MXFP4 ? 17
-                     : f == NF_FMT_GGUF_Q5_0 ? 22 : f == NF_FMT_GGUF_Q5_1 ? 24 : 18;
-        unsigned qo = f == NF_FMT_GGUF_Q4_1 ? 4 : f == NF_FMT_GGUF_MXFP4 ? 1 : f == NF_FMT_GGUF_Q5_0 ? 6
-                      : f == NF_FMT_GGUF_Q5_1 ? 8 : 2;
-        __m512i z0 = ld128x4(b + qo, b + B + qo, b + 2 * B + qo, b + 3 * B + qo);
-        __m512i z1 = ld128x4(b + 4 * B + qo, b + 5 * B + qo, b + 6 * B + qo, b + 7 * B + qo);
+        const unsigned B = f == NF_FMT_GGUF_Q4_1 ? 20 : f == NF_FMT_GGUF_MXFP4 ? 17 : f == NF_FMT_GGUF_Q5_0 ? 22
+                           : f == NF_FMT_GGUF_Q5_1 ? 24 : 18;
+        const __m512i W[3] = {ld512(b), ld512(b + 64),
+                              _mm512_maskz_loadu_epi8(8 * B >= 192 ? ~0ull : (1ull << (8 * B - 128)) - 1, b + 128)};
+        __m512i z0 = _mm512_permutex2var_epi8(W[0], _mm512_loadu_si512((const void *)c->gq[0].i0), W[1]);
+        __m512i z1 = _mm512_permutex2var_epi8(W[1], _mm512_loadu_si512((const void *)c->gq[1].i0), W[2]);
+        /* the header's bytes a block: d (E), m, qh */
+        const unsigned hl = f == NF_FMT_GGUF_MXFP4 ? 1 : f == NF_FMT_GGUF_Q4_1 ? 4 : f == NF_FMT_GGUF_Q5_0 ? 6
+                            : f == NF_FMT_GGUF_Q5_1 ? 8 : 2;
+        const __m512i H = fields64w(W, &c->gh, 7 * B + hl <= 128);
         u[0] = _mm512_and_si512(z0, m4);
         u[1] = _mm512_and_si512(_mm512_srli_epi16(z0, 4), m4);
         u[2] = _mm512_and_si512(z1, m4);
@@ -449,28 +503,31 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
                 u[j] = _mm512_shuffle_epi8(L, u[j]);
         }
         if (f == NF_FMT_GGUF_Q5_0 || f == NF_FMT_GGUF_Q5_1) {
-            /* the 8 qh words: their low halves are the masks of the low-nibble
-             * vectors (4 blocks a 64-bit mask), the high halves those of the high */
-            __m256i qh = fields8(b, B, &gf[2]);
-            __m128i lo = _mm256_cvtepi32_epi16(qh), hi = _mm256_cvtepi32_epi16(_mm256_srli_epi32(qh, 16));
+            /* bit 4 of the code of element e is bit e of its block's qh
+             * (dwords 8-15 of H): each 128-bit lane's qh in both its qwords,
+             * then vpmultishiftqb takes the 8 bits from e - 4 (mod 64) to
+             * every byte, bit 4 of which is bit e; nibble bit 4 is 0 */
+            const __m512i q03 = _mm512_permutexvar_epi32(_mm512_setr_epi32(8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11), H);
+            const __m512i q47 = _mm512_permutexvar_epi32(_mm512_setr_epi32(12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15), H);
+            const __m512i slo = _mm512_broadcast_i32x4(_mm_setr_epi8(60, 61, 62, 63, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11));
+            const __m512i shi = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27));
             const __m512i b4 = _mm512_set1_epi8(0x10);
-            /* bit 4 of a nibble is 0: adding 16 under the mask sets it */
-            u[0] = _mm512_mask_add_epi8(u[0], (__mmask64)_mm_cvtsi128_si64(lo), u[0], b4);
-            u[1] = _mm512_mask_add_epi8(u[1], (__mmask64)_mm_cvtsi128_si64(hi), u[1], b4);
-            u[2] = _mm512_mask_add_epi8(u[2], (__mmask64)_mm_extract_epi64(lo, 1), u[2], b4);
-            u[3] = _mm512_mask_add_epi8(u[3], (__mmask64)_mm_extract_epi64(hi, 1), u[3], b4);
+            u[0] = _mm512_ternarylogic_epi32(u[0], _mm512_multishift_epi64_epi8(slo, q03), b4, 0xF8); /* u | (ms & b4) */
+            u[1] = _mm512_ternarylogic_epi32(u[1], _mm512_multishift_epi64_epi8(shi, q03), b4, 0xF8);
+            u[2] = _mm512_ternarylogic_epi32(u[2], _mm512_multishift_epi64_epi8(slo, q47), b4, 0xF8);
+            u[3] = _mm512_ternarylogic_epi32(u[3], _mm512_multishift_epi64_epi8(shi, q47), b4, 0xF8);
         }
         if (f == NF_FMT_GGUF_MXFP4) {
             /* 2^(E - 128) for E <= 252 exactly in f64: the exponent field E + 895 */
-            __m256i e = _mm256_cvtepu8_epi32(_mm256_castsi256_si128(fields8(b, B, &gf[2])));
+            __m256i e = _mm256_cvtepu8_epi32(_mm512_castsi512_si128(H));
             *bad |= (unsigned)_mm256_cmpgt_epi32_mask(e, _mm256_set1_epi32(252));
             __m512d E = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(_mm512_cvtepu32_epi64(e), _mm512_set1_epi64(895)), 52));
             S[0] = S[1] = E;
         } else {
-            dup_d(h8(b, B, &gf[0], bad), S);
+            dup_d(h8w(_mm512_castsi512_si128(H), bad), S);
         }
         if (f == NF_FMT_GGUF_Q4_1 || f == NF_FMT_GGUF_Q5_1) /* M = -m */
-            dup_d(_mm256_sub_ps(_mm256_setzero_ps(), h8(b, B, &gf[1], bad)), M);
+            dup_d(_mm256_sub_ps(_mm256_setzero_ps(), h8w(_mm512_extracti32x4_epi32(H, 1), bad)), M);
         return;
     }
     case NF_FMT_GGUF_Q4_K:
@@ -612,7 +669,7 @@ TG5 G_INLINE void gchunk512(nf_format f, const gctx *c, const uint8_t *b, const 
     const gfmt g = gfmt_k(f);
     __m512i u[4];
     __m512d S[2], M[2];
-    unpack512(f, b, u, S, M, bad, c->gf);
+    unpack512(f, b, u, S, M, bad, c);
     const __m512i z = _mm512_setzero_si512();
     __m512i U = reduce4(_mm512_dpbusd_epi32(z, u[0], X[0]), _mm512_dpbusd_epi32(z, u[1], X[1]),
                         _mm512_dpbusd_epi32(z, u[2], X[2]), _mm512_dpbusd_epi32(z, u[3], X[3]), c->ri);
@@ -1197,10 +1254,19 @@ int nf_gemv_gguf_a8_rows(const nf_tensor_enc *t, const uint8_t *obj, uint64_t ob
 #if NF_G8_X86
     if (c->g.qk == 32) {
         unsigned B = c->g.bb;
-        gfield_of(&c->gf[0], B, 0, c->f == NF_FMT_GGUF_MXFP4 ? 1 : 2);
-        gfield_of(&c->gf[1], B, 2, 2);
-        gfield_of(&c->gf[2], B, c->f == NF_FMT_GGUF_Q5_0 ? 2 : c->f == NF_FMT_GGUF_Q5_1 ? 4 : 0,
-                  c->f == NF_FMT_GGUF_MXFP4 ? 1 : 4);
+        if (c->f != NF_FMT_GGUF_Q8_0) {
+            unsigned qo = c->f == NF_FMT_GGUF_Q4_1 ? 4 : c->f == NF_FMT_GGUF_MXFP4 ? 1 : c->f == NF_FMT_GGUF_Q5_0 ? 6
+                          : c->f == NF_FMT_GGUF_Q5_1 ? 8 : 2;
+            memset(&c->gh, 0, sizeof c->gh);
+            gwin_add(&c->gh, B, 0, c->f == NF_FMT_GGUF_MXFP4 ? 1 : 2, 0);
+            if (c->f == NF_FMT_GGUF_Q4_1 || c->f == NF_FMT_GGUF_Q5_1)
+                gwin_add(&c->gh, B, 2, 2, 16);
+            if (c->f == NF_FMT_GGUF_Q5_0 || c->f == NF_FMT_GGUF_Q5_1)
+                gwin_add(&c->gh, B, c->f == NF_FMT_GGUF_Q5_0 ? 2 : 4, 4, 32);
+            gruns_of(c->gq, B, qo);
+        } else {
+            gfield_of(&c->gf, B, 0, 2);
+        }
     }
 #endif
 #if NF_G8_X86
