@@ -71,6 +71,51 @@ typedef float (*row_fn)(const uint8_t *row, const float *x, uint64_t nb);
 GG_ROWS(512)
 GG_ROWS(256)
 
+/* The QK 32 formats with f16 scales on AVX-512: 8 blocks at a time, their
+ * scales converted together (gg512_scales8) and the generators reading
+ * them from memory, then the pairs and the odd block as GG_ROW does: the
+ * same operations on the same values in the same slots, so the same bits. */
+#define GG_ROW8S(name, B)                                                                \
+    GG_T512 static float row512s_##name(const uint8_t *p, const float *x, uint64_t nb)   \
+    {                                                                                    \
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),  \
+                         _mm512_setzero_ps()};                                           \
+        uint16_t ixa[32];                                                                \
+        gg512_scales8_ix((B), ixa);                                                      \
+        const __m512i ix = _mm512_loadu_si512((const void *)ixa);                        \
+        float sc[16] __attribute__((aligned(64)));                                       \
+        const uint8_t *pf = p;                                                           \
+        uint64_t i = 0;                                                                  \
+        for (; i + 8 <= nb; i += 8, p += 8 * (B), x += 256) {                            \
+            for (; pf < p + 8 * (B); pf += 64)                                           \
+                _mm_prefetch((const char *)pf + PF_DIST, _MM_HINT_T0);                   \
+            gg512_scales8(p, (B), ix, sc);                                               \
+            for (int k = 0; k < 8; k += 2) {                                             \
+                gg512_##name##_s(p + k * (B), sc + k, 8, (float *)x + 32 * k, acc, GG_FMA); \
+                gg512_##name##_s(p + (k + 1) * (B), sc + k + 1, 8, (float *)x + 32 * k + 32, \
+                                 acc + 2, GG_FMA);                                       \
+            }                                                                            \
+        }                                                                                \
+        for (; i + 2 <= nb; i += 2, p += 2 * (B), x += 64) {                             \
+            for (; pf < p + 2 * (B); pf += 64)                                           \
+                _mm_prefetch((const char *)pf + PF_DIST, _MM_HINT_T0);                   \
+            gg512_##name(p, (float *)x, acc, GG_FMA);                                    \
+            gg512_##name(p + (B), (float *)x + 32, acc + 2, GG_FMA);                     \
+        }                                                                                \
+        for (; i < nb; i++, p += (B), x += 32) {                                         \
+            for (; pf < p + (B); pf += 64)                                               \
+                _mm_prefetch((const char *)pf + PF_DIST, _MM_HINT_T0);                   \
+            gg512_##name(p, (float *)x, acc, GG_FMA);                                    \
+        }                                                                                \
+        return GG_TREE512(acc);                                                          \
+    }
+GG_ROW8S(q8_0, 34)
+GG_ROW8S(q4_0, 18)
+GG_ROW8S(q4_1, 20)
+GG_ROW8S(q5_0, 22)
+GG_ROW8S(q5_1, 24)
+GG_ROW8S(iq4_nl, 18)
+
 /* gguf_f16: nb is the element count; element k into slot k % 64, the tail
  * masked (AVX-512) or from a zeroed copy (AVX2). */
 GG_T512 static float row512_f16(const uint8_t *p, const float *x, uint64_t n)
@@ -123,6 +168,16 @@ GG_T256 static float row256_f16(const uint8_t *p, const float *x, uint64_t n)
 static row_fn pick(nf_format f, nf_isa isa)
 {
     bool z = isa == NF_ISA_AVX512;
+    if (z)
+        switch (f) {
+        case NF_FMT_GGUF_Q8_0: return row512s_q8_0;
+        case NF_FMT_GGUF_Q4_0: return row512s_q4_0;
+        case NF_FMT_GGUF_Q4_1: return row512s_q4_1;
+        case NF_FMT_GGUF_Q5_0: return row512s_q5_0;
+        case NF_FMT_GGUF_Q5_1: return row512s_q5_1;
+        case NF_FMT_GGUF_IQ4_NL: return row512s_iq4_nl;
+        default: break;
+        }
     switch (f) {
 #define GG_PICK(F, name) case F: return z ? row512_##name : row256_##name;
         GG_FORMATS(GG_PICK)
