@@ -399,10 +399,10 @@ TG5 G_INLINE float hc(const uint8_t *p)
 {
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld16(p))));
 }
+/* 32 bytes in both halves (vbroadcasti64x4 from memory: a load, no shuffle) */
 TG5 G_INLINE __m512i bcast256(const uint8_t *p)
 {
-    __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)p);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(h), h, 1);
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)p));
 }
 
 /* The fields of width w (1, 2 or 4 bytes) at byte off of the 8 blocks of B
@@ -562,18 +562,19 @@ TG5 G_INLINE void unpack512(nf_format f, const uint8_t *b, __m512i *u, __m512d *
         return;
     }
     case NF_FMT_GGUF_Q6_K: {
-        __m512i L0 = ld512(b), L1 = ld512(b + 64), Q0 = bcast256(b + 128), Q1 = bcast256(b + 160);
+        /* u = ql's nibble | 2 bits of qh << 4: code vector j of a half takes
+         * bits 2j' .. 2j'+1 of qh[l] (j' = 2 (j & 1) for bytes 0-31, + 1 for
+         * 32-63, qh broadcast to both halves); vpmultishiftqb brings them to
+         * bits 4-5 of byte l (the 8 bits from 8 (l % 8) + 2j' - 4, mod 64) */
+        __m512i L0 = ld512(b), L1 = ld512(b + 64);
+        __m512i Q0 = bcast256(b + 128), Q1 = bcast256(b + 160);
         const __m512i x30 = _mm512_set1_epi8(0x30);
-        const __mmask64 up = 0xffffffff00000000ull;
-        __m512i t;
-        t = _mm512_mask_blend_epi8(up, Q0, _mm512_srli_epi16(Q0, 2));
-        u[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(L0, m4), _mm512_slli_epi16(t, 4), x30, 0xF8);
-        t = _mm512_mask_blend_epi8(up, _mm512_srli_epi16(Q0, 4), _mm512_srli_epi16(Q0, 6));
-        u[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(L0, 4), m4), _mm512_slli_epi16(t, 4), x30, 0xF8);
-        t = _mm512_mask_blend_epi8(up, Q1, _mm512_srli_epi16(Q1, 2));
-        u[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(L1, m4), _mm512_slli_epi16(t, 4), x30, 0xF8);
-        t = _mm512_mask_blend_epi8(up, _mm512_srli_epi16(Q1, 4), _mm512_srli_epi16(Q1, 6));
-        u[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(L1, 4), m4), _mm512_slli_epi16(t, 4), x30, 0xF8);
+        const __m512i s01 = _mm512_set_epi64(0x362e261e160e063ell, 0x362e261e160e063ell, 0x362e261e160e063ell, 0x362e261e160e063ell, 0x342c241c140c043cll, 0x342c241c140c043cll, 0x342c241c140c043cll, 0x342c241c140c043cll);
+        const __m512i s23 = _mm512_add_epi8(s01, _mm512_set1_epi8(4));
+        u[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(L0, m4), _mm512_multishift_epi64_epi8(s01, Q0), x30, 0xF8);
+        u[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(L0, 4), m4), _mm512_multishift_epi64_epi8(s23, Q0), x30, 0xF8);
+        u[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(L1, m4), _mm512_multishift_epi64_epi8(s01, Q1), x30, 0xF8);
+        u[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(L1, 4), m4), _mm512_multishift_epi64_epi8(s23, Q1), x30, 0xF8);
         __m512 s = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 192))));
         *bad |= hbad(b + 208);
         to_d(_mm512_mul_ps(_mm512_set1_ps(hc(b + 208)), s), S);
